@@ -1,0 +1,3 @@
+from calibsim_gui.cli import main
+
+raise SystemExit(main())

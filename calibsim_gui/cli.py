@@ -1,0 +1,319 @@
+"""calibsim's command line. With no sub-command it opens the desktop app.
+
+Sub-commands are headless and never import Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from calibsim_gui import __version__
+from calibsim_gui.core.errors import CalibsimError, InputError
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=None,
+                   help="built-in (default), a local sentence-transformers folder, or a model in "
+                        "the Hugging Face cache (see `calibsim models`)")
+    g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    g.add_argument("--batch-size", type=int, default=64)
+    g.add_argument("--allow-pickle", action="store_true",
+                   help="allow models whose weights exist only as pickle (.bin) files; "
+                        "only for models you trust")
+    g.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summaries")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="calibsim", description="Calibrated, globally interpretable embedding similarity. "
+                                     "Without a command, opens the desktop app.")
+    parser.add_argument("--version", action="version", version=f"calibsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("models", help="list usable models")
+    p.add_argument("--folder", action="append", default=[], help="also inspect this local model folder")
+    p.add_argument("--devices", action="store_true", help="also list devices and their availability")
+
+    p = sub.add_parser("profile", help="build, merge or show reference profiles")
+    psub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
+    b = psub.add_parser("build", help="build a profile from a background corpus and anchors")
+    b.add_argument("--background", nargs="+", default=[], metavar="FILE",
+                   help="background corpus: .txt/.md (one sentence per line), folders, CSV/JSONL")
+    b.add_argument("--column", help="text column of CSV/JSONL background files")
+    b.add_argument("--anchors", help="anchor ladder (.json or .csv); default: the built-in STS ladder")
+    b.add_argument("--pairs", type=int, default=20_000, help="random background pairs (default 20000)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--encoding", help="text encoding of the background files (default: UTF-8/UTF-16 with BOM)")
+    b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
+    b.add_argument("--force", action="store_true", help="replace an existing profile")
+    _add_model_options(b)
+    m = psub.add_parser("merge", help="merge profiles built with one model from parts of a corpus")
+    m.add_argument("profiles", nargs="+", metavar="PROFILE")
+    m.add_argument("--out", required=True)
+    m.add_argument("--force", action="store_true")
+    s = psub.add_parser("show", help="summarise a profile")
+    s.add_argument("profile")
+
+    p = sub.add_parser("score", help="score a list of text pairs")
+    p.add_argument("pairs", help="CSV, TSV or JSONL file of pairs")
+    p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--out", help="output .csv/.tsv/.json ('-' for CSV on stdout)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--text-a", help="column of the first text (default: auto-detected)")
+    p.add_argument("--text-b", help="column of the second text (default: auto-detected)")
+    p.add_argument("--label", help="column of human scores, to report agreement")
+    p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
+    p.add_argument("--metrics", nargs="+", help="metrics to compute (default: all)")
+    _add_model_options(p)
+
+    p = sub.add_parser("matrix", help="score every document against every other")
+    p.add_argument("inputs", nargs="+", help="text files, folders or CSV/JSONL files")
+    p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--out", required=True, help="output .csv/.tsv (square table) or .json")
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--per-file", action="store_true", help="one document per file instead of per line")
+    p.add_argument("--column", help="text column of CSV/JSONL inputs")
+    p.add_argument("--encoding")
+    p.add_argument("--metric", default="cosine")
+    p.add_argument("--form", default="calibrated",
+                   help="calibrated form written to a CSV (JSON holds raw and this form)")
+    _add_model_options(p)
+    return parser
+
+
+class _Progress:
+    """A tqdm bar on stderr driven by the core's progress(done, total, message) callback."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.bar = quiet, None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self.quiet or total == 0:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="text", file=sys.stderr, desc="encoding")
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _say(args, text: str = "") -> None:
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def _load_model(args):
+    from calibsim_gui.core.models import load_model, resolve_model
+
+    info = resolve_model(args.model)
+    _say(args, f"loading model {info.name} ({info.source}) ...")
+    embedder = load_model(info, device=args.device, allow_pickle=args.allow_pickle)
+    _say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
+               + (" (picked by --device auto)" if args.device == "auto" else ""))
+    return embedder
+
+
+def _cache(args):
+    if args.no_cache:
+        return None
+    from calibsim_gui.core.cache import EmbeddingCache
+
+    return EmbeddingCache()
+
+
+def _profile(args, embedder, cache):
+    from calibsim_gui.core.profile import ReferenceProfile
+    from calibsim_gui.core.profile_builder import default_profile
+
+    if args.profile:
+        profile = ReferenceProfile.load(args.profile)
+        profile.check_model(embedder.fingerprint, source=args.profile)
+        return profile
+    return default_profile(embedder, cache=cache, batch_size=args.batch_size)
+
+
+def cmd_models(args) -> int:
+    from calibsim_gui.core.models import available_devices, discover_models
+
+    rows = [(m.name, m.source, m.dimension or "?", m.max_seq_length or "?",
+             f"{m.size_bytes / 1e6:.0f} MB", str(m.path)) for m in discover_models(args.folder)]
+    header = ("name", "source", "dim", "max_len", "size", "path")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(5)]
+    for row in [header] + rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[5]))
+    if args.devices:
+        for device, reason in available_devices().items():
+            print(f"device {device}: {'available' if reason is None else reason}")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from calibsim_gui.core.profile import ReferenceProfile, merge_profiles
+
+    if args.profile_command == "show":
+        profile = ReferenceProfile.load(args.profile)
+        print(f"model: {profile.fingerprint.id}  dimension {profile.dimension}")
+        print(f"anchors: {profile.anchors.name} ({len(profile.anchors.pairs)} pairs)")
+        print(f"background pairs: {profile.background_pairs}")
+        for name, ref in profile.metrics.items():
+            bg = ref.background
+            extra = f"  background mean {bg.mean:.4f} sd {bg.std:.4f} p99 {bg.quantile(0.99):.4f}" if bg else ""
+            print(f"  {name}: forms {', '.join(ref.calibrators)}{extra}")
+        for warning in profile.warnings():
+            print(f"warning: {warning}")
+        return 0
+    out = Path(args.out)
+    if out.suffix == "":
+        out = out.with_suffix(".calibsim-profile")
+    if out.exists() and not args.force:
+        raise InputError("the profile exists already.", path=out,
+                         fix="choose another --out name or add --force to replace it")
+    if args.profile_command == "merge":
+        profiles = [ReferenceProfile.load(p) for p in args.profiles]
+        merged = profiles[0]
+        for other in profiles[1:]:
+            merged = merge_profiles(merged, other)
+        merged.provenance["name"] = out.name
+        merged.save(out)
+        print(f"wrote {out} ({merged.background_pairs} background pairs)")
+        return 0
+    return _build_profile(args, out)
+
+
+def _build_profile(args, out: Path) -> int:
+    from calibsim_gui.core.anchors import load_anchors
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.profile_builder import build_profile
+
+    docs = load_documents(args.background, column=args.column, encoding=args.encoding) \
+        if args.background else None
+    if docs is not None:
+        for note in docs.notes:
+            _say(args, f"background: {note}")
+        _say(args, f"background: {len(docs.documents)} sentences from {len(docs.files)} files")
+    anchors = load_anchors(args.anchors) if args.anchors else None
+    embedder = _load_model(args)
+    progress = _Progress(args.quiet)
+    try:
+        profile = build_profile(embedder, docs.texts if docs else None, anchors=anchors,
+                                n_pairs=args.pairs, seed=args.seed,
+                                sources=docs.files if docs else (), name=out.name,
+                                cache=_cache(args), batch_size=args.batch_size, progress=progress)
+    finally:
+        progress.close()
+    profile.save(out)
+    for warning in profile.warnings():
+        _say(args, f"warning: {warning}")
+    print(f"wrote {out} ({profile.background_pairs} background pairs, "
+          f"{len(profile.anchors.pairs)} anchor pairs)")
+    return 0
+
+
+def _print_score_summary(scored) -> None:
+    prov = scored.provenance
+    print(f"scored {prov['pairs']['scored']} of {prov['pairs']['rows']} pairs with "
+          f"{prov['model']['id']} on {prov['model']['device']}; references: "
+          f"{prov['references']['profile']} ({prov['references']['background_pairs']} background pairs)")
+    agreement = prov.get("agreement")
+    if agreement:
+        print(f"agreement with human scores in '{agreement['label']}' (Spearman x100):")
+        table: dict[str, dict[str, float]] = {}
+        for column, rho in agreement["spearman_x100"].items():
+            metric, _, form = column.partition("_")
+            table.setdefault(metric, {})[form] = rho
+        forms = list(dict.fromkeys(f for row in table.values() for f in row))
+        print("  " + "metric".ljust(10) + "".join(f.rjust(15) for f in forms))
+        for metric, row in table.items():
+            print("  " + metric.ljust(10) + "".join(
+                (f"{row[f]:.2f}" if f in row else "-").rjust(15) for f in forms))
+    for metric, sat in prov.get("background_saturation", {}).items():
+        print(f"{metric}: {sat['share_beyond_p99']:.1%} of pairs above the background's 99th "
+              f"percentile; percentiles are +/-{sat['percentile_halfwidth']:.2f} points (95%)")
+    for note in scored.notes:
+        print(f"note: {note}")
+
+
+def cmd_score(args) -> int:
+    from calibsim_gui.core.analysis import score_pairs
+    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.output import check_output_path, write_scored_pairs
+
+    if args.out and args.out != "-":
+        check_output_path(args.out, inputs=[args.pairs], force=args.force)
+    table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
+                       encoding=args.encoding)
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    progress = _Progress(args.quiet)
+    try:
+        scored = score_pairs(table, embedder, profile, metrics=args.metrics, cache=cache,
+                             batch_size=args.batch_size, progress=progress)
+    finally:
+        progress.close()
+    if args.out == "-":
+        scored.frame.to_csv(sys.stdout, index=False, float_format="%.10g")
+        return 0
+    if args.out:
+        write_scored_pairs(scored, args.out)
+    if not args.quiet:
+        _print_score_summary(scored)
+    print(f"wrote {args.out} and {args.out}.provenance.json" if args.out and not args.out.endswith(".json")
+          else f"wrote {args.out}" if args.out else "(add --out FILE.csv to save the scores)")
+    return 0
+
+
+def cmd_matrix(args) -> int:
+    from calibsim_gui.core.analysis import score_matrix
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.output import check_output_path, write_matrix
+
+    check_output_path(args.out, inputs=args.inputs, force=args.force)
+    docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
+                          encoding=args.encoding)
+    for note in docs.notes:
+        _say(args, f"documents: {note}")
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    progress = _Progress(args.quiet)
+    try:
+        result = score_matrix(docs, embedder, profile, metric=args.metric, forms=(args.form,),
+                              cache=cache, batch_size=args.batch_size, progress=progress)
+    finally:
+        progress.close()
+    write_matrix(result, args.out, form=args.form)
+    print(f"wrote {args.out}: {len(result.ids)} x {len(result.ids)} {args.metric}_{args.form}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        from calibsim_gui.qt.app import run_app
+
+        return run_app()
+    command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
+               "matrix": cmd_matrix}[args.command]
+    try:
+        return command(args)
+    except CalibsimError as exc:
+        print(f"calibsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("calibsim: stopped by the user", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

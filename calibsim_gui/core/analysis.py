@@ -1,0 +1,191 @@
+"""Analyses: score a pair list or a document set against a reference profile."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
+from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
+from calibsim_gui.core.provenance import library_versions
+
+SATURATION_QUANTILE = 0.99
+
+
+@dataclass
+class ScoredPairs:
+    """Input rows with raw and calibrated scores, provenance and plain-language notes."""
+
+    frame: pd.DataFrame
+    provenance: dict
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DocumentMatrix:
+    """N x N scores of one metric for a document set, raw and in each calibrated form."""
+
+    ids: list[str]
+    metric: str
+    matrices: dict[str, np.ndarray]       # form ("raw", "calibrated", ...) -> float32 (n, n)
+    provenance: dict
+    notes: list[str] = field(default_factory=list)
+
+
+def query_zscores(metric: str, emb_a: np.ndarray, emb_b: np.ndarray, raw: np.ndarray,
+                  reference: np.ndarray) -> np.ndarray:
+    """Pair score as a z-score against each text's own scores with background texts.
+
+    For a pair (a, b) the score is compared with the scores of a with every reference text and
+    of b with every reference text; the result is the mean of the two z-scores. It says how
+    unusual b is *for a* (and a for b): a local, per-query scale.
+    """
+    metric_ = METRICS[metric]
+
+    def stats(emb):
+        sims = metric_.as_similarity(metric_.matrix(emb.astype(np.float64), reference.astype(np.float64)))
+        return sims.mean(axis=1), sims.std(axis=1)
+
+    sim = metric_.as_similarity(raw)
+    (mean_a, std_a), (mean_b, std_b) = stats(emb_a), stats(emb_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ((sim - mean_a) / std_a + (sim - mean_b) / std_b) / 2
+
+
+def _base_provenance(embedder, profile: ReferenceProfile, encoding) -> dict:
+    return {
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
+                  "max_seq_length": embedder.max_seq_length},
+        "references": {
+            "profile": profile.provenance.get("name", "unnamed profile"),
+            "profile_provenance": profile.provenance,
+            "anchors": profile.anchors.name,
+            "anchor_pairs": len(profile.anchors.pairs),
+            "background_pairs": profile.background_pairs,
+        },
+        "encoding": {"distinct_texts": encoding.n_unique, "from_cache": encoding.n_cached,
+                     "truncated": encoding.n_truncated},
+        "columns": {form: FORM_DESCRIPTIONS[form] for form in ("raw",) + profile.forms()},
+        "versions": library_versions(),
+    }
+
+
+def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cache=None,
+                batch_size: int = 64, progress=None, should_stop=None) -> ScoredPairs:
+    """Score every pair of `table` (a `PairTable`) with every metric and calibration.
+
+    Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
+    form ("raw", then the profile's calibrated forms, then "query_zscore" when the profile has a
+    background sample). Rows with an empty text keep NaN scores.
+    """
+    profile.check_model(embedder.fingerprint)
+    metrics = [m.name for m in get_metrics(metrics)]
+    frame = table.frame
+    scored = np.ones(len(frame), dtype=bool)
+    scored[list(table.empty_rows)] = False
+    texts_a = frame[table.text_a].to_numpy()[scored].tolist()
+    texts_b = frame[table.text_b].to_numpy()[scored].tolist()
+    encoding = encode_texts(embedder, texts_a + texts_b, batch_size=batch_size, cache=cache,
+                            progress=progress, should_stop=should_stop)
+    emb_a, emb_b = np.split(encoding.embeddings, 2)
+    raw = pair_scores(emb_a, emb_b, metrics)
+
+    columns: dict[str, np.ndarray] = {}
+    provenance = _base_provenance(embedder, profile, encoding)
+    provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
+    notes = list(table.notes) + profile.warnings()
+    if encoding.n_truncated:
+        notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
+                     f"({embedder.max_seq_length} tokens); only their beginning was scored")
+
+    def full(values):
+        out = np.full(len(frame), np.nan)
+        out[scored] = values
+        return out
+
+    saturation = {}
+    for name in metrics:
+        columns[f"{name}_raw"] = full(raw[name])
+        for form, values in profile.calibrate(name, raw[name]).items():
+            columns[f"{name}_{form}"] = full(values)
+        if profile.query_reference is not None:
+            columns[f"{name}_query_zscore"] = full(
+                query_zscores(name, emb_a, emb_b, raw[name], profile.query_reference))
+        if profile.has_background and len(raw[name]):
+            cut = profile.metrics[name].background.quantile(SATURATION_QUANTILE)
+            share = float((METRICS[name].as_similarity(raw[name]) > cut).mean())
+            saturation[name] = {"share_beyond_p99": share,
+                                "percentile_halfwidth": profile.metrics[name]
+                                .calibrators["bg_percentile"].halfwidth_}
+    if saturation:
+        provenance["background_saturation"] = saturation
+        worst = max(saturation.items(), key=lambda kv: kv[1]["share_beyond_p99"])
+        if worst[1]["share_beyond_p99"] > 0.05:
+            notes.append(
+                f"{worst[1]['share_beyond_p99']:.0%} of pairs score above the background's 99th "
+                f"percentile ({worst[0]}); the plain percentile cannot separate them — use "
+                "<metric>_calibrated or <metric>_bg_surprise to rank them")
+    if table.label is not None:
+        provenance["agreement"] = _agreement(frame[table.label], columns)
+    provenance["notes"] = notes
+    out = pd.concat([frame.reset_index(drop=True), pd.DataFrame(columns)], axis=1)
+    return ScoredPairs(out, provenance, notes)
+
+
+def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
+    """Spearman correlation (x100) of every score column with the human labels."""
+    from scipy.stats import spearmanr
+
+    y = pd.to_numeric(labels, errors="coerce").to_numpy()
+    out = {}
+    for name, values in columns.items():
+        ok = np.isfinite(y) & np.isfinite(values)
+        if ok.sum() > 2:
+            rho = spearmanr(values[ok], y[ok]).statistic
+            out[name] = round(float(rho) * 100 * (1 if _higher_is_similar(name) else -1), 3)
+    return {"label": labels.name, "spearman_x100": out}
+
+
+def _higher_is_similar(column: str) -> bool:
+    metric, _, form = column.partition("_")
+    return form != "raw" or METRICS[metric].higher_is_similar
+
+
+def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str = "cosine",
+                 forms=("calibrated",), cache=None, batch_size: int = 64, block_rows: int = 1024,
+                 progress=None, should_stop=None) -> DocumentMatrix:
+    """All-pairs scores of a `DocumentSet`, computed in row blocks (bounded memory).
+
+    Returns float32 matrices for "raw" and each requested form.
+    """
+    profile.check_model(embedder.fingerprint)
+    unknown = set(forms) - set(profile.forms())
+    if unknown:
+        raise ValueError(f"this profile has no {sorted(unknown)} calibration; available: "
+                         f"{list(profile.forms())}")
+    encoding = encode_texts(embedder, documents.texts, batch_size=batch_size, cache=cache,
+                            progress=progress, should_stop=should_stop)
+    emb = encoding.embeddings
+    n = len(emb)
+    matrices = {form: np.empty((n, n), dtype=np.float32) for form in ("raw",) + tuple(forms)}
+    metric_ = METRICS[metric]
+    calibrators = profile.metrics[metric].calibrators
+    for start, block in matrix_blocks(emb, metric_, block_rows=block_rows):
+        rows = slice(start, start + len(block))
+        matrices["raw"][rows] = block
+        sim = metric_.as_similarity(block)
+        for form in forms:
+            matrices[form][rows] = calibrators[form].transform(sim)
+    provenance = _base_provenance(embedder, profile, encoding)
+    provenance["documents"] = {"files": [str(f) for f in documents.files], "count": n,
+                               "empty_dropped": documents.n_empty,
+                               "duplicates_dropped": documents.n_duplicates}
+    provenance["metric"] = metric
+    notes = list(documents.notes) + profile.warnings()
+    provenance["notes"] = notes
+    return DocumentMatrix(documents.ids, metric, matrices, provenance, notes)

@@ -1,0 +1,117 @@
+"""Anchor ladders: reference pairs grouped into levels with target values."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.resources import resource_path
+
+FORMAT = "calibsim-anchors"
+
+
+@dataclass(frozen=True)
+class AnchorLevel:
+    name: str
+    label: str
+    target: float       # position on the 0-1 calibrated scale
+
+
+@dataclass(frozen=True)
+class AnchorPair:
+    level: str
+    text_a: str
+    text_b: str
+
+
+@dataclass(frozen=True)
+class AnchorSet:
+    """A named ladder: levels ordered by target, and the pairs that stand for each level."""
+
+    name: str
+    levels: tuple[AnchorLevel, ...]
+    pairs: tuple[AnchorPair, ...]
+
+    @property
+    def targets(self) -> dict[str, float]:
+        return {level.name: level.target for level in self.levels}
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "schema_version": 1, "name": self.name,
+                "levels": [vars(level) for level in self.levels],
+                "pairs": [vars(pair) for pair in self.pairs]}
+
+    @classmethod
+    def from_dict(cls, d: dict, *, path=None) -> "AnchorSet":
+        """Validate a parsed anchors document; errors name `path` and the fix."""
+        try:
+            levels = tuple(sorted((AnchorLevel(str(lv["name"]), str(lv.get("label", lv["name"])),
+                                               float(lv["target"])) for lv in d["levels"]),
+                                  key=lambda lv: lv.target))
+            pairs = tuple(AnchorPair(str(p["level"]), str(p["text_a"]), str(p["text_b"]))
+                          for p in d["pairs"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"anchors are malformed ({exc!r}).", path=path,
+                             fix='use {"levels": [{"name", "target"}...], "pairs": '
+                                 '[{"level", "text_a", "text_b"}...]}') from None
+        return cls(str(d.get("name", Path(path).stem if path else "anchors")), levels,
+                   pairs)._validated(path)
+
+    def _validated(self, path) -> "AnchorSet":
+        names = [level.name for level in self.levels]
+        if len(set(names)) != len(names):
+            raise InputError("two levels share a name.", path=path, fix="give each level its own name")
+        bad_targets = [lv.name for lv in self.levels if not 0.0 <= lv.target <= 1.0]
+        if bad_targets:
+            raise InputError(f"targets of {bad_targets} are outside 0..1.", path=path,
+                             fix="give each level a target between 0 and 1")
+        unknown = sorted({p.level for p in self.pairs} - set(names))
+        if unknown:
+            raise InputError(f"pairs use undeclared levels {unknown}.", path=path,
+                             fix=f"declare them or use one of {names}")
+        used = {p.level for p in self.pairs}
+        if len(used) < 2:
+            raise InputError("anchors need pairs on at least two levels.", path=path)
+        empty = [i + 1 for i, p in enumerate(self.pairs) if not p.text_a.strip() or not p.text_b.strip()]
+        if empty:
+            raise InputError(f"anchor pairs {empty[:10]} have an empty text.", path=path)
+        return self
+
+
+def load_anchors(path) -> AnchorSet:
+    """Read anchors from a calibsim JSON file or a CSV with columns level,text_a,text_b[,target]."""
+    from calibsim_gui.core.inputs import read_text_file
+
+    path = Path(path)
+    text = read_text_file(path)
+    if path.suffix.lower() == ".json":
+        try:
+            return AnchorSet.from_dict(json.loads(text), path=path)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg}).", path=path, line=exc.lineno) from None
+    if path.suffix.lower() in (".csv", ".tsv"):
+        import io
+
+        frame = pd.read_csv(io.StringIO(text), sep="\t" if path.suffix.lower() == ".tsv" else ",",
+                            dtype=str, keep_default_na=False)
+        missing = {"level", "text_a", "text_b"} - set(frame.columns)
+        if missing:
+            raise InputError(f"missing columns {sorted(missing)}.", path=path,
+                             fix="use the header level,text_a,text_b,target")
+        if "target" not in frame.columns:
+            raise InputError("a CSV ladder needs a target column (0..1 per level).", path=path)
+        levels = frame.groupby("level", sort=False)["target"].first()
+        return AnchorSet.from_dict({"name": path.stem,
+                                    "levels": [{"name": k, "target": v} for k, v in levels.items()],
+                                    "pairs": frame[["level", "text_a", "text_b"]].to_dict("records")},
+                                   path=path)
+    raise InputError("anchors must be a .json or .csv file.", path=path)
+
+
+def builtin_anchors() -> AnchorSet:
+    """calibsim's built-in ladder: the six STS guideline grades plus identical."""
+    return load_anchors(resource_path("anchors", "builtin-ladder.json"))

@@ -1,0 +1,175 @@
+"""SQLite cache of text embeddings, keyed by model fingerprint id and the text's sha256."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+from calibsim_gui.core.errors import CalibsimError
+
+_CHUNK = 900  # digests per query; stays under SQLite's oldest variable limit (999)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    digest BLOB NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, digest)
+)
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$CALIBSIM_CACHE_DIR`` if set, else the platform's user cache folder for calibsim."""
+    env = os.environ.get("CALIBSIM_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("calibsim", appauthor=False))
+
+
+def text_digest(text: str) -> bytes:
+    """sha256 (32 bytes) of the text's UTF-8 bytes (lone surrogates kept as-is)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """Persistent store of float32 embeddings per (model fingerprint id, text).
+
+    A corrupt cache file is moved aside to ``<name>.corrupt-<timestamp>`` with a warning and
+    replaced by an empty cache. Each `store` is one transaction. Methods may be called from
+    any thread, one call at a time (they share one lock).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        Database file; defaults to ``default_cache_dir() / "embeddings.sqlite"``.
+    """
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else default_cache_dir() / "embeddings.sqlite"
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._conn = self._connect()
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                self._move_aside(str(exc))
+                self._conn = self._connect()
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise CalibsimError(
+                f"Cannot open the embedding cache {self.path}: {exc}. "
+                "Fix: make the folder writable or set CALIBSIM_CACHE_DIR to another folder."
+            ) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        try:
+            result = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if result != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {result}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            with conn:
+                conn.execute(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _move_aside(self, reason: str) -> None:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):  # a stale WAL must not be replayed into the new file
+            src = Path(f"{self.path}{suffix}")
+            if src.exists():
+                os.replace(src, f"{aside}{suffix}")
+        warnings.warn(
+            f"The embedding cache {self.path} was corrupt ({reason}); it was moved to {aside} "
+            "and an empty cache was started. Embeddings will be recomputed.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+    def lookup(self, fingerprint_id: str, texts: list[str], *, dimension: int | None = None) -> dict[str, np.ndarray]:
+        """Cached vectors of those `texts` that are in the cache for this model.
+
+        Parameters
+        ----------
+        fingerprint_id : str
+            `ModelFingerprint.id` of the model.
+        texts : list of str
+        dimension : int, optional
+            If given, vectors of another length are treated as absent.
+
+        Returns
+        -------
+        dict
+            text -> read-only ndarray of shape (dim,), float32, for the texts found.
+        """
+        by_digest: dict[bytes, list[str]] = {}
+        for text in texts:
+            by_digest.setdefault(text_digest(text), []).append(text)
+        digests = list(by_digest)
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(digests), _CHUNK):
+                chunk = digests[start:start + _CHUNK]
+                rows = self._conn.execute(
+                    "SELECT digest, dim, vector FROM embeddings WHERE model = ? AND digest IN "
+                    f"({','.join('?' * len(chunk))})",
+                    [fingerprint_id, *chunk],
+                )
+                for digest, dim, blob in rows:
+                    if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
+                        continue
+                    vector = np.frombuffer(blob, dtype=np.float32)
+                    for text in by_digest[digest]:
+                        found[text] = vector
+        return found
+
+    def store(self, fingerprint_id: str, texts: list[str], vectors: np.ndarray) -> None:
+        """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(f"vectors of shape {vectors.shape} do not match {len(texts)} texts")
+        dim = vectors.shape[1]
+        rows = ((fingerprint_id, text_digest(t), dim, v.tobytes()) for t, v in zip(texts, vectors))
+        with self._lock, self._conn:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector) VALUES (?, ?, ?, ?)", rows
+            )
+
+    def count(self, fingerprint_id: str | None = None) -> int:
+        """Number of cached vectors, for one model or all."""
+        with self._lock:
+            if fingerprint_id is None:
+                return self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (fingerprint_id,)).fetchone()[0]
+
+    def clear(self, fingerprint_id: str | None = None) -> None:
+        """Delete cached vectors, for one model or all."""
+        with self._lock, self._conn:
+            if fingerprint_id is None:
+                self._conn.execute("DELETE FROM embeddings")
+            else:
+                self._conn.execute("DELETE FROM embeddings WHERE model = ?", (fingerprint_id,))
+
+    def close(self) -> None:
+        """Close the database (safe to call twice)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

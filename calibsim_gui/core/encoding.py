@@ -1,0 +1,96 @@
+"""Turning texts into embeddings: batched, deduplicated, cached, cancellable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from calibsim_gui.core.errors import Cancelled
+
+Progress = Callable[[int, int, str], None]
+ShouldStop = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class EncodingResult:
+    """Embeddings of the requested texts, row-aligned with them, and how they were obtained.
+
+    Attributes
+    ----------
+    embeddings : ndarray of shape (n_texts, dim), float32
+    n_unique : int
+        Distinct texts among the inputs (each is encoded at most once).
+    n_cached : int
+        Distinct texts taken from the embedding cache instead of the model.
+    n_truncated : int
+        Distinct texts longer than the model's max sequence length (the model saw only the start).
+    """
+
+    embeddings: np.ndarray
+    n_unique: int
+    n_cached: int
+    n_truncated: int
+
+    def summary(self) -> str:
+        return (f"{self.n_unique} distinct texts, {self.n_cached} from cache, "
+                f"{self.n_truncated} truncated to the model's max length")
+
+
+def _no_progress(done: int, total: int, message: str) -> None:
+    pass
+
+
+def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
+                 progress: Progress | None = None, should_stop: ShouldStop | None = None
+                 ) -> EncodingResult:
+    """Encode `texts` with `embedder`, each distinct text once.
+
+    Distinct texts already in `cache` (an `EmbeddingCache`) are not re-encoded; new ones are
+    encoded in batches of similar length (less padding) and stored in the cache.
+
+    Parameters
+    ----------
+    embedder : object with ``fingerprint.id``, ``max_seq_length``, ``encode_batch(texts)`` and
+        ``token_counts(texts)``
+    progress : callable ``progress(done, total, message)``, called after each batch
+    should_stop : callable returning True to cancel; checked before each batch
+
+    Raises
+    ------
+    Cancelled
+        When `should_stop()` returned True. Batches already encoded stay in the cache.
+    """
+    progress = progress or _no_progress
+    should_stop = should_stop or (lambda: False)
+    unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+    unique = [str(t) for t in unique]
+    key = embedder.fingerprint.id
+
+    found = cache.lookup(key, unique) if cache is not None else {}
+    missing = [t for t in unique if t not in found]
+    n_truncated = 0
+    if embedder.max_seq_length and unique:
+        n_truncated = int((embedder.token_counts(unique) > embedder.max_seq_length).sum())
+
+    missing.sort(key=len)
+    total = len(missing)
+    progress(0, total, f"encoding {total} texts ({len(found)} cached)")
+    for start in range(0, total, batch_size):
+        if should_stop():
+            raise Cancelled(f"encoding stopped after {start} of {total} texts")
+        batch = missing[start:start + batch_size]
+        vectors = np.asarray(embedder.encode_batch(batch), dtype=np.float32)
+        found.update(zip(batch, vectors))
+        if cache is not None:
+            cache.store(key, batch, vectors)
+        done = min(start + batch_size, total)
+        progress(done, total, f"encoded {done} of {total} texts")
+
+    if unique:
+        table = np.stack([found[t] for t in unique]).astype(np.float32, copy=False)
+        embeddings = table[inverse.reshape(-1)]
+    else:
+        embeddings = np.zeros((0, embedder.dimension), dtype=np.float32)
+    return EncodingResult(embeddings, len(unique), len(unique) - total, n_truncated)

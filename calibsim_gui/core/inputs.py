@@ -1,0 +1,548 @@
+"""Read the files users hand us: text pairs (CSV, TSV, JSON Lines) and document corpora.
+
+Everything is parsed once, here, into frozen dataclasses; every problem becomes an
+`InputError` that names the file, the line when known, and the fix.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError
+
+MAX_TEXT_BYTES = 512 * 1024**2
+"""Largest text file we read (bytes); bigger files are refused before reading."""
+
+_BOMS = (  # UTF-32 first: its little-endian BOM starts with the UTF-16 one
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"%PDF-": "a PDF document",
+    b"PK\x03\x04": "a ZIP archive (Excel .xlsx and Word .docx files are ZIP archives)",
+    b"PK\x05\x06": "a ZIP archive",
+    b"\x1f\x8b": "a gzip archive",
+    b"SQLite format 3\x00": "an SQLite database",
+}
+_SNIFF_BYTES = 8192
+
+_TABLE_SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": None, ".ndjson": None}
+_TEXT_SUFFIXES = (".txt", ".md")
+
+_PAIR_NAMES = (
+    ("sentence1", "sentence2"), ("text1", "text2"), ("text_a", "text_b"), ("texta", "textb"),
+    ("a", "b"), ("s1", "s2"), ("sent1", "sent2"), ("sentence_a", "sentence_b"),
+    ("left", "right"), ("query", "document"), ("query", "passage"), ("premise", "hypothesis"),
+    ("source", "target"), ("anchor", "positive"), ("question1", "question2"),
+)
+_LABEL_NAMES = (
+    "score", "label", "similarity", "similarity_score", "gold", "gold_score", "human_score",
+    "relatedness_score",
+)
+_DOCUMENT_NAMES = ("text", "sentence", "document", "content", "body", "description")
+
+
+# --------------------------------------------------------------------------- text files
+
+
+def read_text_file(path, encoding: str | None = None) -> str:
+    """Return the whole text of `path` with newlines normalised to ``\\n``.
+
+    With ``encoding=None`` the file must be UTF-8 (with or without BOM) or UTF-16/32 with
+    a BOM. Binary files and files over `MAX_TEXT_BYTES` are refused.
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    bom_encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
+    if bom_encoding is None and not _is_wide(encoding):
+        _refuse_binary(path, data[:_SNIFF_BYTES])
+    try:
+        text = data.decode(encoding or bom_encoding or "utf-8")
+    except LookupError:
+        raise InputError(
+            f"{encoding!r} is not an encoding Python knows.",
+            path=path, fix="use a name such as utf-8, cp1252, latin-1 or utf-16.",
+        ) from None
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        bad = data[error.start : error.start + 1].hex()
+        if encoding:
+            raise InputError(
+                f"cannot be decoded as {encoding} (byte 0x{bad}).", path=path, line=line,
+                fix="pass the encoding the file was saved with, or leave out --encoding "
+                "to read it as UTF-8.",
+            ) from None
+        raise InputError(
+            f"is not valid UTF-8 (byte 0x{bad}); it was probably saved in a legacy encoding.",
+            path=path, line=line,
+            fix="if it came from Excel or Windows, add --encoding cp1252 "
+            "(or --encoding latin-1), or re-save it as UTF-8.",
+        ) from None
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise InputError("is a folder, not a file.", path=path, fix="name a file inside it.")
+        if size > MAX_TEXT_BYTES:
+            raise InputError(
+                f"is {size / 1024**2:,.0f} MiB; text files up to "
+                f"{MAX_TEXT_BYTES / 1024**2:,.0f} MiB are accepted.",
+                path=path, fix="split it into smaller files or use a sample of it.",
+            )
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file.", path=path, fix="check the path.") from None
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
+
+
+def _is_wide(encoding: str | None) -> bool:
+    """True for UTF-16/32 encodings, whose text legitimately contains NUL bytes."""
+    if encoding is None:
+        return False
+    try:
+        return codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+    except LookupError:
+        return False
+
+
+def _refuse_binary(path: Path, head: bytes) -> None:
+    kind = next((kind for magic, kind in _MAGIC.items() if head.startswith(magic)), None)
+    if kind is None and b"\x00" in head:
+        kind = "binary data (it contains NUL bytes)"
+    if kind is not None:
+        raise InputError(
+            f"looks like a binary file, not text: {kind}.", path=path,
+            fix="export the texts as UTF-8 .txt, .csv or .jsonl (for a spreadsheet: "
+            "Save As > CSV UTF-8); UTF-16 text without a BOM needs --encoding utf-16-le.",
+        )
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _read_table(path: Path, encoding: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """Read a CSV/TSV/JSONL file into an all-string frame; return it and report notes."""
+    suffix = path.suffix.lower()
+    if suffix not in _TABLE_SEPARATORS:
+        raise InputError(
+            f"has an unsupported extension {suffix or '(none)'!r}; tables must be "
+            f"{', '.join(_TABLE_SEPARATORS)}.", path=path,
+            fix="save the pairs as .csv (with a header line) or .jsonl.",
+        )
+    text = read_text_file(path, encoding)
+    if _TABLE_SEPARATORS[suffix] is None:
+        return _parse_jsonl(path, text), []
+    sep = _TABLE_SEPARATORS[suffix]
+    if sep == ",":
+        header = text.split("\n", 1)[0]
+        if "," not in header:
+            sep = "\t" if "\t" in header else ";" if ";" in header else ","
+    try:
+        frame = _parse_delimited(path, text, sep, csv.QUOTE_MINIMAL)
+        if sep != "\t" or not _swallowed_lines(frame):
+            return frame, []
+    except InputError:
+        if sep != "\t":
+            raise
+    # Tab-separated data sets (STS-B, GLUE) often hold stray quotes that are plain text.
+    frame = _parse_delimited(path, text, sep, csv.QUOTE_NONE)
+    return frame, ["quote characters are read as plain text (the file is not quoted CSV-style)"]
+
+
+def _swallowed_lines(frame: pd.DataFrame) -> bool:
+    """True if a field holds a tab and a newline: a stray quote ate whole lines of a TSV."""
+    return any(
+        (frame[c].str.contains("\t", regex=False) & frame[c].str.contains("\n", regex=False)).any()
+        for c in frame.columns
+    )
+
+
+def _parse_delimited(path: Path, text: str, sep: str, quoting: int) -> pd.DataFrame:
+    options = dict(sep=sep, header=None, dtype=str, keep_default_na=False, quoting=quoting)
+    try:
+        raw = pd.read_csv(io.StringIO(text), **options).fillna("")  # short rows: empty
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    except pd.errors.ParserError as error:
+        message = str(error)
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+        if found:
+            expected, record, saw = map(int, found.groups())
+            raise InputError(
+                f"has {saw} fields where the header line has {expected}.",
+                path=path, line=_line_of_record(text, record, options),
+                fix="quote fields that contain the separator "
+                f"{'a tab' if sep == chr(9) else repr(sep)}, or remove the extra one.",
+            ) from None
+        found = re.search(r"EOF inside string starting at row (\d+)", message)
+        line = _line_of_record(text, int(found.group(1)) + 1, options) if found else None
+        raise InputError(
+            "has a quoted field that is never closed.", path=path, line=line,
+            fix='close the quote, or double a quote that belongs to the text ("").',
+        ) from None
+    names = [name if name.strip() else f"column {i + 1}" for i, name in enumerate(raw.iloc[0])]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(
+            f"has more than one column named {', '.join(map(repr, repeated))}.",
+            path=path, line=1, fix="rename the columns in the header line so each name is unique.",
+        )
+    frame = raw.iloc[1:].reset_index(drop=True)
+    frame.columns = names
+    return frame
+
+
+def _line_of_record(text: str, record: int, options: dict) -> int:
+    """Physical line where pandas' 1-based `record` starts (quoted newlines move it down)."""
+    before = pd.read_csv(io.StringIO(text), **options, nrows=record - 1, skip_blank_lines=False)
+    return record + int(sum(before[c].fillna("").str.count("\n").sum() for c in before.columns))
+
+
+def _parse_jsonl(path: Path, text: str) -> pd.DataFrame:
+    records = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(
+                f"is not valid JSON ({error.msg} at column {error.colno}).", path=path,
+                line=number, fix="each line must hold one JSON object, "
+                'e.g. {"sentence1": "...", "sentence2": "...", "score": 4.2}.',
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(
+                f"holds a JSON {type(record).__name__}, not an object.", path=path, line=number,
+                fix='each line must hold one JSON object, e.g. {"sentence1": "...", '
+                '"sentence2": "..."}; a JSON array file must be converted to one object a line.',
+            )
+        records.append(record)
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    rows = [[_json_cell(record.get(key)) for key in columns] for record in records]
+    return pd.DataFrame(rows, columns=columns, dtype=str)
+
+
+def _json_cell(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _non_empty(column: pd.Series) -> pd.Series:
+    values = column.str.strip()
+    return values[values != ""]
+
+
+def _is_numeric(column: pd.Series) -> bool:
+    values = _non_empty(column)
+    return len(values) > 0 and bool(pd.to_numeric(values, errors="coerce").notna().all())
+
+
+def _text_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if len(_non_empty(frame[c])) and not _is_numeric(frame[c])]
+
+
+def _by_key(frame: pd.DataFrame) -> dict[str, str]:
+    """Column names keyed case- and space-insensitively (first occurrence wins)."""
+    return {str(c).strip().lower(): c for c in reversed(frame.columns)}
+
+
+def _column(frame: pd.DataFrame, name: str, path: Path, option: str) -> str:
+    if name in frame.columns:
+        return name
+    found = _by_key(frame).get(name.strip().lower())
+    if found is None:
+        raise InputError(
+            f"has no column {name!r}; its columns are {_names(frame.columns)}.",
+            path=path, fix=f"pass one of these names to {option}.",
+        )
+    return found
+
+
+def _names(columns) -> str:
+    return ", ".join(repr(str(c)) for c in columns) or "(none)"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _pair_numbers(rows) -> str:
+    """1-based pair numbers for people to read, at most ten."""
+    shown = ", ".join(str(r + 1) for r in rows[:10])
+    return f"{'pair' if len(rows) == 1 else 'pairs'} {shown}{', ...' if len(rows) > 10 else ''}"
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """Text pairs read from one file; `frame` keeps every input column as strings."""
+
+    path: Path
+    frame: pd.DataFrame
+    text_a: str
+    text_b: str
+    label: str | None
+    empty_rows: tuple[int, ...]
+    notes: tuple[str, ...]
+
+
+def load_pairs(
+    path,
+    *,
+    text_a: str | None = None,
+    text_b: str | None = None,
+    label: str | None = None,
+    encoding: str | None = None,
+) -> PairTable:
+    """Read text pairs from a .csv, .tsv/.tab or .jsonl/.ndjson file.
+
+    The two text columns and a numeric human-score column are found by common names
+    unless given. Rows with an empty text are kept and listed in `empty_rows` (0-based);
+    notes count pairs 1-based, in file order.
+    """
+    path = Path(path)
+    frame, notes = _read_table(path, encoding)
+    if frame.empty:
+        raise InputError(
+            "holds no pairs (no data rows).", path=path,
+            fix="add one pair per row under a header line such as sentence1,sentence2.",
+        )
+    a, b = _pair_columns(frame, path, text_a, text_b)
+    texts = frame[[a, b]].apply(lambda c: c.str.strip())
+    empty = (texts == "").any(axis=1).to_numpy()
+    empty_rows = tuple(int(i) for i in empty.nonzero()[0])
+    if len(empty_rows) == len(frame):
+        raise InputError(
+            f"has no pair with two non-empty texts in columns {a!r} and {b!r}.", path=path,
+            fix="pick the text columns with --text-a COL --text-b COL.",
+        )
+    label, label_notes = _label_column(frame, path, label, exclude=(a, b))
+
+    notes.append(
+        f"{_plural(len(frame), 'pair')} from columns {a!r} and {b!r}; "
+        + (f"human scores from {label!r}" if label else "no human scores column")
+    )
+    notes += label_notes
+    if empty_rows:
+        notes.append(
+            f"{_plural(len(empty_rows), 'pair')} {'has' if len(empty_rows) == 1 else 'have'} "
+            f"an empty text ({_pair_numbers(empty_rows)}) and "
+            f"{'is' if len(empty_rows) == 1 else 'are'} left unscored"
+        )
+    duplicates = int(frame[[a, b]][~empty].duplicated().sum())
+    if duplicates:
+        notes.append(f"{_plural(duplicates, 'duplicate pair')} (same texts as an earlier pair)")
+    if label:
+        unscored = int((frame[label].str.strip() == "").sum())
+        if unscored:
+            notes.append(f"{_plural(unscored, 'pair')} without a human score")
+    return PairTable(path, frame, a, b, label, empty_rows, tuple(notes))
+
+
+def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
+    a = _column(frame, text_a, path, "--text-a") if text_a is not None else None
+    b = _column(frame, text_b, path, "--text-b") if text_b is not None else None
+    if a is None or b is None:
+        keys = _by_key(frame)
+        found = next(((keys[x], keys[y]) for x, y in _PAIR_NAMES if x in keys and y in keys), None)
+        if found is None:
+            candidates = _text_columns(frame)
+            found = candidates if len(candidates) == 2 else None
+        if found is None:
+            raise InputError(
+                f"has no recognised pair of text columns; its columns are {_names(frame.columns)}.",
+                path=path, fix="name the two text columns with --text-a COL --text-b COL.",
+            )
+        a, b = a or found[0], b or found[1]
+    if a == b:
+        raise InputError(
+            f"would compare column {a!r} with itself.", path=path,
+            fix="name two different columns with --text-a COL --text-b COL.",
+        )
+    return a, b
+
+
+def _label_column(frame, path, label, exclude) -> tuple[str | None, list[str]]:
+    """The human-score column (explicit or by name) and notes about columns passed over."""
+    if label is not None:
+        label = _column(frame, label, path, "--label")
+        values = _non_empty(frame[label])
+        bad = values[pd.to_numeric(values, errors="coerce").isna()]
+        if label in exclude or values.empty or len(bad):
+            where = f" ({bad.iloc[0]!r} in pair {bad.index[0] + 1})" if len(bad) else ""
+            raise InputError(
+                f"column {label!r} does not hold numeric human scores{where}.", path=path,
+                fix="pass a column of numbers to --label, or leave --label out.",
+            )
+        return label, []
+    notes = []
+    for column in frame.columns:
+        if column in exclude or str(column).strip().lower() not in _LABEL_NAMES:
+            continue
+        if _is_numeric(frame[column]):
+            return column, notes
+        notes.append(f"column {column!r} is not numeric, so it is not used as human scores")
+    return None, notes
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True)
+class Document:
+    """One text of a corpus; `id` says where it came from ("notes.txt:12")."""
+
+    id: str
+    text: str
+    source: Path
+
+
+@dataclass(frozen=True)
+class DocumentSet:
+    """Non-empty, de-duplicated texts read from files and folders."""
+
+    documents: tuple[Document, ...]
+    files: tuple[Path, ...]
+    n_empty: int
+    n_duplicates: int
+    notes: tuple[str, ...]
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.documents]
+
+    @property
+    def ids(self) -> list[str]:
+        return [d.id for d in self.documents]
+
+
+def load_documents(
+    paths, *, per_file: bool = False, column: str | None = None, encoding: str | None = None
+) -> DocumentSet:
+    """Read a corpus from files and folders.
+
+    .txt/.md give one document per non-empty line (or one per file with `per_file`);
+    folders are searched recursively for .txt/.md (hidden ones skipped, sorted);
+    .csv/.tsv/.jsonl give one document per row of `column` (found by name if not given).
+    Empty texts and exact duplicates (first kept) are dropped and counted.
+    """
+    inputs = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    notes: list[str] = []
+    files: dict[Path, str] = {}  # file -> id prefix
+    for given in inputs:
+        if given.is_dir():
+            found = _folder_files(given)
+            if not found:
+                notes.append(f"{given} holds no .txt or .md files")
+            for file in found:
+                files.setdefault(file, file.relative_to(given).as_posix())
+        elif given.exists():
+            files.setdefault(given, given.name)
+        else:
+            raise InputError("no such file or folder.", path=given, fix="check the path.")
+
+    documents, seen, empty, n_duplicates = [], set(), Counter(), 0
+    for file, name in files.items():
+        for doc_id, text, unit in _file_texts(file, name, per_file, column, encoding):
+            if not text:
+                empty[unit] += 1
+            elif text in seen:
+                n_duplicates += 1
+            else:
+                seen.add(text)
+                documents.append(Document(doc_id, text, file))
+    if not documents:
+        raise InputError(
+            f"{'holds' if len(inputs) == 1 else 'hold'} no non-empty text"
+            + (f" ({'; '.join(notes)})." if notes else "."),
+            path=", ".join(str(p) for p in inputs),
+            fix="point at .txt/.md files with one text per line, a folder of them, "
+            "or a .csv/.jsonl file with a text column.",
+        )
+    notes.insert(0, f"read {_plural(len(documents), 'text')} from {_plural(len(files), 'file')}")
+    notes += [f"dropped {_plural(n, f'empty {unit}')}" for unit, n in empty.items()]
+    if n_duplicates:
+        notes.append(f"dropped {_plural(n_duplicates, 'exact duplicate')}")
+    return DocumentSet(
+        tuple(documents), tuple(files), sum(empty.values()), n_duplicates, tuple(notes)
+    )
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """.txt/.md files under `folder`, hidden files and folders skipped, in sorted order."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [
+            Path(root, n) for n in names
+            if not n.startswith(".") and Path(n).suffix.lower() in _TEXT_SUFFIXES
+        ]
+    return sorted(found)  # paths sort part by part: "a/z.md" before "a.txt"
+
+
+def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encoding):
+    """Yield (id, stripped text, unit) for every candidate document of one file."""
+    suffix = file.suffix.lower()
+    if suffix in _TABLE_SEPARATORS:
+        frame, _ = _read_table(file, encoding)
+        if frame.empty:
+            return
+        column = _document_column(frame, file, column)
+        for row, text in enumerate(frame[column]):
+            yield f"{name}:row {row + 1}", text.strip(), "row"
+    elif suffix in _TEXT_SUFFIXES:
+        text = read_text_file(file, encoding)
+        if per_file:
+            yield name, text.strip(), "file"
+        else:
+            lines = text.split("\n")
+            if lines[-1] == "":  # the newline that ends the last line starts no new one
+                lines.pop()
+            for number, line in enumerate(lines, start=1):
+                yield f"{name}:{number}", line.strip(), "line"
+    else:
+        raise InputError(
+            f"has an unsupported extension {suffix or '(none)'!r}; corpora are read from "
+            f"{', '.join(_TEXT_SUFFIXES + tuple(_TABLE_SEPARATORS))} files or folders.",
+            path=file, fix="save the texts as .txt with one text per line.",
+        )
+
+
+def _document_column(frame: pd.DataFrame, path: Path, column: str | None) -> str:
+    if column is not None:
+        return _column(frame, column, path, "--column")
+    keys = _by_key(frame)
+    found = next((keys[n] for n in _DOCUMENT_NAMES if n in keys), None)
+    candidates = _text_columns(frame)
+    if found is None and len(candidates) == 1:
+        found = candidates[0]
+    if found is None:
+        raise InputError(
+            f"has no obvious text column; its columns are {_names(frame.columns)}.",
+            path=path, fix="name the column that holds the texts with --column COL.",
+        )
+    return found

@@ -1,0 +1,118 @@
+"""Similarity and distance metrics, vectorised for pair lists and blocked full matrices.
+
+Every metric declares its orientation. `as_similarity` gives the "higher = more similar" view
+that every calibrator works on (distances are negated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms == 0, 1.0, norms)
+
+
+def _cosine_pairs(a, b):
+    return np.einsum("ij,ij->i", _unit(a), _unit(b))
+
+
+def _cosine_matrix(x, y):
+    return _unit(x) @ _unit(y).T
+
+
+def _angular(cos):
+    return np.arccos(np.clip(cos, -1.0, 1.0)) / np.pi
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One way to compare two embeddings.
+
+    Attributes
+    ----------
+    name : str
+        Column prefix, e.g. ``"cosine"``.
+    higher_is_similar : bool
+        True for similarities (cosine, dot), False for distances.
+    description : str
+        One line for users.
+    """
+
+    name: str
+    higher_is_similar: bool
+    description: str
+    pairs: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    matrix: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    @property
+    def orientation(self) -> str:
+        return "higher = more similar" if self.higher_is_similar else "lower = more similar"
+
+    def as_similarity(self, raw):
+        """Raw scores turned "higher = more similar" (distances are negated)."""
+        raw = np.asarray(raw, dtype=np.float64)
+        return raw if self.higher_is_similar else -raw
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("cosine", True, "cosine of the angle between the embeddings (-1..1)",
+               _cosine_pairs, _cosine_matrix),
+        Metric("dot", True, "dot product of the embeddings (unbounded)",
+               lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T),
+        Metric("euclidean", False, "euclidean distance between the embeddings",
+               lambda a, b: np.linalg.norm(a - b, axis=1),
+               lambda x, y: cdist(x, y, "euclidean")),
+        Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
+               lambda a, b: np.abs(a - b).sum(axis=1),
+               lambda x, y: cdist(x, y, "cityblock")),
+        Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
+               lambda a, b: _angular(_cosine_pairs(a, b)),
+               lambda x, y: _angular(_cosine_matrix(x, y))),
+    )
+}
+
+
+def get_metrics(names=None) -> list[Metric]:
+    """The metrics called `names` (all when None); unknown names raise ValueError."""
+    if names is None:
+        return list(METRICS.values())
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {sorted(METRICS)}")
+    return [METRICS[n] for n in names]
+
+
+def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None) -> dict[str, np.ndarray]:
+    """Raw scores of row-aligned embeddings.
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (n_pairs, dim)
+
+    Returns
+    -------
+    dict mapping metric name to ndarray of shape (n_pairs,), float64, in the metric's own
+    orientation.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return {m.name: m.pairs(a, b) for m in get_metrics(metrics)}
+
+
+def matrix_blocks(x: np.ndarray, metric: Metric, *, block_rows: int = 1024
+                  ) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(first_row, block)`` of the ``x`` vs ``x`` matrix, `block_rows` rows at a time.
+
+    Each block is float64 of shape (rows, n); memory stays bounded by the block size.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    for start in range(0, len(x), block_rows):
+        yield start, metric.matrix(x[start:start + block_rows], x)

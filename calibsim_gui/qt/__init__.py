@@ -1,0 +1,1 @@
+"""Everything that imports PySide6 or pyqtgraph lives in this package."""

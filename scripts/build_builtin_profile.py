@@ -1,0 +1,67 @@
+"""Rebuild resources/profiles/all-MiniLM-L6-v2.calibsim-profile, calibsim's built-in reference.
+
+Background: the AG News sentences in ../shared/data/agnews (train + test, titles and
+descriptions, cleaned of the corpus's backslash line breaks and HTML-entity remnants);
+20,000 random disjoint pairs, seed 0. Anchors: resources/anchors/builtin-ladder.json.
+The profile stores statistics only (sketches, moments, calibrators, 1,000 embeddings), never
+corpus text.
+
+    .venv/bin/python scripts/build_builtin_profile.py [--data ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from calibsim_gui.core.cache import EmbeddingCache
+from calibsim_gui.core.models import load_model
+from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path
+
+_ENTITY = re.compile(r"(?<![&\w])#(\d+);")
+
+
+def clean(text: str) -> str:
+    """Undo AG News quirks: '\\' line breaks, '#36;'-style entities, runs of spaces."""
+    text = _ENTITY.sub(r"&#\1;", text.replace("\\", " "))
+    text = html.unescape(html.unescape(text.replace("quot;", '"')))
+    return " ".join(text.split())
+
+
+def agnews_sentences(data: Path) -> tuple[list[str], list[Path]]:
+    files = [data / "agnews" / "train.csv", data / "agnews" / "test.csv"]
+    texts = []
+    for f in files:
+        frame = pd.read_csv(f, dtype=str, keep_default_na=False)
+        texts += [clean(t) for t in frame["title"]] + [clean(t) for t in frame["description"]]
+    return list(dict.fromkeys(t for t in texts if len(t.split()) >= 3)), files
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+    args = parser.parse_args()
+    texts, files = agnews_sentences(args.data)
+    embedder = load_model(None, device="auto")
+    out = builtin_profile_path(embedder.fingerprint.name)
+
+    def progress(done, total, message):
+        if done % 2048 == 0 or done == total:
+            print(message, flush=True)
+
+    profile = build_profile(embedder, texts, n_pairs=20_000, seed=0, sources=files,
+                            name=f"built-in: AG News background, {embedder.fingerprint.name}",
+                            cache=EmbeddingCache(), progress=progress)
+    profile.provenance["background"]["corpus"] = (
+        "AG News (Zhang, Zhao & LeCun 2015): titles and descriptions of the original test.csv "
+        "and the first 10,429 rows of train.csv, cleaned by scripts/build_builtin_profile.py")
+    profile.save(out)
+    print(f"wrote {out}: {profile.background_pairs} pairs from {len(texts)} sentences")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Shared test set-up: offscreen Qt, a private cache, no network, fake and real embedders."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+_connect = socket.socket.connect
+
+
+def _local_only(sock, address):
+    if sock.family == socket.AF_UNIX:
+        return _connect(sock, address)
+    raise RuntimeError(f"a test tried to open a network connection to {address!r}")
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Every test runs with outgoing network connections refused."""
+    monkeypatch.setattr(socket.socket, "connect", _local_only)
+    monkeypatch.setattr(socket.socket, "connect_ex", _local_only)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Each test gets an empty embedding cache directory."""
+    monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def fake_embedder():
+    from tests.fakes import FakeEmbedder
+
+    return FakeEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """The built-in all-MiniLM-L6-v2, loaded once per test session."""
+    from calibsim_gui.core.models import load_model
+
+    return load_model(None, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def stsb_test_path():
+    path = DATA / "stsb" / "test.csv"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the tests need ../shared/data beside the checkout")
+    return path

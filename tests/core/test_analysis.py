@@ -1,0 +1,99 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibsim_gui.core.analysis import score_matrix, score_pairs
+from calibsim_gui.core.inputs import load_documents, load_pairs
+from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.profile_builder import build_profile
+from tests.fakes import FakeEmbedder, random_sentences
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), n_pairs=1500)
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    frame = pd.DataFrame({
+        "id": ["p1", "p2", "p3", "p4", "p5"],
+        "score": ["5.0", "0.0", "2.5", "1.0", "4.0"],
+        "sentence1": ["The cat sat on the mat.", "Stocks fell sharply today.", "A man plays guitar.",
+                      "", "Rain is expected tomorrow."],
+        "sentence2": ["The cat sat on the mat.", "The recipe needs two eggs.", "A man plays the piano.",
+                      "Empty partner.", "Tomorrow, heavy rain is expected in the north."],
+    })
+    path = tmp_path / "pairs.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_scored_table_keeps_input_columns_and_adds_every_metric_and_form(pairs_file, profile):
+    table = load_pairs(pairs_file)
+    scored = score_pairs(table, FakeEmbedder(), profile)
+    frame = scored.frame
+    assert list(frame.columns[:4]) == ["id", "score", "sentence1", "sentence2"]
+    pd.testing.assert_frame_equal(frame[table.frame.columns], table.frame)
+    for metric in METRICS:
+        for form in ("raw", "calibrated", "anchor_minmax", "bg_minmax", "bg_percentile",
+                     "bg_zscore", "bg_surprise", "query_zscore"):
+            assert f"{metric}_{form}" in frame.columns
+    assert frame.loc[3, "cosine_raw"] != frame.loc[3, "cosine_raw"]      # empty text -> NaN
+    assert any("empty" in note for note in scored.notes)
+
+
+def test_identical_texts_score_the_top_of_every_calibrated_scale(pairs_file, profile):
+    frame = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile).frame
+    assert frame.loc[0, "cosine_calibrated"] == pytest.approx(1.0)
+    assert frame.loc[0, "cosine_bg_percentile"] == 100.0
+    for metric in METRICS:
+        # query_zscore is local to each text by design, so it is not on a global scale
+        for form in ("calibrated", "anchor_minmax", "bg_minmax", "bg_percentile", "bg_zscore",
+                     "bg_surprise"):
+            column = frame[f"{metric}_{form}"]
+            assert column[0] >= column.max() - 1e-9, f"{metric}_{form}"
+
+
+def test_percentiles_stay_within_0_and_100_on_any_input(tmp_path, profile):
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "w1", "w2", "w3", "news", "of", "the"]
+    rows = [(" ".join(rng.choice(words, 4)), " ".join(rng.choice(words, 6))) for _ in range(300)]
+    path = tmp_path / "many.csv"
+    pd.DataFrame(rows, columns=["text1", "text2"]).to_csv(path, index=False)
+    frame = score_pairs(load_pairs(path), FakeEmbedder(), profile).frame
+    values = frame[[f"{m}_bg_percentile" for m in METRICS]].to_numpy()
+    assert values.min() >= 0 and values.max() <= 100
+
+
+def test_provenance_names_model_references_and_agreement(pairs_file, profile):
+    scored = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile)
+    prov = scored.provenance
+    assert prov["model"]["id"].startswith("fake-bow@")
+    assert prov["references"]["background_pairs"] == 1500
+    assert prov["encoding"]["distinct_texts"] == 7      # identical pair shares one text; empty row skipped
+    assert set(prov["background_saturation"]) == set(METRICS)
+    assert prov["agreement"]["label"] == "score"
+    assert "cosine_calibrated" in prov["agreement"]["spearman_x100"]
+
+
+def test_matrix_is_symmetric_with_identity_on_the_diagonal(tmp_path, profile):
+    docs_path = tmp_path / "docs.txt"
+    docs_path.write_text("A cat on a mat.\nA dog on a log.\nStock markets rallied.\n\nA cat on a mat.\n")
+    docs = load_documents(docs_path)
+    result = score_matrix(docs, FakeEmbedder(), profile, forms=("calibrated", "bg_percentile"))
+    assert result.ids == ["docs.txt:1", "docs.txt:2", "docs.txt:3"]
+    for form, matrix in result.matrices.items():
+        assert matrix.shape == (3, 3)
+        np.testing.assert_allclose(matrix, matrix.T, atol=1e-6)
+    np.testing.assert_allclose(np.diag(result.matrices["calibrated"]), 1.0, atol=1e-6)
+    assert result.matrices["calibrated"][0, 1] > result.matrices["calibrated"][0, 2]
+
+
+def test_matrix_blocks_agree_with_a_single_block(tmp_path, profile):
+    path = tmp_path / "d.txt"
+    path.write_text("\n".join(random_sentences(50, seed=9)))
+    docs = load_documents(path)
+    small = score_matrix(docs, FakeEmbedder(), profile, block_rows=7)
+    whole = score_matrix(docs, FakeEmbedder(), profile, block_rows=1000)
+    np.testing.assert_allclose(small.matrices["calibrated"], whole.matrices["calibrated"])

@@ -1,0 +1,146 @@
+"""The SQLite embedding cache."""
+
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+from calibsim_gui.core.cache import EmbeddingCache, default_cache_dir, text_digest
+
+MODEL_A = "model-a@0123456789abcdef"
+MODEL_B = "model-b@fedcba9876543210"
+
+
+def vectors(n, dim=8, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    with EmbeddingCache(tmp_path / "cache.sqlite") as c:
+        yield c
+
+
+def test_store_then_lookup(cache):
+    texts = ["alpha", "beta", "gamma"]
+    vecs = vectors(3)
+    cache.store(MODEL_A, texts, vecs)
+    found = cache.lookup(MODEL_A, ["beta", "missing", "alpha"])
+    assert set(found) == {"alpha", "beta"}
+    np.testing.assert_array_equal(found["alpha"], vecs[0])
+    np.testing.assert_array_equal(found["beta"], vecs[1])
+    assert found["alpha"].dtype == np.float32
+    assert cache.count(MODEL_A) == 3
+
+
+def test_store_replaces_and_handles_duplicates(cache):
+    cache.store(MODEL_A, ["x"], vectors(1, seed=1))
+    cache.store(MODEL_A, ["x"], vectors(1, seed=2))
+    assert cache.count() == 1
+    np.testing.assert_array_equal(cache.lookup(MODEL_A, ["x", "x"])["x"], vectors(1, seed=2)[0])
+
+
+def test_models_do_not_see_each_other(cache):
+    cache.store(MODEL_A, ["shared text"], vectors(1, seed=1))
+    assert cache.lookup(MODEL_B, ["shared text"]) == {}
+    cache.store(MODEL_B, ["shared text"], vectors(1, seed=2))
+    assert cache.count(MODEL_A) == cache.count(MODEL_B) == 1 and cache.count() == 2
+    cache.clear(MODEL_A)
+    assert cache.count(MODEL_A) == 0 and cache.count(MODEL_B) == 1
+    cache.clear()
+    assert cache.count() == 0
+
+
+def test_survives_close_and_reopen(tmp_path):
+    path = tmp_path / "sub" / "dir" / "cache.sqlite"
+    vecs = vectors(2, dim=384)
+    with EmbeddingCache(path) as c:
+        c.store(MODEL_A, ["one", "two"], vecs)
+    with EmbeddingCache(path) as c:
+        found = c.lookup(MODEL_A, ["one", "two"])
+    np.testing.assert_array_equal(np.stack([found["one"], found["two"]]), vecs)
+
+
+def test_wrong_dimension_is_absent(cache):
+    cache.store(MODEL_A, ["a"], vectors(1, dim=8))
+    assert cache.lookup(MODEL_A, ["a"], dimension=16) == {}
+    assert set(cache.lookup(MODEL_A, ["a"], dimension=8)) == {"a"}
+    # A row whose bytes do not match its recorded dimension is ignored, not returned half-read.
+    cache._conn.execute("UPDATE embeddings SET dim = 9")
+    assert cache.lookup(MODEL_A, ["a"]) == {}
+
+
+def test_shape_mismatch_is_rejected(cache):
+    with pytest.raises(ValueError):
+        cache.store(MODEL_A, ["a", "b"], vectors(3))
+    assert cache.count() == 0
+
+
+def test_random_bytes_file_is_moved_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(np.random.default_rng(0).bytes(8192))
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        c = EmbeddingCache(path)
+    with c:
+        assert c.count() == 0
+        c.store(MODEL_A, ["after"], vectors(1))
+        assert set(c.lookup(MODEL_A, ["after"])) == {"after"}
+    aside = list(tmp_path.glob("cache.sqlite.corrupt-*"))
+    assert [p.name for p in aside if not p.name.endswith(("-wal", "-shm"))]
+
+
+def test_truncated_file_is_moved_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    with EmbeddingCache(path) as c:
+        c.store(MODEL_A, [f"text {i}" for i in range(2000)], vectors(2000, dim=64))
+    sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        c = EmbeddingCache(path)
+    with c:
+        assert c.count() == 0
+        c.store(MODEL_A, ["x"], vectors(1))
+        assert c.count() == 1
+
+
+def test_lookup_of_many_texts_is_chunked(cache):
+    # Behave like SQLite builds with the classic limit of 999 bound variables per query.
+    cache._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    texts = [f"sentence number {i}" for i in range(20_000)]
+    vecs = vectors(20_000, dim=4)
+    cache.store(MODEL_A, texts[::2], vecs[::2])
+    found = cache.lookup(MODEL_A, texts)
+    assert len(found) == 10_000
+    np.testing.assert_array_equal(found["sentence number 19998"], vecs[19998])
+    assert "sentence number 19999" not in found
+
+
+def test_usable_from_another_thread(cache):
+    errors = []
+
+    def work():
+        try:
+            cache.store(MODEL_A, ["threaded"], vectors(1))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert not errors and set(cache.lookup(MODEL_A, ["threaded"])) == {"threaded"}
+
+
+def test_default_location_follows_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path / "cc"))
+    assert default_cache_dir() == tmp_path / "cc"
+    with EmbeddingCache() as c:
+        assert c.path == tmp_path / "cc" / "embeddings.sqlite"
+        c.store(MODEL_A, ["t"], vectors(1))
+    assert (tmp_path / "cc" / "embeddings.sqlite").is_file()
+
+
+def test_text_digest():
+    assert text_digest("abc") == bytes.fromhex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert len(text_digest("\ud800 lone surrogate")) == 32

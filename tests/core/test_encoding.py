@@ -1,0 +1,43 @@
+import numpy as np
+import pytest
+
+from calibsim_gui.core.cache import EmbeddingCache
+from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.errors import Cancelled
+
+
+def test_rows_follow_inputs_and_each_distinct_text_is_encoded_once(fake_embedder):
+    texts = ["a cat", "a dog", "a cat", "", "a dog", "a bird"]
+    result = encode_texts(fake_embedder, texts, batch_size=2)
+    assert result.embeddings.shape == (6, fake_embedder.dimension)
+    assert result.embeddings.dtype == np.float32
+    np.testing.assert_array_equal(result.embeddings[0], result.embeddings[2])
+    assert result.n_unique == 4 and result.n_cached == 0
+    assert fake_embedder.calls == 2                      # 4 distinct texts, batches of 2
+    np.testing.assert_allclose(result.embeddings[5], fake_embedder.encode_batch(["a bird"])[0])
+
+
+def test_cache_spares_the_model_on_a_second_run(fake_embedder, tmp_path):
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    first = encode_texts(fake_embedder, ["x y", "z"], cache=cache)
+    calls = fake_embedder.calls
+    second = encode_texts(fake_embedder, ["z", "x y", "new text"], cache=cache)
+    assert second.n_cached == 2
+    assert fake_embedder.calls == calls + 1              # only "new text" was encoded
+    np.testing.assert_array_equal(second.embeddings[1], first.embeddings[0])
+
+
+def test_progress_reports_every_batch_and_cancel_stops_between_batches(fake_embedder):
+    seen = []
+    encode_texts(fake_embedder, [f"text {i}" for i in range(10)], batch_size=4,
+                 progress=lambda done, total, msg: seen.append((done, total)))
+    assert seen == [(0, 10), (4, 10), (8, 10), (10, 10)]
+    with pytest.raises(Cancelled):
+        encode_texts(fake_embedder, [f"text {i}" for i in range(10)], batch_size=4,
+                     should_stop=lambda: fake_embedder.calls >= 1)
+
+
+def test_truncated_texts_are_counted(fake_embedder):
+    long = " ".join(["word"] * 100)
+    result = encode_texts(fake_embedder, ["short", long, long + " more"])
+    assert result.n_truncated == 2

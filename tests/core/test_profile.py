@@ -1,0 +1,96 @@
+import json
+
+import numpy as np
+import pytest
+
+from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.profile import ReferenceProfile, merge_profiles
+from calibsim_gui.core.profile_builder import build_profile
+from tests.fakes import FakeEmbedder, random_sentences
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return random_sentences(4000, seed=1)
+
+
+@pytest.fixture(scope="module")
+def profile(corpus):
+    return build_profile(FakeEmbedder(), corpus, n_pairs=2000, seed=3, name="test profile")
+
+
+def test_profile_holds_every_form_and_provenance(profile):
+    assert profile.forms() == ("calibrated", "anchor_minmax", "bg_minmax", "bg_percentile",
+                               "bg_zscore", "bg_surprise")
+    assert profile.background_pairs == 2000
+    assert profile.query_reference.shape == (1000, 48)
+    bg = profile.provenance["background"]
+    assert (bg["sentences"], bg["pairs"], bg["seed"]) == (4000, 2000, 3)
+    assert profile.provenance["versions"]["calibsim"]
+    # a bag-of-words model cannot tell paraphrases from near-paraphrases: the ladder says so
+    assert all("anchor ladder not monotone" in w for w in profile.warnings())
+
+
+def test_save_and_load_give_the_same_calibration(profile, tmp_path):
+    path = profile.save(tmp_path / "p.calibsim-profile")
+    loaded = ReferenceProfile.load(path)
+    raw = np.linspace(-0.5, 1, 50)
+    for form, values in profile.calibrate("cosine", raw).items():
+        np.testing.assert_allclose(loaded.calibrate("cosine", raw)[form], values, err_msg=form)
+    assert not any(s in path.read_text() for s in random_sentences(20, seed=1))   # no corpus text
+
+
+def test_profile_is_refused_for_another_model(profile):
+    with pytest.raises(ProfileError, match="other-model"):
+        profile.check_model(FakeEmbedder(name="other-model").fingerprint)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: d.update(schema_version=99), "schema version 99"),
+    (lambda d: d.pop("metrics"), "damaged"),
+    (lambda d: d["query_reference"].update(shape=[1000, 7]), "cannot reshape|dimension"),
+    (lambda d: d.update(format="something"), "not a calibsim profile"),
+])
+def test_damaged_profiles_are_refused_with_a_reason(profile, tmp_path, damage, message):
+    data = profile.to_dict()
+    damage(data)
+    path = tmp_path / "bad.calibsim-profile"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match=message):
+        ReferenceProfile.load(path)
+
+
+def test_nan_in_a_profile_is_refused(profile, tmp_path):
+    text = json.dumps(profile.to_dict()).replace('"mean": ', '"mean": NaN, "x": ', 1)
+    path = tmp_path / "nan.calibsim-profile"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match="NaN"):
+        ReferenceProfile.load(path)
+
+
+def test_small_background_warns(corpus):
+    small = build_profile(FakeEmbedder(), corpus[:300], n_pairs=500)
+    assert any("fewer" in w or "only 500" in w for w in small.warnings())
+
+
+def test_merge_of_two_halves_is_exact_and_order_independent(corpus):
+    emb = FakeEmbedder()
+    a = build_profile(emb, corpus[:2000], n_pairs=1000, seed=1)
+    b = build_profile(emb, corpus[2000:], n_pairs=1000, seed=2)
+    ab, ba = merge_profiles(a, b), merge_profiles(b, a)
+    assert ab.background_pairs == 2000
+    for name in ab.metrics:
+        x, y = ab.metrics[name].background, ba.metrics[name].background
+        parts = [a.metrics[name].background, b.metrics[name].background]
+        assert x.mean == pytest.approx(sum(p.mean * p.n for p in parts) / 2000)
+        assert (x.min, x.max) == (min(p.min for p in parts), max(p.max for p in parts))
+        assert x.mean == pytest.approx(y.mean) and x.m2 == pytest.approx(y.m2)
+        for q in (0.1, 0.5, 0.9):
+            assert abs(x.quantile(q) - y.quantile(q)) <= 1e-9 + 2 * x.rank_error() * x.std * 10
+
+
+def test_merge_refuses_profiles_of_different_models(corpus):
+    a = build_profile(FakeEmbedder(), corpus[:500], n_pairs=200)
+    b = build_profile(FakeEmbedder(name="other"), corpus[500:1000], n_pairs=200)
+    with pytest.raises(ProfileError, match="built with model"):
+        merge_profiles(a, b)

@@ -1,0 +1,58 @@
+"""A small deterministic embedder for fast core tests (bag of hashed words)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+
+from calibsim_gui.core.models import ModelFingerprint
+
+_WORD = re.compile(r"\w+")
+
+
+class FakeEmbedder:
+    """Texts sharing words get similar vectors; no torch, no files, fully deterministic.
+
+    Every word maps to a fixed random vector (seeded by its digest); a text is the normalised sum
+    of its words' vectors plus a shared offset, so unrelated texts still score a little above 0,
+    as real models do. ``max_seq_length`` counts words + 2 special tokens.
+    """
+
+    def __init__(self, dimension: int = 48, max_seq_length: int = 40, name: str = "fake-bow"):
+        self.dimension = dimension
+        self.max_seq_length = max_seq_length
+        self.device = "cpu"
+        self.fingerprint = ModelFingerprint(name, hashlib.sha256(name.encode()).hexdigest())
+        self.calls = 0
+        self._words: dict[str, np.ndarray] = {}
+        self._offset = self._word("<common>") * 0.6
+
+    def _word(self, word: str) -> np.ndarray:
+        if word not in self._words:
+            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+            self._words[word] = np.random.default_rng(seed).standard_normal(self.dimension)
+        return self._words[word]
+
+    def encode_batch(self, texts):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dimension))
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())[: self.max_seq_length - 2] or ["<empty>"]
+            vec = sum(self._word(w) for w in words) / np.sqrt(len(words)) + self._offset
+            out[row] = vec / np.linalg.norm(vec)
+        return out.astype(np.float32)
+
+    def token_counts(self, texts):
+        return np.array([len(_WORD.findall(t)) + 2 for t in texts], dtype=np.int64)
+
+
+def random_sentences(n: int, *, seed: int = 0, vocabulary: int = 3000) -> list[str]:
+    """`n` distinct random sentences of 5-15 made-up words: a background corpus for tests."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, None] = {}
+    while len(out) < n:
+        words = rng.integers(0, vocabulary, size=rng.integers(5, 16))
+        out[" ".join(f"w{i}" for i in words)] = None
+    return list(out)
