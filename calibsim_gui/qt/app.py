@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from calibsim_gui import __version__
 
@@ -21,7 +21,7 @@ class MainWindow(QtWidgets.QMainWindow):
             "<code>calibsim score pairs.csv --out scored.csv</code><br>"
             "<code>calibsim profile build --background corpus.txt --out my.calibsim-profile</code><br>"
             "<code>calibsim matrix docs/ --out matrix.csv</code></p>")
-        label.setTextFormat(QtWidgets.QLabel.TextFormat.RichText)
+        label.setTextFormat(QtCore.Qt.TextFormat.RichText)
         label.setMargin(24)
         self.setCentralWidget(label)
         self.resize(640, 360)

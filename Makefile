@@ -1,0 +1,21 @@
+# Two commands set up a fresh machine: `make run` (installs, then opens the app) and
+# `make test` (installs, then runs every test). The virtual environment lives in .venv.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install
+
+run: $(STAMP)
+	$(VENV)/bin/calibsim
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml packaging/constraints-cpu.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --upgrade pip
+	$(VENV)/bin/python -m pip install -c packaging/constraints-cpu.txt -e '.[test]'
+	touch $(STAMP)
