@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-b", help="column of the second text (default: auto-detected)")
     p.add_argument("--label", help="column of human scores, to report agreement")
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
-    p.add_argument("--metrics", nargs="+", help="metrics to compute (default: all)")
+    p.add_argument("--metrics", type=lambda text: text.split(","),
+                   help="comma-separated metrics, e.g. cosine,euclidean (default: all five)")
     _add_model_options(p)
 
     p = sub.add_parser("matrix", help="score every document against every other")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
@@ -164,16 +165,16 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     Returns float32 matrices for "raw" and each requested form.
     """
     profile.check_model(embedder.fingerprint)
+    metric_ = get_metrics([metric])[0]
     unknown = set(forms) - set(profile.forms())
     if unknown:
-        raise ValueError(f"this profile has no {sorted(unknown)} calibration; available: "
-                         f"{list(profile.forms())}")
+        raise InputError(f"this profile has no {sorted(unknown)} calibration.",
+                         fix=f"choose --form from {', '.join(profile.forms())}")
     encoding = encode_texts(embedder, documents.texts, batch_size=batch_size, cache=cache,
                             progress=progress, should_stop=should_stop)
     emb = encoding.embeddings
     n = len(emb)
     matrices = {form: np.empty((n, n), dtype=np.float32) for form in ("raw",) + tuple(forms)}
-    metric_ = METRICS[metric]
     calibrators = profile.metrics[metric].calibrators
     for start, block in matrix_blocks(emb, metric_, block_rows=block_rows):
         rows = slice(start, start + len(block))

@@ -12,6 +12,8 @@ from typing import Callable, Iterator
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from calibsim_gui.core.errors import InputError
+
 
 def _unit(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
@@ -81,12 +83,12 @@ METRICS: dict[str, Metric] = {
 
 
 def get_metrics(names=None) -> list[Metric]:
-    """The metrics called `names` (all when None); unknown names raise ValueError."""
+    """The metrics called `names` (all when None); unknown names raise InputError."""
     if names is None:
         return list(METRICS.values())
     unknown = [n for n in names if n not in METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; choose from {sorted(METRICS)}")
+        raise InputError(f"unknown metric(s) {unknown}.", fix=f"choose from {', '.join(METRICS)}")
     return [METRICS[n] for n in names]
 
 

@@ -129,3 +129,11 @@ def test_models_lists_the_built_in_model(capsys):
     assert cli.main(["models"]) == 0
     out = capsys.readouterr().out
     assert "all-MiniLM-L6-v2" in out and "built-in" in out
+
+
+def test_unknown_metric_or_form_names_the_choices(pairs, tmp_path, capsys):
+    assert cli.main(["score", str(pairs), "--metrics", "cosine,cosinus", "-q"]) == 2
+    assert "cosinus" in capsys.readouterr().err
+    assert cli.main(["matrix", str(pairs), "--column", "sentence1", "--form", "bg_percentile",
+                     "--out", str(tmp_path / "m.csv"), "-q"]) == 2
+    assert "choose --form from calibrated" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 
 
@@ -42,5 +43,5 @@ def test_every_metric_declares_orientation_and_similarity_view_ranks_closer_pair
 
 
 def test_unknown_metric_is_named():
-    with pytest.raises(ValueError, match="cosinus"):
+    with pytest.raises(InputError, match="cosinus.*cosine, dot"):
         get_metrics(["cosinus"])
