@@ -165,7 +165,8 @@ def cmd_profile(args) -> int:
         profile = ReferenceProfile.load(args.profile)
         print(f"model: {profile.fingerprint.id}  dimension {profile.dimension}")
         print(f"anchors: {profile.anchors.name} ({len(profile.anchors.pairs)} pairs)")
-        print(f"background pairs: {profile.background_pairs}")
+        print(f"background pairs: {profile.background_pairs} "
+              "(statistics below in the 'higher = more similar' view: distances negated)")
         for name, ref in profile.metrics.items():
             bg = ref.background
             extra = f"  background mean {bg.mean:.4f} sd {bg.std:.4f} p99 {bg.quantile(0.99):.4f}" if bg else ""

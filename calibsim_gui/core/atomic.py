@@ -20,6 +20,7 @@ def atomic_path(target: str | os.PathLike):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -31,3 +32,9 @@ def write_text_atomic(target: str | os.PathLike, text: str) -> None:
     """Write `text` (UTF-8) to `target` atomically."""
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
