@@ -38,23 +38,24 @@ class DocumentMatrix:
 
 
 def query_zscores(metric: str, emb_a: np.ndarray, emb_b: np.ndarray, raw: np.ndarray,
-                  reference: np.ndarray) -> np.ndarray:
+                  reference: np.ndarray, *, block_rows: int = 2048) -> np.ndarray:
     """Pair score as a z-score against each text's own scores with background texts.
 
     For a pair (a, b) the score is compared with the scores of a with every reference text and
     of b with every reference text; the result is the mean of the two z-scores. It says how
-    unusual b is *for a* (and a for b): a local, per-query scale.
+    unusual b is *for a* (and a for b): a local, per-query scale, computed in row blocks.
     """
     metric_ = METRICS[metric]
-
-    def stats(emb):
-        sims = metric_.as_similarity(metric_.matrix(emb.astype(np.float64), reference.astype(np.float64)))
-        return sims.mean(axis=1), sims.std(axis=1)
-
+    reference = reference.astype(np.float64)
     sim = metric_.as_similarity(raw)
-    (mean_a, std_a), (mean_b, std_b) = stats(emb_a), stats(emb_b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ((sim - mean_a) / std_a + (sim - mean_b) / std_b) / 2
+    out = np.zeros(len(sim))
+    for emb in (emb_a, emb_b):
+        for start in range(0, len(emb), block_rows):
+            rows = slice(start, start + block_rows)
+            scores = metric_.as_similarity(metric_.matrix(emb[rows].astype(np.float64), reference))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[rows] += (sim[rows] - scores.mean(axis=1)) / scores.std(axis=1) / 2
+    return out
 
 
 def _base_provenance(embedder, profile: ReferenceProfile, encoding) -> dict:

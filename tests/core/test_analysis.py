@@ -97,3 +97,17 @@ def test_matrix_blocks_agree_with_a_single_block(tmp_path, profile):
     small = score_matrix(docs, FakeEmbedder(), profile, block_rows=7)
     whole = score_matrix(docs, FakeEmbedder(), profile, block_rows=1000)
     np.testing.assert_allclose(small.matrices["calibrated"], whole.matrices["calibrated"])
+
+
+def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference():
+    from calibsim_gui.core.analysis import query_zscores
+
+    rng = np.random.default_rng(0)
+    a, b, reference = rng.normal(size=(5, 8)), rng.normal(size=(5, 8)), rng.normal(size=(30, 8))
+    raw = METRICS["euclidean"].pairs(a, b)
+    expected = []
+    for x, y, d in zip(a, b, raw):
+        za = (-d - (-np.linalg.norm(reference - x, axis=1)).mean()) / np.linalg.norm(reference - x, axis=1).std()
+        zb = (-d - (-np.linalg.norm(reference - y, axis=1)).mean()) / np.linalg.norm(reference - y, axis=1).std()
+        expected.append((za + zb) / 2)
+    np.testing.assert_allclose(query_zscores("euclidean", a, b, raw, reference, block_rows=2), expected)
