@@ -98,9 +98,9 @@ class _Progress:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit="text", file=sys.stderr, desc="encoding")
-        self.bar.n = done
-        self.bar.refresh()
+            self.bar = tqdm(total=total, initial=done, unit="text", file=sys.stderr, desc="encoding")
+        else:
+            self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:
