@@ -98,7 +98,7 @@ class _Progress:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=done, unit="text", file=sys.stderr, desc="encoding")
+            self.bar = tqdm(total=total, initial=done, file=sys.stderr, desc="encoding")
         else:
             self.bar.update(done - self.bar.n)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
@@ -77,6 +77,71 @@ def _base_provenance(embedder, profile: ReferenceProfile, encoding) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class PairChunk:
+    """Raw scores of the pairs scored so far, yielded while a pair list is being scored.
+
+    Attributes
+    ----------
+    done, total : int
+        Pairs scored so far / pairs to score.
+    rows : ndarray of int
+        Row positions (in the input table) of the pairs in this chunk.
+    raw : dict metric -> ndarray of shape (len(rows),)
+        Their raw scores, in each metric's orientation.
+    """
+
+    done: int
+    total: int
+    rows: np.ndarray
+    raw: dict
+
+
+def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cache=None,
+                     batch_size: int = 64, chunk_pairs: int = 512, should_stop=None):
+    """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
+
+    Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
+    `ScoredPairs`. Each distinct text is encoded once even when it recurs in later chunks.
+
+    Raises
+    ------
+    Cancelled
+        When `should_stop()` returns True (checked before every batch).
+    """
+    profile.check_model(embedder.fingerprint)
+    metrics = [m.name for m in get_metrics(metrics)]
+    frame = table.frame
+    scored = np.ones(len(frame), dtype=bool)
+    scored[list(table.empty_rows)] = False
+    rows = np.flatnonzero(scored)
+    texts_a = frame[table.text_a].to_numpy()
+    texts_b = frame[table.text_b].to_numpy()
+    known: dict[str, np.ndarray] = {}
+    emb_a = np.zeros((len(rows), embedder.dimension), dtype=np.float32)
+    emb_b = np.zeros_like(emb_a)
+    raw = {name: np.zeros(len(rows)) for name in metrics}
+    n_cached = n_truncated = 0
+    for start in range(0, len(rows), chunk_pairs):
+        chunk = slice(start, start + chunk_pairs)
+        chunk_rows = rows[chunk]
+        new = list(dict.fromkeys(t for t in np.concatenate([texts_a[chunk_rows], texts_b[chunk_rows]])
+                                 if t not in known))
+        result = encode_texts(embedder, new, batch_size=batch_size, cache=cache,
+                              should_stop=should_stop)
+        known.update(zip(new, result.embeddings))
+        n_cached += result.n_cached
+        n_truncated += result.n_truncated
+        emb_a[chunk] = [known[t] for t in texts_a[chunk_rows]]
+        emb_b[chunk] = [known[t] for t in texts_b[chunk_rows]]
+        chunk_raw = pair_scores(emb_a[chunk], emb_b[chunk], metrics)
+        for name in metrics:
+            raw[name][chunk] = chunk_raw[name]
+        yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw)
+    encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
+    return _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw)
+
+
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cache=None,
                 batch_size: int = 64, progress=None, should_stop=None) -> ScoredPairs:
     """Score every pair of `table` (a `PairTable`) with every metric and calibration.
@@ -84,19 +149,22 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cac
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
     form ("raw", then the profile's calibrated forms, then "query_zscore" when the profile has a
     background sample). Rows with an empty text keep NaN scores.
+    `progress(done, total, message)` is called after each chunk of pairs.
     """
-    profile.check_model(embedder.fingerprint)
-    metrics = [m.name for m in get_metrics(metrics)]
-    frame = table.frame
-    scored = np.ones(len(frame), dtype=bool)
-    scored[list(table.empty_rows)] = False
-    texts_a = frame[table.text_a].to_numpy()[scored].tolist()
-    texts_b = frame[table.text_b].to_numpy()[scored].tolist()
-    encoding = encode_texts(embedder, texts_a + texts_b, batch_size=batch_size, cache=cache,
-                            progress=progress, should_stop=should_stop)
-    emb_a, emb_b = np.split(encoding.embeddings, 2)
-    raw = pair_scores(emb_a, emb_b, metrics)
+    steps = iter_score_pairs(table, embedder, profile, metrics=metrics, cache=cache,
+                             batch_size=batch_size, should_stop=should_stop)
+    while True:
+        try:
+            chunk = next(steps)
+        except StopIteration as end:
+            return end.value
+        if progress is not None:
+            progress(chunk.done, chunk.total, f"scored {chunk.done} of {chunk.total} pairs")
 
+
+def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw) -> ScoredPairs:
+    """Calibrate the raw scores and put table, columns, provenance and notes together."""
+    frame = table.frame
     columns: dict[str, np.ndarray] = {}
     provenance = _base_provenance(embedder, profile, encoding)
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
@@ -111,16 +179,16 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cac
         return out
 
     saturation = {}
-    for name in metrics:
-        columns[f"{name}_raw"] = full(raw[name])
-        for form, values in profile.calibrate(name, raw[name]).items():
-            columns[f"{name}_{form}"] = full(values)
+    for name, values in raw.items():
+        columns[f"{name}_raw"] = full(values)
+        for form, calibrated in profile.calibrate(name, values).items():
+            columns[f"{name}_{form}"] = full(calibrated)
         if profile.query_reference is not None:
             columns[f"{name}_query_zscore"] = full(
-                query_zscores(name, emb_a, emb_b, raw[name], profile.query_reference))
-        if profile.has_background and len(raw[name]):
+                query_zscores(name, emb_a, emb_b, values, profile.query_reference))
+        if profile.has_background and len(values):
             cut = profile.metrics[name].background.quantile(SATURATION_QUANTILE)
-            share = float((METRICS[name].as_similarity(raw[name]) > cut).mean())
+            share = float((METRICS[name].as_similarity(values) > cut).mean())
             saturation[name] = {"share_beyond_p99": share,
                                 "percentile_halfwidth": profile.metrics[name]
                                 .calibrators["bg_percentile"].halfwidth_}

@@ -89,6 +89,22 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                             query_reference, provenance)
 
 
+def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, metrics=None,
+                 **encode_options) -> ReferenceProfile:
+    """A copy of `profile` whose ladder is refitted on `anchors` (backgrounds unchanged).
+
+    `encode_options` go to `encode_texts` (cache, batch_size, should_stop).
+    """
+    profile.check_model(embedder.fingerprint)
+    names = list(profile.metrics) if metrics is None else metrics
+    scores = _anchor_scores(embedder, anchors, names, **encode_options)
+    references = {name: MetricReference(scores[name], profile.metrics[name].background).fit(anchors)
+                  for name in names}
+    provenance = {**profile.provenance, "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)}}
+    return ReferenceProfile(profile.fingerprint, profile.dimension, anchors, references,
+                            profile.query_reference, provenance)
+
+
 def builtin_profile_path(model_name: str) -> Path:
     return resource_path("profiles", f"{model_name}.calibsim-profile")
 

@@ -111,3 +111,27 @@ def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference()
         zb = (-d - (-np.linalg.norm(reference - y, axis=1)).mean()) / np.linalg.norm(reference - y, axis=1).std()
         expected.append((za + zb) / 2)
     np.testing.assert_allclose(query_zscores("euclidean", a, b, raw, reference, block_rows=2), expected)
+
+
+def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):
+    from calibsim_gui.core.analysis import iter_score_pairs
+
+    path = tmp_path / "p.csv"
+    texts = random_sentences(40, seed=3)
+    pd.DataFrame({"a": texts * 3, "b": texts[::-1] * 3}).to_csv(path, index=False)
+    table = load_pairs(path, text_a="a", text_b="b")
+    embedder = FakeEmbedder()
+    steps = iter_score_pairs(table, embedder, profile, chunk_pairs=25, metrics=["cosine"])
+    chunks = []
+    while True:
+        try:
+            chunks.append(next(steps))
+        except StopIteration as end:
+            result = end.value
+            break
+    assert [c.done for c in chunks] == [25, 50, 75, 100, 120]
+    assert sorted(np.concatenate([c.rows for c in chunks])) == list(range(120))
+    streamed = np.concatenate([c.raw["cosine"] for c in chunks])
+    np.testing.assert_allclose(streamed, result.frame["cosine_raw"])
+    assert result.provenance["encoding"]["distinct_texts"] == 40
+    assert embedder.calls == 1          # all 40 texts appear in the first chunk; later chunks reuse them

@@ -94,3 +94,21 @@ def test_merge_refuses_profiles_of_different_models(corpus):
     b = build_profile(FakeEmbedder(name="other"), corpus[500:1000], n_pairs=200)
     with pytest.raises(ProfileError, match="built with model"):
         merge_profiles(a, b)
+
+
+def test_new_anchors_refit_the_ladder_and_keep_the_background(profile):
+    from calibsim_gui.core.anchors import AnchorSet
+    from calibsim_gui.core.profile_builder import with_anchors
+
+    anchors = AnchorSet.from_dict({"name": "mine", "levels": [
+        {"name": "low", "target": 0.0}, {"name": "high", "target": 1.0}], "pairs": [
+        {"level": "low", "text_a": "w1 w2 w3", "text_b": "w7 w8 w9"},
+        {"level": "high", "text_a": "w1 w2 w3", "text_b": "w1 w2 w3"}]})
+    changed = with_anchors(profile, FakeEmbedder(), anchors)
+    assert changed.anchors.name == "mine" and len(changed.metrics["cosine"].anchor_scores) == 2
+    assert changed.metrics["cosine"].background is profile.metrics["cosine"].background
+    raw = np.array([0.2, 0.6])
+    np.testing.assert_allclose(changed.calibrate("cosine", raw)["bg_percentile"],
+                               profile.calibrate("cosine", raw)["bg_percentile"])
+    assert not np.allclose(changed.calibrate("cosine", raw)["calibrated"],
+                           profile.calibrate("cosine", raw)["calibrated"])

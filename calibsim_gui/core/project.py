@@ -1,0 +1,127 @@
+"""Project files (`.calibsim`): what a user set up, so it can be re-opened as it was.
+
+A project stores choices and file locations, not results: re-opening it re-runs the analysis
+(cheap with the embedding cache). Paths are stored relative to the project file when they sit
+below its folder, so a project folder can be moved as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from calibsim_gui.core.anchors import AnchorSet
+from calibsim_gui.core.atomic import write_text_atomic
+from calibsim_gui.core.errors import InputError
+
+FORMAT = "calibsim-project"
+SCHEMA_VERSION = 1
+SUFFIX = ".calibsim"
+
+
+@dataclass
+class ProjectInput:
+    """One input file and how to read it."""
+
+    path: str
+    kind: str = "pairs"                     # "pairs" or "documents"
+    options: dict = field(default_factory=dict)   # text_a, text_b, label, encoding, per_file, column
+
+
+@dataclass
+class Project:
+    model: str | None = None                # None: the built-in model
+    device: str = "auto"
+    anchors: AnchorSet | None = None        # None: the built-in ladder
+    profile: str | None = None              # a .calibsim-profile; None: built-in reference
+    background_files: list[str] = field(default_factory=list)
+    background_pairs: int = 20_000
+    background_seed: int = 0
+    inputs: list[ProjectInput] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)    # view choices: metric, form, ...
+
+    def files(self) -> list[str]:
+        """Every file the project points at."""
+        return ([self.profile] if self.profile else []) + self.background_files + [i.path for i in self.inputs]
+
+    def missing_files(self) -> list[str]:
+        return [f for f in self.files() if not Path(f).exists()]
+
+    def relocate(self, old: str, new: str) -> None:
+        """Point every reference to `old` at `new` (after the user located a moved file)."""
+        if self.profile == old:
+            self.profile = new
+        self.background_files = [new if f == old else f for f in self.background_files]
+        for item in self.inputs:
+            if item.path == old:
+                item.path = new
+
+    def to_dict(self, base: Path | None = None) -> dict:
+        def rel(p):
+            return _relative(p, base) if p else p
+        return {"format": FORMAT, "schema_version": SCHEMA_VERSION,
+                "model": self.model if not (self.model and Path(self.model).exists()) else rel(self.model),
+                "device": self.device,
+                "anchors": self.anchors.to_dict() if self.anchors else None,
+                "profile": rel(self.profile),
+                "background": {"files": [rel(f) for f in self.background_files],
+                               "pairs": self.background_pairs, "seed": self.background_seed},
+                "inputs": [{**asdict(i), "path": rel(i.path)} for i in self.inputs],
+                "settings": self.settings}
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        write_text_atomic(path, json.dumps(self.to_dict(path.parent.resolve()), indent=1))
+        return path
+
+    @classmethod
+    def load(cls, path) -> "Project":
+        """Read and validate a project file; errors name the file and the fix."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError("no such project file.", path=path) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"not a readable project file ({exc}).", path=path) from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise InputError("not a calibsim project.", path=path, fix="open a .calibsim file")
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise InputError(f"project schema version {data.get('schema_version')!r} is not supported "
+                             f"(this calibsim reads {SCHEMA_VERSION}).", path=path,
+                             fix="open it with the calibsim version that wrote it")
+        base = path.parent.resolve()
+        try:
+            background = data.get("background") or {}
+            model = data.get("model")
+            return cls(
+                model=str(_absolute(model, base)) if model and _absolute(model, base).exists() else model,
+                device=str(data.get("device", "auto")),
+                anchors=AnchorSet.from_dict(data["anchors"], path=path) if data.get("anchors") else None,
+                profile=str(_absolute(data["profile"], base)) if data.get("profile") else None,
+                background_files=[str(_absolute(f, base)) for f in background.get("files", [])],
+                background_pairs=int(background.get("pairs", 20_000)),
+                background_seed=int(background.get("seed", 0)),
+                inputs=[ProjectInput(str(_absolute(i["path"], base)), str(i.get("kind", "pairs")),
+                                     dict(i.get("options", {}))) for i in data.get("inputs", [])],
+                settings=dict(data.get("settings", {})))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"the project is damaged or hand-edited ({exc!r}).", path=path,
+                             fix="re-create it from the app and save again") from None
+
+
+def _relative(p: str, base: Path | None) -> str:
+    if base is None:
+        return p
+    full = Path(p).resolve()
+    try:
+        return full.relative_to(base).as_posix()
+    except ValueError:
+        return str(full)
+
+
+def _absolute(p: str, base: Path) -> Path:
+    path = Path(os.path.expanduser(p))
+    return path if path.is_absolute() else (base / path).resolve()
