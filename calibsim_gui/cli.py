@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="calibsim", description="Calibrated, globally interpretable embedding similarity. "
                                      "Without a command, opens the desktop app.")
     parser.add_argument("--version", action="version", version=f"calibsim {__version__}")
+    parser.add_argument("--screenshot", metavar="DIR",
+                        help="open the app on the built-in demo, save a PNG of every main view "
+                             "and timings.json into DIR, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("models", help="list usable models")
@@ -304,7 +307,7 @@ def main(argv=None) -> int:
     if args.command is None:
         from calibsim_gui.qt.app import run_app
 
-        return run_app()
+        return run_app(screenshot_dir=args.screenshot)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
                "matrix": cmd_matrix}[args.command]
     try:

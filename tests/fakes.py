@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 
-from calibsim_gui.core.models import ModelFingerprint
+from pathlib import Path
+
+from calibsim_gui.core.models import ModelFingerprint, ModelInfo
 
 _WORD = re.compile(r"\w+")
 
@@ -25,6 +27,9 @@ class FakeEmbedder:
         self.max_seq_length = max_seq_length
         self.device = "cpu"
         self.fingerprint = ModelFingerprint(name, hashlib.sha256(name.encode()).hexdigest())
+        self.info = ModelInfo(name=name, path=Path(name), source="test", dimension=dimension,
+                              max_seq_length=max_seq_length, size_bytes=0, safe_weights=True,
+                              needs_remote_code=False)
         self.calls = 0
         self._words: dict[str, np.ndarray] = {}
         self._offset = self._word("<common>") * 0.6

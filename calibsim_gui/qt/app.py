@@ -1,35 +1,26 @@
-"""The desktop application's entry point (a placeholder window until the GUI issue lands)."""
+"""The desktop application's entry point."""
 
 from __future__ import annotations
 
 import sys
 
-from PySide6 import QtCore, QtWidgets
-
-from calibsim_gui import __version__
+from PySide6.QtWidgets import QApplication
 
 
-class MainWindow(QtWidgets.QMainWindow):
-    """calibsim's main window."""
-
-    def __init__(self):
-        super().__init__()
-        self.setWindowTitle(f"calibsim {__version__}")
-        label = QtWidgets.QLabel(
-            "<h2>calibsim</h2><p>Calibrated similarity for text embeddings.</p>"
-            "<p>The desktop views are on their way. Meanwhile the command line does the work:<br>"
-            "<code>calibsim score pairs.csv --out scored.csv</code><br>"
-            "<code>calibsim profile build --background corpus.txt --out my.calibsim-profile</code><br>"
-            "<code>calibsim matrix docs/ --out matrix.csv</code></p>")
-        label.setTextFormat(QtCore.Qt.TextFormat.RichText)
-        label.setMargin(24)
-        self.setCentralWidget(label)
-        self.resize(640, 360)
-
-
-def run_app(argv=None) -> int:
-    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv or sys.argv)
+def run_app(argv=None, *, screenshot_dir: str | None = None) -> int:
+    """Open the main window (or, with `screenshot_dir`, run the screenshot tour) and run Qt."""
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("calibsim")
+    app.setOrganizationName("calibsim")
+    from calibsim_gui.qt.main_window import MainWindow
+
     window = MainWindow()
+    tour = None
+    if screenshot_dir is not None:
+        from calibsim_gui.qt.screenshots import ScreenshotTour
+
+        window.resize(1180, 760)
+        tour = ScreenshotTour(window, screenshot_dir, app=app)
     window.show()
-    return app.exec()
+    code = app.exec()
+    return tour.exit_code if tour is not None else code

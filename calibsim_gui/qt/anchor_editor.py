@@ -1,0 +1,620 @@
+"""Anchor editor: edit the anchor ladder with undo, see each pair's scores, apply it.
+
+Every change goes through a QUndoStack: views call `AnchorTableModel.setData` or the editing
+methods, which push commands; the commands call the model's underscore primitives, which emit
+the fine-grained Qt model signals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QPushButton, QSplitter,
+                               QStyledItemDelegate, QTableView, QToolButton, QVBoxLayout, QWidget)
+
+from calibsim_gui.core.anchors import AnchorPair, AnchorSet, builtin_anchors, load_anchors
+from calibsim_gui.core.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.errors import CalibsimError, InputError
+from calibsim_gui.core.metrics import METRICS
+
+LEVEL, TEXT_A, TEXT_B = range(3)
+PAIR_COLUMNS = ("Level", "Text A", "Text B")
+_FIELDS = ("level", "text_a", "text_b")
+PENDING = "…"
+_PENDING_TIP = "This ladder was edited: apply it (Ctrl+Return) to score its pairs."
+_GREY = QBrush(QColor("#808080"))
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+class _Command(QUndoCommand):
+    def __init__(self, text, redo, undo):
+        super().__init__(text)
+        self._redo, self._undo = redo, undo
+
+    def redo(self):
+        self._redo()
+
+    def undo(self):
+        self._undo()
+
+
+class AnchorTableModel(QAbstractTableModel):
+    """The ladder being edited (levels + pairs) and the profile's raw scores of its pairs.
+
+    Score columns (one per profile metric, in the metric's own orientation) show values only
+    while the pairs are exactly the profile's anchors, else "…".
+    """
+
+    ladder_changed = Signal()
+
+    def __init__(self, anchors: AnchorSet, undo_stack: QUndoStack, parent=None):
+        super().__init__(parent)
+        self.undo_stack = undo_stack
+        self.name, self.levels, self.pairs = anchors.name, anchors.levels, list(anchors.pairs)
+        self.metrics: list[str] = []
+        self._profile_pairs = None
+        self._raw: dict[str, np.ndarray] = {}
+        self.scored = False
+
+    # ------------------------------------------------------------------ reading
+
+    def anchor_set(self) -> AnchorSet:
+        """The edited ladder as it stands (not validated)."""
+        return AnchorSet(self.name, self.levels, tuple(self.pairs))
+
+    def raw_score(self, metric: str, row: int) -> float | None:
+        return float(self._raw[metric][row]) if self.scored else None
+
+    def level_medians(self) -> dict[str, dict[str, float]]:
+        """Median raw score of each level's pairs per metric (empty unless scored)."""
+        if not self.scored:
+            return {}
+        levels = np.array([p.level for p in self.pairs])
+        return {lv.name: {m: float(np.median(raw[levels == lv.name])) for m, raw in self._raw.items()}
+                for lv in self.levels if (levels == lv.name).any()}
+
+    def set_profile(self, profile) -> None:
+        """Show `profile`'s anchor scores (None: no scores)."""
+        metrics = list(profile.metrics) if profile is not None else []
+        reset = metrics != self.metrics
+        if reset:
+            self.beginResetModel()
+        self.metrics = metrics
+        self._profile_pairs = profile.anchors.pairs if profile is not None else None
+        self._raw = {m: ref.anchor_scores if METRICS[m].higher_is_similar else -ref.anchor_scores
+                     for m, ref in (profile.metrics.items() if profile is not None else ())}
+        if reset:
+            self.endResetModel()
+        self._changed()
+
+    # ------------------------------------------------------------------ Qt model
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.pairs)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(PAIR_COLUMNS) + len(self.metrics)
+
+    def flags(self, index):
+        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return flags | Qt.ItemFlag.ItemIsEditable if index.column() < len(PAIR_COLUMNS) else flags
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        row, column = index.row(), index.column()
+        pair = self.pairs[row]
+        if column < len(PAIR_COLUMNS):
+            value = getattr(pair, _FIELDS[column])
+            if column == LEVEL and role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+                label = next((lv.label for lv in self.levels if lv.name == value), value)
+                return label if role == Qt.ItemDataRole.DisplayRole else f"level {value}"
+            if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+                return value
+            if role == Qt.ItemDataRole.ToolTipRole and column != LEVEL:
+                return value
+            return None
+        metric = self.metrics[column - len(PAIR_COLUMNS)]
+        value = self.raw_score(metric, row)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return PENDING if value is None else _fmt(value)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT
+        if role == Qt.ItemDataRole.ForegroundRole and value is None:
+            return _GREY
+        if role == Qt.ItemDataRole.ToolTipRole and value is None:
+            return _PENDING_TIP
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal:
+            return str(section + 1) if role == Qt.ItemDataRole.DisplayRole else None
+        if section < len(PAIR_COLUMNS):
+            return PAIR_COLUMNS[section] if role == Qt.ItemDataRole.DisplayRole else None
+        metric = METRICS[self.metrics[section - len(PAIR_COLUMNS)]]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return metric.name
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"raw {metric.name} of the pair ({metric.orientation})"
+        return None
+
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:
+        if role != Qt.ItemDataRole.EditRole or index.column() >= len(PAIR_COLUMNS):
+            return False
+        row, field = index.row(), _FIELDS[index.column()]
+        old = self.pairs[row]
+        new = dataclasses.replace(old, **{field: str(value)})
+        if new == old:
+            return False
+        self.undo_stack.push(_Command(f"edit {PAIR_COLUMNS[index.column()]} of pair {row + 1}",
+                                      lambda: self._set_pair(row, new),
+                                      lambda: self._set_pair(row, old)))
+        return True
+
+    # ------------------------------------------------------------------ undoable edits
+
+    def add_pair(self, row: int, pair: AnchorPair) -> None:
+        self.undo_stack.push(_Command("add pair", lambda: self._insert(row, pair),
+                                      lambda: self._remove(row)))
+
+    def remove_rows(self, rows) -> None:
+        removed = [(row, self.pairs[row]) for row in sorted(set(rows))]
+        if not removed:
+            return
+
+        def redo():
+            for row, _ in reversed(removed):
+                self._remove(row)
+
+        def undo():
+            for row, pair in removed:
+                self._insert(row, pair)
+
+        self.undo_stack.push(_Command(f"delete {len(removed)} pair(s)", redo, undo))
+
+    def move_rows(self, rows, delta: int) -> list[int]:
+        """Move `rows` one place up (-1) or down (+1); returns their new rows."""
+        rows = sorted(set(rows), reverse=delta > 0)
+        if not rows or not 0 <= rows[0] + delta < len(self.pairs):
+            return rows
+        self.undo_stack.beginMacro("move pairs")
+        for row in rows:
+            self.undo_stack.push(_Command("move pair", lambda r=row: self._move(r, r + delta),
+                                          lambda r=row: self._move(r + delta, r)))
+        self.undo_stack.endMacro()
+        return [row + delta for row in rows]
+
+    def set_ladder(self, anchors: AnchorSet, text: str) -> None:
+        old = self.anchor_set()
+        self.undo_stack.push(_Command(text, lambda: self.replace_ladder(anchors),
+                                      lambda: self.replace_ladder(old)))
+
+    def replace_ladder(self, anchors: AnchorSet) -> None:
+        """Show `anchors` without recording an undo step."""
+        self.beginResetModel()
+        self.name, self.levels, self.pairs = anchors.name, anchors.levels, list(anchors.pairs)
+        self.endResetModel()
+        self._changed()
+
+    # ------------------------------------------------------------------ primitives
+
+    def _set_pair(self, row, pair):
+        self.pairs[row] = pair
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(PAIR_COLUMNS) - 1))
+        self._changed()
+
+    def _insert(self, row, pair):
+        self.beginInsertRows(QModelIndex(), row, row)
+        self.pairs.insert(row, pair)
+        self.endInsertRows()
+        self._changed()
+
+    def _remove(self, row):
+        self.beginRemoveRows(QModelIndex(), row, row)
+        del self.pairs[row]
+        self.endRemoveRows()
+        self._changed()
+
+    def _move(self, row, to):
+        self.beginMoveRows(QModelIndex(), row, row, QModelIndex(), to + 1 if to > row else to)
+        self.pairs.insert(to, self.pairs.pop(row))
+        self.endMoveRows()
+        self._changed()
+
+    def _changed(self):
+        self.scored = self._profile_pairs is not None and tuple(self.pairs) == self._profile_pairs
+        if self.pairs and self.metrics:
+            self.dataChanged.emit(self.index(0, len(PAIR_COLUMNS)),
+                                  self.index(len(self.pairs) - 1, self.columnCount() - 1))
+        self.ladder_changed.emit()
+
+
+class LevelTableModel(QAbstractTableModel):
+    """The ladder's levels: name, label, target, pair count and median raw score per metric."""
+
+    COLUMNS = ("Name", "Label", "Target", "Pairs")
+
+    def __init__(self, pairs: AnchorTableModel, parent=None):
+        super().__init__(parent)
+        self._pairs = pairs
+        self._rows: list[tuple] = []
+        pairs.ladder_changed.connect(self._refresh)
+        self._refresh()
+
+    def _refresh(self):
+        medians = self._pairs.level_medians()
+        counts = pd.Series([p.level for p in self._pairs.pairs], dtype=object).value_counts()
+        rows = []
+        for level in self._pairs.levels:
+            scores = [(_fmt(medians[level.name][m]) if level.name in medians
+                       else PENDING if counts.get(level.name, 0) and self._pairs.metrics else "")
+                      for m in self._pairs.metrics]
+            rows.append((level.name, level.label, f"{level.target:.4g}",
+                               str(counts.get(level.name, 0)), *scores))
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS) + len(self._pairs.metrics)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._rows[index.row()][index.column()]
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 2:
+            return _RIGHT
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal or role not in (Qt.ItemDataRole.DisplayRole,
+                                                                     Qt.ItemDataRole.ToolTipRole):
+            return None
+        if section < len(self.COLUMNS):
+            return self.COLUMNS[section]
+        metric = METRICS[self._pairs.metrics[section - len(self.COLUMNS)]]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"median raw {metric.name} of the level's pairs ({metric.orientation})"
+        return f"median {metric.name}"
+
+
+class LevelDelegate(QStyledItemDelegate):
+    """Edits a pair's level with a combo box of the ladder's levels."""
+
+    def createEditor(self, parent, option, index):
+        combo = QComboBox(parent)
+        for level in index.model().levels:
+            combo.addItem(level.label, level.name)
+        combo.activated.connect(lambda: (self.commitData.emit(combo), self.closeEditor.emit(combo)))
+        return combo
+
+    def setEditorData(self, editor, index):
+        editor.setCurrentIndex(max(0, editor.findData(index.data(Qt.ItemDataRole.EditRole))))
+
+    def setModelData(self, editor, model, index):
+        model.setData(index, editor.currentData(), Qt.ItemDataRole.EditRole)
+
+
+class AnchorEditor(QWidget):
+    """Edits the anchor ladder; "Apply" hands a validated AnchorSet to the main window.
+
+    Signals
+    -------
+    anchors_applied(AnchorSet)
+        The user applied a valid edited ladder; the main window re-encodes it and sets a new
+        profile, whose scores then show here.
+    """
+
+    anchors_applied = Signal(object)
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self._state = state
+        self.undo_stack = QUndoStack(self)
+        start = state.profile.anchors if state.profile is not None else builtin_anchors()
+        self.model = AnchorTableModel(start, self.undo_stack, self)
+        self.levels_model = LevelTableModel(self.model, self)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setItemDelegateForColumn(LEVEL, LevelDelegate(self.table))
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
+                                   | QAbstractItemView.EditTrigger.EditKeyPressed
+                                   | QAbstractItemView.EditTrigger.AnyKeyPressed)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.model.modelReset.connect(self._fit_columns)
+        self.levels_table = QTableView()
+        self.levels_table.setModel(self.levels_model)
+        self.levels_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.levels_table.verticalHeader().hide()
+        self.levels_table.verticalHeader().setDefaultSectionSize(22)
+        self.levels_table.setWordWrap(False)
+        self.levels_model.modelReset.connect(self._fit_level_columns)
+
+        self.level_name = QLineEdit(placeholderText="name, e.g. near_duplicate")
+        self.level_label = QLineEdit(placeholderText="label (optional)")
+        self.level_target = QLineEdit(placeholderText="target 0..1")
+        self.level_target.setMaximumWidth(110)
+        self.level_target.returnPressed.connect(self.add_level)
+        add_level = QPushButton("Add level")
+        add_level.setToolTip("Add a level with this name and target (0 = unrelated, 1 = identical)")
+        add_level.clicked.connect(self.add_level)
+
+        self.message = QLabel(wordWrap=True)
+        self.message.setStyleSheet("color: #b00020;")
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.warning = QLabel(wordWrap=True)
+        self.warning.setStyleSheet("background: #fff3cd; color: #5c4400; padding: 4px;"
+                                   " border: 1px solid #e0c56e; border-radius: 3px;")
+        self.status = QLabel()
+
+        tools = QHBoxLayout()
+        self._add_tool(tools, "Add pair", "Add a pair below the selected one", "Ctrl+N", self.add_pair)
+        self._add_tool(tools, "Delete", "Delete the selected pairs", "Delete", self.delete_selected)
+        self._add_tool(tools, "Move up", "Move the selected pairs up", "Alt+Up", self.move_up)
+        self._add_tool(tools, "Move down", "Move the selected pairs down", "Alt+Down", self.move_down)
+        tools.addSpacing(12)
+        for action, key, name, tip in (
+                (self.undo_stack.createUndoAction(self), "Ctrl+Z", "Undo", "Undo the last change"),
+                (self.undo_stack.createRedoAction(self), "Ctrl+Shift+Z", "Redo", "Redo the change")):
+            action.setShortcut(QKeySequence(key))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(action)
+            button = QToolButton(text=name, toolTip=f"{tip} ({key})", enabled=action.isEnabled())
+            button.clicked.connect(action.trigger)
+            action.enabledChanged.connect(button.setEnabled)
+            tools.addWidget(button)
+            setattr(self, f"{name.lower()}_action", action)
+        tools.addSpacing(12)
+        self._add_tool(tools, "Import…", "Replace the ladder with one from a JSON or CSV file",
+                       "Ctrl+I", self._choose_import)
+        self._add_tool(tools, "Export…", "Save the ladder as JSON or CSV", "Ctrl+Shift+E",
+                       self._choose_export)
+        self._add_tool(tools, "Reset to built-in", "Replace the ladder with calibsim's built-in one",
+                       "Ctrl+R", self.reset_to_builtin)
+        tools.addStretch(1)
+        self.apply_button = self._add_tool(tools, "Apply", "Score the edited ladder with the loaded "
+                                           "model and use it", "Ctrl+Return", self.apply)
+
+        form = QHBoxLayout()
+        for widget in (self.level_name, self.level_label, self.level_target, add_level):
+            form.addWidget(widget)
+        levels_box = QGroupBox("Levels")
+        levels_layout = QVBoxLayout(levels_box)
+        levels_layout.addWidget(self.levels_table)
+        levels_layout.addLayout(form)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(levels_box)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setChildrenCollapsible(False)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(tools)
+        layout.addWidget(self.message)
+        layout.addWidget(self.warning)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.status)
+
+        self.model.ladder_changed.connect(self._update_status)
+        state.profile_changed.connect(self._on_profile_changed)
+        state.view_changed.connect(self._update_warning)
+        self._show_message("")
+        self._on_profile_changed()
+        self._fit_columns()
+        self._fit_level_columns()
+
+    # ------------------------------------------------------------------ public
+
+    def anchor_set(self) -> AnchorSet:
+        """The current edited ladder (not validated; `apply` validates)."""
+        return self.model.anchor_set()
+
+    def apply(self) -> AnchorSet | None:
+        """Validate the ladder and emit `anchors_applied`; an invalid ladder shows why."""
+        anchors = self._validated()
+        if anchors is not None:
+            self._show_message("")
+            self.anchors_applied.emit(anchors)
+            self.status.setText(f"Applied {len(anchors.pairs)} pairs; scoring them…")
+        return anchors
+
+    def add_pair(self) -> None:
+        current = self.table.currentIndex()
+        row = current.row() + 1 if current.isValid() else len(self.model.pairs)
+        level = (self.model.pairs[current.row()].level if current.isValid()
+                 else self.model.levels[0].name)
+        self.model.add_pair(row, AnchorPair(level, "", ""))
+        index = self.model.index(row, TEXT_A)
+        self.table.setCurrentIndex(index)
+        self.table.edit(index)
+
+    def delete_selected(self) -> None:
+        self.model.remove_rows(self._selected_rows())
+
+    def move_up(self) -> None:
+        self.move_selected(-1)
+
+    def move_down(self) -> None:
+        self.move_selected(1)
+
+    def move_selected(self, delta: int) -> None:
+        rows = self.model.move_rows(self._selected_rows(), delta)
+        selection = self.table.selectionModel()
+        selection.clearSelection()
+        for row in rows:
+            selection.select(self.model.index(row, 0), QItemSelectionModel.SelectionFlag.Select
+                             | QItemSelectionModel.SelectionFlag.Rows)
+        if rows:
+            selection.setCurrentIndex(self.model.index(rows[-1], self.table.currentIndex().column()),
+                                      QItemSelectionModel.SelectionFlag.NoUpdate)
+
+    def import_file(self, path) -> bool:
+        try:
+            anchors = load_anchors(path)
+        except (CalibsimError, ValueError) as exc:
+            self._show_message(f"Could not import the anchors: {exc}")
+            return False
+        self.model.set_ladder(anchors, f"import {Path(path).name}")
+        self._show_message("")
+        return True
+
+    def export_file(self, path) -> bool:
+        """Save the (validated) ladder as CSV (level,text_a,text_b,target) or else JSON."""
+        anchors = self._validated()
+        if anchors is None:
+            return False
+        path = Path(path)
+        try:
+            if path.suffix.lower() == ".csv":
+                targets = anchors.targets
+                frame = pd.DataFrame([(p.level, p.text_a, p.text_b, targets[p.level])
+                                      for p in anchors.pairs],
+                                     columns=["level", "text_a", "text_b", "target"])
+                with atomic_path(path) as tmp:
+                    frame.to_csv(tmp, index=False)
+            else:
+                write_text_atomic(path, json.dumps(anchors.to_dict(), indent=2))
+        except OSError as exc:
+            self._show_message(f"Could not save {path}: {exc.strerror or exc}")
+            return False
+        self._show_message("")
+        self.status.setText(f"Saved {len(anchors.pairs)} pairs to {path}")
+        return True
+
+    def reset_to_builtin(self) -> None:
+        self.model.set_ladder(builtin_anchors(), "reset to built-in")
+
+    def add_level(self) -> bool:
+        """Add the level typed in the form; an invalid one shows why and changes nothing."""
+        name = self.level_name.text().strip()
+        if not name:
+            self._show_message("Give the new level a name.")
+            return False
+        try:
+            target = float(self.level_target.text().replace(",", "."))
+        except ValueError:
+            self._show_message(f"The target of level {name!r} must be a number between 0 and 1.")
+            return False
+        levels = [vars(lv) for lv in self.model.levels]
+        levels.append({"name": name, "label": self.level_label.text().strip() or name,
+                       "target": target})
+        # Validate the levels alone: one placeholder pair per level stands in for the pairs.
+        try:
+            checked = AnchorSet.from_dict({"name": self.model.name, "levels": levels, "pairs": [
+                {"level": lv["name"], "text_a": "a", "text_b": "b"} for lv in levels]})
+        except InputError as exc:
+            self._show_message(f"Cannot add level {name!r}: {exc}")
+            return False
+        self.model.set_ladder(dataclasses.replace(self.anchor_set(), levels=checked.levels),
+                              f"add level {name}")
+        for field in (self.level_name, self.level_label, self.level_target):
+            field.clear()
+        self._show_message("")
+        return True
+
+    # ------------------------------------------------------------------ internals
+
+    def _add_tool(self, layout, text, tip, shortcut, slot) -> QToolButton:
+        action = QAction(text, self)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        native = QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)
+        action.setToolTip(f"{tip} ({native})")
+        action.triggered.connect(slot)
+        self.addAction(action)
+        button = QToolButton()
+        button.setDefaultAction(action)
+        layout.addWidget(button)
+        return button
+
+    def _selected_rows(self) -> list[int]:
+        rows = [index.row() for index in self.table.selectionModel().selectedRows()]
+        current = self.table.currentIndex()
+        return rows or ([current.row()] if current.isValid() else [])
+
+    def _validated(self) -> AnchorSet | None:
+        try:
+            return AnchorSet.from_dict(self.anchor_set().to_dict())
+        except InputError as exc:
+            self._show_message(f"The ladder is not valid: {exc}")
+            return None
+
+    def _choose_import(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import anchors", "",
+                                              "Anchor ladders (*.json *.csv *.tsv)")
+        if path:
+            self.import_file(path)
+
+    def _choose_export(self) -> None:
+        path, chosen = QFileDialog.getSaveFileName(self, "Export anchors", f"{self.model.name}.json",
+                                                   "JSON (*.json);;CSV (*.csv)")
+        if path:
+            if not Path(path).suffix:
+                path += ".csv" if chosen.startswith("CSV") else ".json"
+            self.export_file(path)
+
+    def _on_profile_changed(self) -> None:
+        profile = self._state.profile
+        current = self.anchor_set()
+        if profile is not None and (profile.anchors.levels, profile.anchors.pairs) != (
+                current.levels, current.pairs):
+            # A different ladder arrived (e.g. a profile file): the undo history was another's.
+            self.model.replace_ladder(profile.anchors)
+            self.undo_stack.clear()
+        self.model.set_profile(profile)
+        self._update_warning()
+        self._update_status()
+
+    def _update_warning(self) -> None:
+        profile, metric = self._state.profile, self._state.metric
+        ref = profile.metrics.get(metric) if profile is not None else None
+        ladder = ref.calibrators.get("calibrated") if ref is not None else None
+        violations = getattr(ladder, "violations_", [])
+        self.warning.setText(
+            f"⚠ The ladder is not monotone for {metric}: {'; '.join(violations)}. Those levels "
+            "were pooled, so calibrated scores cannot tell them apart." if violations else "")
+        self.warning.setVisible(bool(violations))
+
+    def _update_status(self) -> None:
+        pairs, levels = self.model.pairs, {p.level for p in self.model.pairs}
+        text = f"{len(pairs)} pairs on {len(levels)} of {len(self.model.levels)} levels"
+        if self._state.profile is None:
+            text += " · no profile yet: load a model to score the anchors"
+        elif self.model.scored:
+            text += f" · scores from profile “{self._state.profile_label}”"
+        else:
+            text += " · edited: Apply (Ctrl+Return) to score these pairs"
+        self.status.setText(text)
+
+    def _fit_columns(self) -> None:
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(LEVEL, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(LEVEL, 170)
+        for column in (TEXT_A, TEXT_B):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+
+    def _fit_level_columns(self) -> None:
+        header = self.levels_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)      # the label
+
+    def _show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))

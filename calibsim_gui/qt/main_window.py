@@ -1,0 +1,540 @@
+"""calibsim's main window: the panels, the menus, the status bar and the runs that feed them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDialog, QFileDialog, QLabel, QMainWindow,
+                               QMessageBox, QProgressBar, QPushButton, QTabWidget)
+
+from calibsim_gui import __version__
+from calibsim_gui.qt import palettes
+from calibsim_gui.qt.anchor_editor import AnchorEditor
+from calibsim_gui.qt.background_loader import BackgroundLoader
+from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
+from calibsim_gui.qt.model_manager import ModelManager
+from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
+from calibsim_gui.qt.results_view import ResultsView
+from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
+
+PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
+MAX_RECENT = 8
+
+
+class MainWindow(QMainWindow):
+    """Panels in tabs over one `AppState`; every long action runs in a `TaskRunner`."""
+
+    results_shown = Signal()          # emitted when a run's final results reach the views
+
+    def __init__(self, *, load_default_model: bool = True):
+        super().__init__()
+        self.setWindowTitle(f"calibsim {__version__}")
+        self.setAcceptDrops(True)
+        self.settings = QSettings("calibsim", "calibsim")
+        self.state = AppState(self)
+        self.project_path: str | None = None
+        self.input_spec: dict | None = None           # how the current input was read
+        self.profile_path: str | None = None          # a profile opened from a file
+        self._cache = None
+
+        self.model_runner = TaskRunner("loading model", self)
+        self.profile_runner = TaskRunner("preparing references", self)
+        self.input_runner = TaskRunner("reading input", self)
+        self.score_runner = TaskRunner("scoring", self)
+        self.runners = (self.model_runner, self.profile_runner, self.input_runner, self.score_runner)
+
+        self.models = ModelManager(self.state)
+        self.anchors = AnchorEditor(self.state)
+        self.background = BackgroundLoader(self.state)
+        self.results = ResultsView(self.state)
+        self.distributions = DistributionPlot(self.state)
+        self.heatmap = HeatmapView(self.state)
+        self.tabs = QTabWidget()
+        for widget, title in ((self.models, "&Model"), (self.anchors, "&Anchors"),
+                              (self.background, "&Background"), (self.results, "&Results"),
+                              (self.distributions, "&Distributions"), (self.heatmap, "&Heatmap")):
+            self.tabs.addTab(widget, title)
+        self.setCentralWidget(self.tabs)
+        self._build_status_bar()
+        self._build_menus()
+        self._connect()
+        self._restore_settings()
+        if load_default_model:
+            QTimer.singleShot(0, lambda: self.load_model(None, "auto"))
+
+    # ------------------------------------------------------------------ set-up
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.status_label = QLabel("Starting…")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(260)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the running task (Esc)")
+        self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_button.hide()
+        self.cancel_button.clicked.connect(self.cancel_all)
+        bar.addWidget(self.status_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+
+    def _action(self, menu, text, slot, shortcut=None, tip=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        file = self.menuBar().addMenu("&File")
+        self._action(file, "&Open input…", self.choose_inputs, QKeySequence.StandardKey.Open,
+                     "Open a pairs file (CSV/TSV/JSONL) or text documents")
+        self._action(file, "Add &background…", self.choose_background, "Ctrl+Shift+B",
+                     "Add background corpus files")
+        file.addSeparator()
+        self._action(file, "Open &project…", self.choose_project, "Ctrl+Shift+O")
+        self.recent_menu = file.addMenu("&Recent projects")
+        self._action(file, "&Save project", self.save_project, QKeySequence.StandardKey.Save)
+        self._action(file, "Save project &as…", self.save_project_as, "Ctrl+Shift+S")
+        file.addSeparator()
+        self._action(file, "&Export results (CSV)…", self.export_results, "Ctrl+E")
+        file.addSeparator()
+        self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        view = self.menuBar().addMenu("&View")
+        self.dark_action = self._action(view, "&Dark palette", self.toggle_palette, "Ctrl+Shift+D")
+        self.dark_action.setCheckable(True)
+        help_ = self.menuBar().addMenu("&Help")
+        self._action(help_, "&About calibsim", self.about)
+        self._refresh_recent()
+
+    def _connect(self) -> None:
+        for runner in self.runners:
+            runner.busy.connect(self._update_busy)
+            runner.progress.connect(self._show_progress)
+            if runner is not self.input_runner:
+                runner.failed.connect(lambda message, r=runner: self.show_error(
+                    f"{r.name.capitalize()} failed", message))
+        self.input_runner.failed.connect(self._input_failed)
+        self.model_runner.finished.connect(self._model_loaded)
+        self.profile_runner.finished.connect(self._profile_ready)
+        self.input_runner.finished.connect(self._input_read)
+        self.score_runner.partial.connect(self._scored_chunk)
+        self.score_runner.finished.connect(self._scored)
+        self.models.load_requested.connect(self.load_model)
+        self.anchors.anchors_applied.connect(self.apply_anchors)
+        self.background.build_requested.connect(self.build_background)
+        self.background.profile_open_requested.connect(self.open_profile)
+        self.background.builtin_requested.connect(self.use_builtin_reference)
+        self.state.results_changed.connect(self._results_changed)
+
+    # ------------------------------------------------------------------ status
+
+    def _update_busy(self, _busy: bool = False) -> None:
+        running = [r for r in self.runners if r.running]
+        self.progress.setVisible(bool(running))
+        self.cancel_button.setVisible(bool(running))
+        self.models.set_busy(self.model_runner.running)
+        self.background.set_busy(self.profile_runner.running)
+        if running:
+            self.progress.setRange(0, 0)
+            self.status_label.setText(f"{running[0].name.capitalize()}…")
+        else:
+            self.status_label.setText(self._idle_message())
+
+    def _idle_message(self) -> str:
+        state = self.state
+        if state.embedder is None:
+            return "No model loaded."
+        parts = [f"Model {state.embedder.fingerprint.name} on {state.embedder.device}"]
+        if state.profile is not None:
+            parts.append(f"reference: {state.profile_label}")
+        if state.input is None:
+            parts.append("drop a pairs file or documents onto the window")
+        return " · ".join(parts)
+
+    def _show_progress(self, done: int, total: int, message: str) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(done)
+        if message:
+            self.status_label.setText(message)
+
+    def show_error(self, title: str, message: str) -> None:
+        self.status_label.setText(message.splitlines()[0])
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setModal(False)
+        box.show()
+        self._last_error = box
+
+    def cancel_all(self) -> None:
+        for runner in self.runners:
+            runner.cancel()
+        self.status_label.setText("Cancelled.")
+
+    # ------------------------------------------------------------------ model & references
+
+    @property
+    def cache(self):
+        if self._cache is None:
+            from calibsim_gui.core.cache import EmbeddingCache
+
+            self._cache = EmbeddingCache()
+        return self._cache
+
+    def load_model(self, info_or_spec, device: str = "auto") -> None:
+        from calibsim_gui.core.models import load_model
+
+        self.state.device = device
+        self.model_runner.start(lambda progress, should_stop: load_model(info_or_spec, device=device))
+
+    def _model_loaded(self, embedder) -> None:
+        self.state.set_model(embedder, embedder.info)
+        self.profile_path = None
+        self.use_builtin_reference()
+
+    def use_builtin_reference(self) -> None:
+        from calibsim_gui.core.profile_builder import default_profile
+
+        embedder = self.state.embedder
+        if embedder is None:
+            return
+        self.profile_path = None
+        self.profile_runner.start(
+            lambda progress, should_stop: (default_profile(embedder, cache=self.cache,
+                                                           should_stop=should_stop), "built-in"))
+
+    def open_profile(self, path: str) -> None:
+        from calibsim_gui.core.profile import ReferenceProfile
+
+        embedder = self.state.embedder
+
+        def task(progress, should_stop):
+            profile = ReferenceProfile.load(path)
+            if embedder is not None:
+                profile.check_model(embedder.fingerprint, source=path)
+            return profile, Path(path).name
+
+        self.profile_path = path
+        self.profile_runner.start(task)
+
+    def apply_anchors(self, anchors) -> None:
+        from calibsim_gui.core.profile_builder import with_anchors
+
+        state = self.state
+        if state.profile is None or state.embedder is None:
+            return
+        profile, embedder, label = state.profile, state.embedder, state.profile_label
+        self.profile_runner.start(
+            lambda progress, should_stop: (with_anchors(profile, embedder, anchors, cache=self.cache,
+                                                         should_stop=should_stop),
+                                            label.split(" + ")[0] + " + edited anchors"))
+
+    def build_background(self, documents, pairs: int, seed: int) -> None:
+        from calibsim_gui.core.profile_builder import build_profile
+
+        embedder = self.state.embedder
+        if embedder is None:
+            self.show_error("No model", "Load a model before building a background.")
+            return
+        anchors = self.anchors.anchor_set()
+        self.profile_path = None
+
+        def task(progress, should_stop):
+            profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
+                                    seed=seed, sources=documents.files, cache=self.cache,
+                                    progress=progress, should_stop=should_stop,
+                                    name=f"background of {len(documents.files)} files")
+            return profile, f"built from {len(documents.files)} file(s)"
+
+        self.profile_runner.start(task)
+
+    def _profile_ready(self, result) -> None:
+        profile, label = result
+        self.state.set_profile(profile, label)
+        self.rescore()
+
+    # ------------------------------------------------------------------ inputs & scoring
+
+    def choose_inputs(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Open input", self.settings.value("inputs/last_dir", ""),
+            "Pairs or documents (*.csv *.tsv *.tab *.jsonl *.ndjson *.txt *.md);;All files (*)")
+        if paths:
+            self.settings.setValue("inputs/last_dir", str(Path(paths[0]).parent))
+            self.open_inputs(paths)
+
+    def choose_background(self) -> None:
+        self.tabs.setCurrentWidget(self.background)
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Add background corpus", self.settings.value("background/last_dir", ""),
+            "Text corpora (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)")
+        if paths:
+            self.background.add_paths(paths)
+
+    def open_inputs(self, paths, *, per_file: bool | None = None, options: dict | None = None) -> None:
+        """Read dropped or chosen files: one pairs table, or text files as a document set.
+
+        `per_file` None asks the user (one document per line or per file) for text files.
+        """
+        paths = [str(p) for p in paths]
+        if len(paths) == 1 and Path(paths[0]).suffix.lower() in PAIR_SUFFIXES:
+            self._read_pairs(paths[0], options or {})
+            return
+        if per_file is None:
+            dialog = DocumentModeDialog(self)
+            if dialog.exec() != QDialog.DialogCode.Accepted:
+                return
+            per_file = dialog.per_file()
+        self._read_documents(paths, {**(options or {}), "per_file": per_file})
+
+    def _read_pairs(self, path: str, options: dict) -> None:
+        from calibsim_gui.core.inputs import load_pairs
+
+        self.input_spec = {"paths": [path], "kind": "pairs", "options": options}
+        self.input_runner.start(lambda progress, should_stop: load_pairs(path, **options))
+
+    def _read_documents(self, paths: list[str], options: dict) -> None:
+        from calibsim_gui.core.inputs import load_documents
+
+        self.input_spec = {"paths": paths, "kind": "documents", "options": options}
+        self.input_runner.start(lambda progress, should_stop: load_documents(paths, **options))
+
+    def _input_read(self, value) -> None:
+        self.state.set_input(value)
+        self.tabs.setCurrentWidget(self.results)
+        self.rescore()
+
+    def _input_failed(self, message: str) -> None:
+        spec = self.input_spec or {}
+        if spec.get("kind") == "pairs" and "--text-a" in message:
+            self.ask_columns(spec["paths"][0], message)
+        else:
+            self.show_error("Cannot read the input", message)
+
+    def ask_columns(self, path: str, message: str) -> None:
+        """Let the user map columns when they could not be detected."""
+        import pandas as pd
+
+        from calibsim_gui.core.inputs import read_text_file
+
+        try:
+            import io
+
+            preview = pd.read_csv(io.StringIO(read_text_file(path)), sep=None, engine="python",
+                                  nrows=5, dtype=str, keep_default_na=False)
+        except Exception:
+            self.show_error("Cannot read the columns", message)
+            return
+        dialog = ColumnMappingDialog(path, list(preview.columns), None, self, preview=preview)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self._read_pairs(path, dialog.mapping())
+
+    def rescore(self) -> None:
+        """Score the current input with the current model and references (cancels a running score)."""
+        from calibsim_gui.core.analysis import iter_score_pairs, score_matrix
+        from calibsim_gui.core.inputs import PairTable
+
+        state = self.state
+        if state.input is None or state.embedder is None or state.profile is None:
+            return
+        inputs, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
+        self.distributions.reset()
+        if isinstance(inputs, PairTable):
+            self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
+                inputs, embedder, profile, cache=cache, should_stop=should_stop, chunk_pairs=256))
+        else:
+            self.score_runner.start(lambda progress, should_stop: score_matrix(
+                inputs, embedder, profile, metric=state.metric, forms=("calibrated",), cache=cache,
+                progress=progress, should_stop=should_stop))
+
+    def _scored_chunk(self, chunk) -> None:
+        self.distributions.add_partial(chunk)
+        self._show_progress(chunk.done, chunk.total, f"Scored {chunk.done} of {chunk.total} pairs…")
+
+    def _scored(self, results) -> None:
+        self.state.set_results(results)
+
+    def _results_changed(self) -> None:
+        if self.state.results is not None:
+            self._update_busy()
+            self.results_shown.emit()
+
+    def export_results(self) -> None:
+        if self.state.results is None or not hasattr(self.state.results, "frame"):
+            self.show_error("Nothing to export", "Score a pairs file first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export results", "scored.csv", "CSV (*.csv)")
+        if path:
+            self.results.export_csv(path)
+            self.status_label.setText(f"Wrote {path}")
+
+    # ------------------------------------------------------------------ projects
+
+    def current_project(self):
+        from calibsim_gui.core.anchors import builtin_anchors
+        from calibsim_gui.core.project import Project, ProjectInput
+
+        state = self.state
+        anchors = self.anchors.anchor_set()
+        model = None
+        if state.model_info is not None and state.model_info.source != "built-in":
+            model = str(state.model_info.path)
+        inputs = []
+        if self.input_spec:
+            for path in self.input_spec["paths"]:
+                inputs.append(ProjectInput(path, self.input_spec["kind"], dict(self.input_spec["options"])))
+        return Project(model=model, device=state.device,
+                       anchors=None if anchors == builtin_anchors() else anchors,
+                       profile=self.profile_path, background_files=self.background.files(),
+                       background_pairs=self.background.pairs(), background_seed=self.background.seed(),
+                       inputs=inputs, settings={"metric": state.metric, "form": state.form})
+
+    def save_project(self) -> None:
+        if self.project_path is None:
+            self.save_project_as()
+        else:
+            self.write_project(self.project_path)
+
+    def save_project_as(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save project", self.project_path or "study.calibsim",
+                                              "calibsim projects (*.calibsim)")
+        if path:
+            self.write_project(path if path.endswith(".calibsim") else path + ".calibsim")
+
+    def write_project(self, path: str) -> None:
+        self.current_project().save(path)
+        self.project_path = path
+        self._remember_recent(path)
+        self.status_label.setText(f"Saved project {path}")
+
+    def choose_project(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "calibsim projects (*.calibsim)")
+        if path:
+            self.open_project(path)
+
+    def open_project(self, path: str) -> None:
+        """Restore a saved project: model, anchors, references, inputs and view choices."""
+        from calibsim_gui.core.errors import InputError
+        from calibsim_gui.core.project import Project
+
+        try:
+            project = Project.load(path)
+        except InputError as exc:
+            self.show_error("Cannot open project", str(exc))
+            return
+        for missing in project.missing_files():
+            found, _ = QFileDialog.getOpenFileName(self, f"Locate moved file {Path(missing).name}",
+                                                   str(Path(path).parent))
+            if found:
+                project.relocate(missing, found)
+        self.project_path = path
+        self._remember_recent(path)
+        self._pending_project = project
+        self.state.set_view(metric=project.settings.get("metric", "cosine"),
+                            form=project.settings.get("form", "calibrated"))
+        self.background.set_options(project.background_pairs, project.background_seed)
+        if project.background_files:
+            self.background.add_paths([f for f in project.background_files if Path(f).exists()])
+        wanted = project.model
+        current = self.state.model_info
+        if (wanted is None and current is not None and current.source == "built-in") or \
+                (wanted is not None and current is not None and str(current.path) == wanted):
+            self._continue_project()
+        else:
+            self.model_runner.finished.connect(self._continue_project_once)
+            self.load_model(wanted, project.device)
+
+    def _continue_project_once(self, _embedder=None) -> None:
+        self.model_runner.finished.disconnect(self._continue_project_once)
+        QTimer.singleShot(0, self._continue_project)
+
+    def _continue_project(self) -> None:
+        project = getattr(self, "_pending_project", None)
+        if project is None:
+            return
+        self._pending_project = None
+        if project.anchors is not None:
+            self.anchors.set_anchor_set(project.anchors)
+        if project.profile:
+            self.open_profile(project.profile)
+        elif project.anchors is not None:
+            self.profile_runner.finished.connect(self._apply_project_anchors_once)
+            self._project_anchors = project.anchors
+        usable = [i for i in project.inputs if Path(i.path).exists()]
+        if usable:
+            first = usable[0]
+            options = dict(first.options)
+            if first.kind == "pairs":
+                self._read_pairs(first.path, options)
+            else:
+                per_file = bool(options.pop("per_file", False))
+                self._read_documents([i.path for i in usable], {**options, "per_file": per_file})
+
+    def _apply_project_anchors_once(self, _result=None) -> None:
+        self.profile_runner.finished.disconnect(self._apply_project_anchors_once)
+        QTimer.singleShot(0, lambda: self.apply_anchors(self._project_anchors))
+
+    def _remember_recent(self, path: str) -> None:
+        recent = [p for p in self._recent() if p != path]
+        self.settings.setValue("projects/recent", [path] + recent[: MAX_RECENT - 1])
+        self._refresh_recent()
+
+    def _recent(self) -> list[str]:
+        value = self.settings.value("projects/recent", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _refresh_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self._recent():
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_project(p))
+        self.recent_menu.setEnabled(bool(self._recent()))
+
+    # ------------------------------------------------------------------ window
+
+    def toggle_palette(self) -> None:
+        dark = self.dark_action.isChecked()
+        palettes.apply(QApplication.instance(), dark)
+        self.settings.setValue("view/dark", dark)
+
+    def about(self) -> None:
+        QMessageBox.about(self, "About calibsim",
+                          f"<b>calibsim {__version__}</b><p>Calibrated, globally interpretable "
+                          "similarity scores for text embeddings.</p>")
+
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1180, 760)
+        dark = self.settings.value("view/dark", False, type=bool)
+        self.dark_action.setChecked(dark)
+        palettes.apply(QApplication.instance(), dark)
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_inputs(paths)
+
+    def closeEvent(self, event) -> None:
+        """Stop every run and wait for its thread before the window goes away."""
+        self.cancel_all()
+        wait_for_workers(15_000)
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        if self._cache is not None:
+            self._cache.close()
+        super().closeEvent(event)

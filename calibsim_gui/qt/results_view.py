@@ -1,0 +1,438 @@
+"""The results table: scored pairs (or a document set's most similar pairs), sortable and filterable.
+
+`ResultsTableModel` serves a pandas frame to a `QTableView` without a widget per cell: values are
+formatted only when a visible cell asks for them, and sorting and filtering are numpy operations
+over whole columns, so a 100,000-row table stays quick.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QStackedWidget, QTableView, QToolButton, QVBoxLayout, QWidget)
+
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.atomic import atomic_path
+from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+
+SORT_ROLE = Qt.ItemDataRole.UserRole
+EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
+TOP_PAIRS = 10
+COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
+
+
+def split_score_column(name: str) -> tuple[str, str] | None:
+    """``"cosine_bg_percentile"`` -> ``("cosine", "bg_percentile")``; None for other columns."""
+    metric, _, form = str(name).partition("_")
+    return (metric, form) if metric in METRICS and form in FORM_DESCRIPTIONS else None
+
+
+def column_tooltip(name: str) -> str:
+    """What a column holds, in words (score columns: form meaning and the metric's orientation)."""
+    parts = split_score_column(name)
+    if parts is None:
+        return f"{name}: a column of your input"
+    metric, form = parts
+    text = f"{name}: {metric}, {form} — {FORM_DESCRIPTIONS[form]}"
+    if form == "raw":
+        text += f". {METRICS[metric].description}; {METRICS[metric].orientation}"
+    return text
+
+
+def _decimals(values: np.ndarray, form: str | None) -> int:
+    """Decimals that give a column's typical value 4 significant digits (percentiles: 1)."""
+    if form == "bg_percentile":
+        return 1
+    finite = np.abs(values[np.isfinite(values)])
+    typical = float(np.median(finite)) if len(finite) else 0.0
+    if typical == 0.0:
+        return 4
+    return int(np.clip(3 - np.floor(np.log10(typical)), 0, 6))
+
+
+class ResultsTableModel(QAbstractTableModel):
+    """A read-only table over a DataFrame, sorted and filtered with numpy.
+
+    Qt's QSortFilterProxyModel would call Python once per row on every sort and filter (about
+    half a second at 100,000 rows); here both are one vectorised step over the whole frame.
+    ``Qt.UserRole`` returns the raw value (float for numeric columns, text otherwise). Score
+    columns, and input columns whose every non-empty value is a number, are numeric:
+    right-aligned and sorted numerically; input columns keep their original text on display.
+    """
+
+    def __init__(self, frame: pd.DataFrame | None = None, parent=None):
+        super().__init__(parent)
+        self.set_frame(frame)
+
+    def set_frame(self, frame: pd.DataFrame | None) -> None:
+        self.beginResetModel()
+        self.frame = frame if frame is not None else pd.DataFrame()
+        self._columns = [str(c) for c in self.frame.columns]
+        self._numbers, self._texts, self._decimals = [], [], []
+        for name in self.frame.columns:
+            column = self.frame[name]
+            parts = split_score_column(name)
+            is_text = parts is None and not pd.api.types.is_numeric_dtype(column)
+            numbers = _as_numbers(column) if is_text else column.to_numpy(dtype=np.float64)
+            self._numbers.append(numbers)
+            self._texts.append(column.astype(str).to_numpy() if is_text else None)
+            self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
+        self._lowered: dict[int, pd.Series] = {}
+        self._order = np.arange(len(self.frame))      # frame rows in sort order
+        self._keep = None                             # filter mask over frame rows (None: all)
+        self._rows = self._order                      # frame rows shown, in order
+        self.endResetModel()
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self._columns)
+
+    def is_numeric(self, column: int) -> bool:
+        return self._numbers[column] is not None
+
+    def text_columns(self) -> list[int]:
+        return [c for c in range(len(self._columns)) if not self.is_numeric(c)]
+
+    def frame_row(self, row: int) -> int:
+        """Row of `frame` shown at model row `row`."""
+        return int(self._rows[row])
+
+    def model_row(self, frame_row: int) -> int:
+        """Model row showing `frame_row`, or -1 when it is filtered out."""
+        found = np.flatnonzero(self._rows == frame_row)
+        return int(found[0]) if len(found) else -1
+
+    def column_of(self, name: str) -> int:
+        return self._columns.index(name) if name in self._columns else -1
+
+    def _lower(self, column: int) -> pd.Series:
+        if column not in self._lowered:
+            self._lowered[column] = pd.Series(self._texts[column]).str.lower()
+        return self._lowered[column]
+
+    def contains(self, text: str) -> np.ndarray:
+        """Per frame row: does any text column contain `text` (case-insensitive)?"""
+        hit = np.zeros(len(self.frame), dtype=bool)
+        for column in self.text_columns():
+            hit |= self._lower(column).str.contains(text.lower(), regex=False).to_numpy()
+        return hit
+
+    # ------------------------------------------------------------------ sort & filter
+
+    def set_filter(self, text: str) -> None:
+        """Show only rows whose text columns contain `text` (all rows when empty)."""
+        self.beginResetModel()
+        self._keep = self.contains(text) if text else None
+        self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
+        self.endResetModel()
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        """Reorder rows by `column` (stable; empty numbers last in both directions)."""
+        if not 0 <= column < len(self._columns):
+            return
+        self.layoutAboutToBeChanged.emit()
+        old = self._rows
+        descending = order == Qt.SortOrder.DescendingOrder
+        numbers = self._numbers[column]
+        if numbers is not None:
+            self._order = np.argsort(-numbers if descending else numbers, kind="stable")
+        else:
+            self._order = np.argsort(self._lower(column).to_numpy(), kind="stable")
+            if descending:
+                self._order = self._order[::-1]
+        self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
+        where = np.empty(len(self.frame), dtype=np.int64)
+        where[self._rows] = np.arange(len(self._rows))
+        persistent = self.persistentIndexList()
+        self.changePersistentIndexList(
+            persistent, [self.index(int(where[old[i.row()]]), i.column()) for i in persistent])
+        self.layoutChanged.emit()
+
+    # ------------------------------------------------------------------ Qt model API
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._columns)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        row, column = self._rows[index.row()], index.column()
+        numbers, texts = self._numbers[column], self._texts[column]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if texts is not None:
+                return texts[row]
+            value = numbers[row]
+            return "" if np.isnan(value) else f"{value:.{self._decimals[column]}f}"
+        if role == SORT_ROLE:
+            return float(numbers[row]) if numbers is not None else texts[row]
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            side = Qt.AlignmentFlag.AlignRight if numbers is not None else Qt.AlignmentFlag.AlignLeft
+            return int(side | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and numbers is None:
+            return texts[row]
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Vertical:
+            # the input's own row number, whatever the sort order
+            return str(self._rows[section] + 1) if role == Qt.ItemDataRole.DisplayRole else None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._columns[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return column_tooltip(self._columns[section])
+        return None
+
+
+def _as_numbers(column: pd.Series) -> np.ndarray | None:
+    """A text column as floats when every non-empty value is a number, else None.
+
+    The first 200 values are checked first, so a column of sentences is rejected at once.
+    """
+    head = column.head(200).astype(str).str.strip()
+    head = head[head != ""]
+    if not len(head) or pd.to_numeric(head, errors="coerce").isna().any():
+        return None
+    text = column.astype(str).str.strip()
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    return numbers if np.isfinite(numbers[(text != "").to_numpy()]).all() else None
+
+
+def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
+    """The `TOP_PAIRS` most similar pairs of distinct documents: doc a, doc b, raw, `form`."""
+    raw = results.matrices["raw"]
+    key = results.matrices[form] if form != "raw" else METRICS[results.metric].as_similarity(raw)
+    rows, cols = np.triu_indices(len(raw), k=1)
+    values = key[rows, cols]
+    k = min(TOP_PAIRS, len(values))
+    best = np.argpartition(-values, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
+    best = best[np.argsort(-values[best], kind="stable")]
+    a, b = rows[best], cols[best]
+    ids = np.asarray(results.ids, dtype=object)
+    columns = {"doc a": ids[a], "doc b": ids[b], f"{results.metric}_raw": raw[a, b].astype(float)}
+    if form != "raw":
+        columns[f"{results.metric}_{form}"] = results.matrices[form][a, b].astype(float)
+    return pd.DataFrame(columns)
+
+
+class ResultsView(QWidget):
+    """Scored pairs in a sortable, filterable table with a summary line and the run's notes.
+
+    Selecting a row selects it in `state` (plots highlight it); a selection made elsewhere
+    selects the row here. Ctrl+F focuses the filter.
+    """
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.model = ResultsTableModel(parent=self)
+
+        self.filter_edit = QLineEdit(placeholderText="Filter rows by text (Ctrl+F)")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.setToolTip("Show only rows whose text columns contain this (any case)")
+        self._filter_timer = QTimer(self, singleShot=True, interval=150)
+        self._filter_timer.timeout.connect(self._apply_filter)
+        self.filter_edit.textChanged.connect(self._filter_timer.start)
+        QShortcut(QKeySequence.StandardKey.Find, self, activated=self._focus_filter)
+        self.columns_combo = QComboBox()
+        self.columns_combo.setToolTip("Which score columns to show")
+        self.columns_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.columns_combo.currentIndexChanged.connect(self._apply_column_set)
+        self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes_button = QToolButton(checkable=True, autoRaise=True)
+        self.notes_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.notes_button.setToolTip("Show or hide the notes about this run")
+        self.notes_button.toggled.connect(self._toggle_notes)
+        self.notes = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self.notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes.setContentsMargins(18, 0, 0, 4)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.selectionModel().currentRowChanged.connect(self._row_chosen)
+        self.hint = QLabel(EMPTY_HINT, alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        self.hint.setEnabled(False)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.hint)
+        self.stack.addWidget(self.table)
+
+        bar = QHBoxLayout()
+        bar.addWidget(self.filter_edit, 1)
+        bar.addWidget(QLabel("Columns:"))
+        bar.addWidget(self.columns_combo)
+        notes_bar = QHBoxLayout()
+        notes_bar.addWidget(self.notes_button)
+        notes_bar.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(self.summary)
+        layout.addLayout(notes_bar)
+        layout.addWidget(self.notes)
+        layout.addWidget(self.stack, 1)
+
+        state.results_changed.connect(self.rebuild)
+        state.view_changed.connect(self._view_changed)
+        state.selection_changed.connect(self._select_from_state)
+        self.rebuild()
+
+    # ------------------------------------------------------------------ building
+
+    @property
+    def showing_documents(self) -> bool:
+        return isinstance(self.state.results, DocumentMatrix)
+
+    def rebuild(self) -> None:
+        """Show `state.results` (pairs, a document set's top pairs, or the empty hint)."""
+        results = self.state.results
+        if isinstance(results, ScoredPairs):
+            frame = results.frame
+        elif isinstance(results, DocumentMatrix):
+            frame = top_document_pairs(results, self._document_form(results))
+        else:
+            frame = None
+        self.model.set_frame(frame)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self._apply_filter()
+        self._fill_column_sets()
+        self._size_columns()
+        self._show_notes(results.notes if results is not None else [])
+        self._update_summary()
+        self.stack.setCurrentWidget(self.table if frame is not None else self.hint)
+        self._select_from_state()
+
+    def _document_form(self, results: DocumentMatrix) -> str:
+        forms = [f for f in results.matrices if f != "raw"]
+        return self.state.form if self.state.form in forms else (forms[0] if forms else "raw")
+
+    def _size_columns(self) -> None:
+        header = self.table.horizontalHeader()
+        metrics, names = self.fontMetrics(), self.model.column_names
+        for column in range(self.model.columnCount()):
+            title = metrics.horizontalAdvance(names[column]) + 28
+            width = max(title, 90) if self.model.is_numeric(column) else max(title, 260)
+            header.resizeSection(column, width)
+        header.setStretchLastSection(False)
+
+    def _fill_column_sets(self) -> None:
+        metric, form = self.state.metric, self.state.form
+        labels = {"focus": f"Raw + {form} ({metric})", "metric": f"{metric}, all forms",
+                  "all": "All columns"}
+        wanted = self.columns_combo.currentData() or "focus"
+        self.columns_combo.blockSignals(True)
+        self.columns_combo.clear()
+        for key in COLUMN_SETS:
+            self.columns_combo.addItem(labels[key], key)
+        self.columns_combo.setCurrentIndex(COLUMN_SETS.index(wanted))
+        self.columns_combo.blockSignals(False)
+        self.columns_combo.setEnabled(not self.showing_documents)
+        self._apply_column_set()
+
+    def _apply_column_set(self) -> None:
+        chosen = self.columns_combo.currentData()
+        metric, form = self.state.metric, self.state.form
+        for column, name in enumerate(self.model.column_names):
+            parts = split_score_column(name)
+            show = (parts is None or chosen == "all" or self.showing_documents
+                    or (parts[0] == metric and (chosen == "metric" or parts[1] in ("raw", form))))
+            self.table.setColumnHidden(column, not show)
+
+    def _view_changed(self) -> None:
+        if self.showing_documents:
+            self.rebuild()
+            return
+        self._fill_column_sets()
+        self._update_summary()
+
+    # ------------------------------------------------------------------ summary & notes
+
+    def _update_summary(self) -> None:
+        results = self.state.results
+        if not isinstance(results, ScoredPairs):
+            self.summary.setText("" if results is None else
+                                 f"{len(results.ids)} documents · the {TOP_PAIRS} most similar pairs "
+                                 f"({results.metric}); the Heatmap tab shows every pair")
+            return
+        frame, metric, form = results.frame, self.state.metric, self.state.form
+        parts = [f"{len(frame):,} rows"]
+        shown = self.model.rowCount()
+        if shown != len(frame):
+            parts[0] = f"{shown:,} of {len(frame):,} rows shown"
+        raw = f"{metric}_raw"
+        if raw in frame:
+            parts.append(f"{int(np.isfinite(frame[raw].to_numpy(dtype=float)).sum()):,} scored")
+        agreement = results.provenance.get("agreement", {}).get("spearman_x100", {})
+        rho = [f"{column.removeprefix(metric + '_')} {agreement[column]:.1f}"
+               for column in (raw, f"{metric}_{form}") if column in agreement]
+        if rho:
+            parts.append("agreement with labels (Spearman ×100): " + ", ".join(dict.fromkeys(rho)))
+        saturation = results.provenance.get("background_saturation", {}).get(metric)
+        if saturation:
+            parts.append(f"{saturation['share_beyond_p99']:.1%} above the background's 99th percentile")
+        self.summary.setText(" · ".join(parts))
+
+    def _show_notes(self, notes) -> None:
+        self.notes.setText("\n".join(f"• {note}" for note in notes))
+        self.notes_button.setText(f"Notes ({len(notes)})")
+        self.notes_button.setVisible(bool(notes))
+        self._toggle_notes(self.notes_button.isChecked())
+
+    def _toggle_notes(self, shown: bool) -> None:
+        self.notes_button.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.notes.setVisible(shown and self.notes_button.isVisibleTo(self))
+
+    # ------------------------------------------------------------------ filter & selection
+
+    def _focus_filter(self) -> None:
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    def _apply_filter(self) -> None:
+        text = self.filter_edit.text().strip()
+        self.model.set_filter(text)
+        self._update_summary()
+        self._select_from_state()
+
+    def _row_chosen(self, current: QModelIndex, _previous=None) -> None:
+        if self.showing_documents or not current.isValid():
+            return
+        self.state.select_row(self.model.frame_row(current.row()))
+
+    def _select_from_state(self) -> None:
+        row = self.state.selected_row
+        selection = self.table.selectionModel()
+        shown = -1 if row is None or self.showing_documents else self.model.model_row(row)
+        if shown < 0:                                # nothing selected, or filtered out
+            selection.clearSelection()
+            return
+        index = self.model.index(shown, 0)
+        if selection.currentIndex().row() != index.row():
+            selection.setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                                      | QItemSelectionModel.SelectionFlag.Rows)
+            self.table.scrollTo(index)
+
+    # ------------------------------------------------------------------ export
+
+    def export_csv(self, path) -> None:
+        """Write the whole shown frame (unfiltered, input order) to `path`, atomically."""
+        if not len(self.model.frame.columns):
+            raise CalibsimError("There are no results to export yet.")
+        with atomic_path(path) as tmp:
+            self.model.frame.to_csv(tmp, index=False)

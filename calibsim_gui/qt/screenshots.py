@@ -1,0 +1,72 @@
+"""`calibsim --screenshot DIR`: run the app on the built-in demo and save every main view.
+
+Also writes `timings.json` with the seconds from process start to the first window shown and
+to results shown. The README's screenshots are made by it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from calibsim_gui import PROCESS_START
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.atomic import write_text_atomic
+from calibsim_gui.core.resources import resource_path
+
+TIMEOUT_S = 600
+
+
+class ScreenshotTour:
+    """Drives a `MainWindow` through the demo: pairs first, then documents; exits when done."""
+
+    def __init__(self, window, out_dir, *, app=None):
+        self.window, self.out = window, Path(out_dir)
+        self.app = app or QApplication.instance()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.timings: dict[str, float] = {}
+        QTimer.singleShot(0, self._window_shown)       # first event-loop turn: the window is up
+        self.exit_code = 1
+        window.state.profile_changed.connect(self._maybe_open_pairs)
+        window.results_shown.connect(self._on_results)
+        QTimer.singleShot(TIMEOUT_S * 1000, self._give_up)
+
+    def _window_shown(self) -> None:
+        self.timings["window_shown_s"] = round(time.perf_counter() - PROCESS_START, 3)
+
+    def _maybe_open_pairs(self) -> None:
+        state = self.window.state
+        if state.profile is not None and state.input is None:
+            self.window.open_inputs([resource_path("demo", "pairs.csv")])
+
+    def _shoot(self, widget, name: str) -> None:
+        self.window.tabs.setCurrentWidget(widget)
+        for _ in range(5):
+            self.app.processEvents()
+        self.window.grab().save(str(self.out / f"{name}.png"))
+
+    def _on_results(self) -> None:
+        results, w = self.window.state.results, self.window
+        if isinstance(results, ScoredPairs) and "results_shown_s" not in self.timings:
+            self.timings["results_shown_s"] = round(time.perf_counter() - PROCESS_START, 3)
+            w.state.select_row(int(results.frame["cosine_calibrated"].idxmax()))
+            for widget, name in ((w.models, "model_manager"), (w.anchors, "anchor_editor"),
+                                 (w.background, "background_loader"), (w.results, "results_table"),
+                                 (w.distributions, "distributions")):
+                self._shoot(widget, name)
+            w.open_inputs([resource_path("demo", "documents.txt")], per_file=False)
+        elif isinstance(results, DocumentMatrix):
+            self._shoot(w.heatmap, "heatmap")
+            write_text_atomic(self.out / "timings.json", json.dumps(self.timings, indent=1))
+            self.exit_code = 0
+            self.window.close()
+            self.app.exit(0)
+
+    def _give_up(self) -> None:
+        print(f"calibsim --screenshot: no results after {TIMEOUT_S} s", flush=True)
+        self.window.close()
+        self.app.exit(1)

@@ -1,0 +1,102 @@
+"""The app's shared state: what is loaded and chosen, with a signal for every change.
+
+Widgets read from `AppState` and subscribe to its signals; they change it only through its
+setters. Heavy work (loading, encoding, building) happens in `TaskRunner`s, never here.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from calibsim_gui.core.metrics import METRICS
+
+
+class AppState(QObject):
+    """Current model, reference profile, input, results and view choices.
+
+    Attributes
+    ----------
+    embedder : SentenceTransformerEmbedder or None
+        The loaded model (None while the first model loads).
+    model_info : ModelInfo or None
+    device : str
+        The device the user asked for ("auto", "cpu", "cuda", "mps").
+    profile : ReferenceProfile or None
+        The references in use: anchors + (optionally) background.
+    profile_label : str
+        Where the profile came from, for people ("built-in", a file name, "built from 3 files").
+    input : PairTable or DocumentSet or None
+    results : ScoredPairs or DocumentMatrix or None
+        Results of the current input with the current model and profile.
+    metric : str
+        Metric shown in plots and heatmap ("cosine" ...).
+    form : str
+        Calibrated form shown next to raw ("calibrated", "bg_percentile" ...).
+    selected_row : int or None
+        Row of `results.frame` (pairs) selected in the table; highlighted in plots.
+    """
+
+    model_changed = Signal()
+    profile_changed = Signal()
+    input_changed = Signal()
+    results_changed = Signal()
+    view_changed = Signal()              # metric or form changed
+    selection_changed = Signal()
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.embedder = None
+        self.model_info = None
+        self.device = "auto"
+        self.profile = None
+        self.profile_label = ""
+        self.input = None
+        self.results = None
+        self.metric = "cosine"
+        self.form = "calibrated"
+        self.selected_row = None
+
+    def set_model(self, embedder, info) -> None:
+        """A new model invalidates the profile and results (they belong to one model)."""
+        self.embedder, self.model_info = embedder, info
+        self.profile, self.profile_label = None, ""
+        self.results = None
+        self.model_changed.emit()
+        self.profile_changed.emit()
+        self.results_changed.emit()
+
+    def set_profile(self, profile, label: str) -> None:
+        self.profile, self.profile_label = profile, label
+        self.results = None
+        self.profile_changed.emit()
+        self.results_changed.emit()
+
+    def set_input(self, value) -> None:
+        self.input = value
+        self.results = None
+        self.selected_row = None
+        self.input_changed.emit()
+        self.results_changed.emit()
+
+    def set_results(self, results) -> None:
+        self.results = results
+        self.selected_row = None
+        self.results_changed.emit()
+
+    def set_view(self, *, metric: str | None = None, form: str | None = None) -> None:
+        if metric is not None:
+            if metric not in METRICS:
+                raise ValueError(f"unknown metric {metric!r}")
+            self.metric = metric
+        if form is not None:
+            self.form = form
+        self.view_changed.emit()
+
+    def select_row(self, row: int | None) -> None:
+        if row != self.selected_row:
+            self.selected_row = row
+            self.selection_changed.emit()
+
+    def forms(self) -> tuple[str, ...]:
+        """Calibrated forms available with the current profile."""
+        return self.profile.forms() if self.profile is not None else ()

@@ -1,0 +1,116 @@
+"""The one adapter between the core's long work and Qt: runs tasks off the GUI thread.
+
+A task is a core function called as ``task(progress=..., should_stop=...)``; it may return a
+value or be a generator whose yields are partial results. `TaskRunner` runs one task at a time
+on the global `QThreadPool` (superqt workers): starting a task cancels the one before, and every
+signal carries the run's generation so results of a cancelled run are dropped, never shown.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import traceback
+
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
+from superqt.utils import create_worker
+
+from calibsim_gui.core.errors import CalibsimError, Cancelled
+
+
+class TaskRunner(QObject):
+    """Runs one named task at a time; emits its progress, partial results and outcome.
+
+    Signals (all delivered on the GUI thread, only for the current run):
+    ``progress(done, total, message)``, ``partial(value)``, ``finished(value)``,
+    ``failed(message)``, ``cancelled()``, ``busy(bool)``.
+    """
+
+    progress = Signal(int, int, str)
+    partial = Signal(object)
+    finished = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+    busy = Signal(bool)
+
+    _from_worker = Signal(int, str, object)      # generation, kind, payload (queued to GUI thread)
+
+    def __init__(self, name: str = "task", parent: QObject | None = None):
+        super().__init__(parent)
+        self.name = name
+        self._generation = itertools.count(1)
+        self._current = 0
+        self._worker = None
+        self._from_worker.connect(self._deliver)
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None
+
+    def start(self, task, *args, **kwargs) -> int:
+        """Run ``task(*args, progress=..., should_stop=..., **kwargs)``; returns the generation."""
+        self.cancel()
+        generation = self._current = next(self._generation)
+        emit = self._from_worker.emit
+        state = {"stop": False}
+
+        def progress(done: int, total: int, message: str = "") -> None:
+            emit(generation, "progress", (done, total, message))
+
+        def run():
+            try:
+                result = task(*args, progress=progress, should_stop=lambda: state["stop"], **kwargs)
+                if inspect.isgenerator(result):
+                    while True:
+                        if state["stop"]:
+                            raise Cancelled("stopped")
+                        try:
+                            emit(generation, "partial", next(result))
+                        except StopIteration as end:
+                            result = end.value
+                            break
+                emit(generation, "finished", result)
+            except Cancelled:
+                emit(generation, "cancelled", None)
+            except CalibsimError as exc:
+                emit(generation, "failed", str(exc))
+            except Exception as exc:     # a bug: report it instead of losing the thread
+                emit(generation, "failed", f"Unexpected error: {type(exc).__name__}: {exc}\n\n"
+                                           + traceback.format_exc(limit=6))
+
+        worker = create_worker(run, _start_thread=False)
+        worker.stop_flag = state
+        self._worker = worker
+        self.busy.emit(True)
+        worker.start()
+        return generation
+
+    def cancel(self) -> None:
+        """Ask the running task to stop; its later signals are dropped."""
+        if self._worker is not None:
+            self._worker.stop_flag["stop"] = True
+            self._worker = None
+            self._current = 0
+            self.busy.emit(False)
+            self.cancelled.emit()
+
+    @Slot(int, str, object)
+    def _deliver(self, generation: int, kind: str, payload) -> None:
+        if generation != self._current:
+            return                                   # a stale run: never shown
+        if kind == "progress":
+            self.progress.emit(*payload)
+            return
+        if kind == "partial":
+            self.partial.emit(payload)
+            return
+        self._worker = None
+        self._current = 0
+        self.busy.emit(False)
+        {"finished": self.finished, "failed": self.failed, "cancelled": self.cancelled}[kind].emit(
+            *(() if kind == "cancelled" else (payload,)))
+
+
+def wait_for_workers(msecs: int = 10_000) -> bool:
+    """Wait for every running task thread to end (e.g. when the app closes)."""
+    return QThreadPool.globalInstance().waitForDone(msecs)

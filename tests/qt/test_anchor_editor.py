@@ -1,0 +1,256 @@
+import json
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QStyleOptionViewItem
+
+from calibsim_gui.core.anchors import AnchorSet, builtin_anchors, load_anchors
+from calibsim_gui.core.profile_builder import build_profile, with_anchors
+from calibsim_gui.qt.anchor_editor import LEVEL, PENDING, TEXT_A, TEXT_B, AnchorEditor
+from calibsim_gui.qt.state import AppState
+from tests.fakes import FakeEmbedder, random_sentences
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+
+
+@pytest.fixture
+def state(profile):
+    state = AppState()
+    state.set_model(FakeEmbedder(), None)
+    state.set_profile(profile, "test")
+    return state
+
+
+def make_editor(qtbot, state):
+    """An editor on `state`. Made inside each test: widgets made by fixtures outlive the test."""
+    editor = AnchorEditor(state)
+    qtbot.addWidget(editor)
+    return editor
+
+
+def column(editor, metric):
+    return 3 + editor.model.metrics.index(metric)
+
+
+def text(editor, row, col):
+    return editor.model.index(row, col).data()
+
+
+def ladder(anchors):
+    return anchors.levels, anchors.pairs
+
+
+def test_shows_the_profiles_anchors_with_raw_scores_in_each_metrics_orientation(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    pairs = profile.anchors.pairs
+    assert editor.model.rowCount() == len(pairs)
+    assert text(editor, 0, TEXT_A) == pairs[0].text_a and text(editor, 0, TEXT_B) == pairs[0].text_b
+    assert text(editor, 0, LEVEL) == profile.anchors.levels[0].label
+    cosine = profile.metrics["cosine"].anchor_scores
+    euclidean = profile.metrics["euclidean"].anchor_scores        # "higher = more similar" view
+    for row in (0, 50, len(pairs) - 1):
+        assert text(editor, row, column(editor, "cosine")) == f"{cosine[row]:.4g}"
+        assert text(editor, row, column(editor, "euclidean")) == f"{-euclidean[row]:.4g}"
+    assert float(text(editor, 0, column(editor, "euclidean"))) > 0     # a distance, as raw
+    assert "scores from profile “test”" in editor.status.text()
+
+    levels = editor.levels_model
+    first = profile.anchors.levels[0].name
+    raw = [s for p, s in zip(pairs, cosine) if p.level == first]
+    median_col = 4 + editor.model.metrics.index("cosine")
+    assert levels.index(0, 0).data() == first
+    assert levels.index(0, median_col).data() == f"{np.median(raw):.4g}"
+    assert levels.index(0, 3).data() == str(len(raw))
+
+
+def test_edits_go_through_undo_and_undo_redo_restore_exactly(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    original = editor.anchor_set()
+    cosine = column(editor, "cosine")
+    snapshots = [original]
+
+    editor.table.setCurrentIndex(editor.model.index(2, TEXT_A))
+    editor.add_pair()                                          # inserted below row 2, editing
+    editor.table.closePersistentEditor(editor.model.index(3, TEXT_A))
+    assert editor.model.rowCount() == len(original.pairs) + 1
+    assert editor.model.pairs[3].level == original.pairs[2].level
+    assert text(editor, 0, cosine) == PENDING                  # no longer the profile's pairs
+    snapshots.append(editor.anchor_set())
+
+    assert editor.model.setData(editor.model.index(3, TEXT_A), "a new first text")
+    assert editor.model.setData(editor.model.index(3, TEXT_B), "a new second text")
+    assert editor.model.setData(editor.model.index(3, LEVEL), "identical")
+    snapshots.append(editor.anchor_set())
+
+    editor.table.selectRow(3)
+    editor.move_selected(-1)
+    assert editor.model.pairs[2].text_a == "a new first text"
+    assert editor.model.pairs[3] == original.pairs[2]
+    snapshots.append(editor.anchor_set())
+
+    editor.table.selectRow(0)
+    editor.delete_selected()
+    assert editor.model.pairs[0] == original.pairs[1]
+    snapshots.append(editor.anchor_set())
+    edited = editor.anchor_set()
+
+    while editor.undo_stack.canUndo():
+        editor.undo_action.trigger()
+    assert ladder(editor.anchor_set()) == ladder(original)
+    assert text(editor, 0, cosine) == f"{profile.metrics['cosine'].anchor_scores[0]:.4g}"
+    while editor.undo_stack.canRedo():
+        editor.redo_action.trigger()
+    assert ladder(editor.anchor_set()) == ladder(edited)
+    assert len({ladder(s) for s in snapshots}) == len(snapshots)    # every step changed something
+
+
+def test_level_cells_are_edited_with_a_combo_of_the_levels(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    index = editor.model.index(0, LEVEL)
+    delegate = editor.table.itemDelegateForColumn(LEVEL)
+    combo = delegate.createEditor(editor.table.viewport(), QStyleOptionViewItem(), index)
+    assert isinstance(combo, QComboBox)
+    assert [combo.itemText(i) for i in range(combo.count())] == [lv.label for lv in profile.anchors.levels]
+    delegate.setEditorData(combo, index)
+    assert combo.currentData() == profile.anchors.pairs[0].level
+    combo.setCurrentIndex(combo.findData("identical"))
+    delegate.setModelData(combo, editor.model, index)
+    assert editor.model.pairs[0].level == "identical"
+    assert editor.undo_stack.count() == 1
+    combo.deleteLater()
+
+
+def test_import_csv_and_export_json_and_csv_round_trip(qtbot, state, tmp_path):
+    editor = make_editor(qtbot, state)
+    source = tmp_path / "mine.csv"
+    source.write_text("level,text_a,text_b,target\n"
+                      "same,A cat sleeps.,A cat is sleeping.,0.9\n"
+                      "same,I like tea.,I enjoy tea.,0.9\n"
+                      "other,A cat sleeps.,Stocks fell today.,0.1\n", encoding="utf-8")
+    assert editor.import_file(source)
+    imported = editor.anchor_set()
+    assert ladder(imported) == ladder(load_anchors(source))
+    assert editor.model.rowCount() == 3
+    assert text(editor, 0, column(editor, "cosine")) == PENDING
+
+    exported = tmp_path / "out.json"
+    assert editor.export_file(exported)
+    assert json.loads(exported.read_text())["format"] == "calibsim-anchors"
+    assert ladder(load_anchors(exported)) == ladder(imported)
+    as_csv = tmp_path / "out.csv"
+    assert editor.export_file(as_csv)
+    assert as_csv.read_text().splitlines()[0] == "level,text_a,text_b,target"
+    assert ladder(load_anchors(as_csv)) == ladder(imported)
+
+    editor.undo_action.trigger()                              # the import is one undo step
+    assert ladder(editor.anchor_set()) != ladder(imported)
+
+
+def test_a_broken_import_shows_why_and_keeps_the_ladder(qtbot, state, tmp_path):
+    editor = make_editor(qtbot, state)
+    before = editor.anchor_set()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("level,text_a\nx,y\n", encoding="utf-8")
+    assert not editor.import_file(bad)
+    assert editor.message.isVisibleTo(editor)
+    assert "missing columns ['text_b']" in editor.message.text()
+    assert editor.anchor_set() == before
+    assert editor.undo_stack.count() == 0
+
+
+def test_reset_to_builtin_is_undoable(qtbot, state, tmp_path):
+    editor = make_editor(qtbot, state)
+    editor.table.selectRow(0)
+    editor.delete_selected()
+    editor.reset_to_builtin()
+    assert ladder(editor.anchor_set()) == ladder(builtin_anchors())
+    editor.undo_action.trigger()
+    assert len(editor.anchor_set().pairs) == len(builtin_anchors().pairs) - 1
+
+
+def test_apply_emits_a_valid_ladder_and_refuses_an_invalid_one(qtbot, state):
+    editor = make_editor(qtbot, state)
+    editor.table.selectRow(0)
+    editor.delete_selected()
+    with qtbot.waitSignal(editor.anchors_applied) as blocker:
+        editor.apply_button.click()
+    applied = blocker.args[0]
+    assert isinstance(applied, AnchorSet)
+    assert ladder(applied) == ladder(editor.anchor_set())
+    assert ladder(AnchorSet.from_dict(applied.to_dict())) == ladder(applied)
+
+    # The main window scores the applied ladder and sets a new profile: scores show again.
+    state.set_profile(with_anchors(state.profile, state.embedder, applied), "edited")
+    assert text(editor, 0, column(editor, "cosine")) != PENDING
+    assert editor.undo_stack.canUndo()                           # same ladder: history kept
+
+    editor.table.selectRow(0)
+    editor.add_pair()                                            # empty texts: not valid
+    with qtbot.assertNotEmitted(editor.anchors_applied):
+        assert editor.apply() is None
+    assert "have an empty text" in editor.message.text()
+
+
+def test_a_level_target_outside_0_1_is_refused_with_a_message(qtbot, state):
+    editor = make_editor(qtbot, state)
+    levels = editor.model.levels
+    editor.level_name.setText("near_duplicate")
+    editor.level_target.setText("1.5")
+    assert not editor.add_level()
+    assert "outside 0..1" in editor.message.text()
+    editor.level_target.setText("high")
+    assert not editor.add_level()
+    assert "must be a number" in editor.message.text()
+    assert editor.model.levels == levels
+
+    editor.level_target.setText("0.95")
+    assert editor.add_level()
+    assert not editor.message.isVisibleTo(editor)
+    names = [lv.name for lv in editor.model.levels]
+    assert names[-2:] == ["near_duplicate", "identical"]            # ordered by target
+    assert editor.levels_model.rowCount() == len(levels) + 1
+    editor.undo_action.trigger()
+    assert editor.model.levels == levels
+
+
+def test_warns_when_the_ladder_is_not_monotone_for_the_current_metric(qtbot, state):
+    editor = make_editor(qtbot, state)
+    assert editor.warning.isVisibleTo(editor)
+    assert "not monotone for cosine" in editor.warning.text()
+    assert "equivalent scores below mostly_equivalent" in editor.warning.text()
+    state.set_view(metric="manhattan")
+    assert "roughly_equivalent scores below not_equivalent_shared_details" in editor.warning.text()
+    editor.table.selectRow(0)
+    editor.delete_selected()                                          # an unapplied edit
+
+    monotone = AnchorSet.from_dict({"levels": [{"name": "same", "target": 1.0},
+                                               {"name": "other", "target": 0.0}],
+                                    "pairs": [{"level": "same", "text_a": "a cat", "text_b": "a cat"},
+                                              {"level": "other", "text_a": "a cat", "text_b": "stocks fell"}]})
+    state.set_profile(build_profile(state.embedder, None, anchors=monotone), "monotone")
+    assert not editor.warning.isVisibleTo(editor)
+    assert ladder(editor.anchor_set()) == ladder(monotone)            # a new ladder arrived
+    assert not editor.undo_stack.canUndo()
+
+
+def test_keyboard_shortcuts_undo_redo_and_apply(qtbot, state):
+    editor = make_editor(qtbot, state)
+    editor.show()
+    with qtbot.waitActive(editor):
+        editor.activateWindow()
+    editor.table.setFocus()
+    editor.table.selectRow(0)
+    original = editor.anchor_set()
+    qtbot.keyClick(editor.table, Qt.Key.Key_Delete)
+    assert len(editor.anchor_set().pairs) == len(original.pairs) - 1
+    qtbot.keyClick(editor.table, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert ladder(editor.anchor_set()) == ladder(original)
+    qtbot.keyClick(editor.table, Qt.Key.Key_Z,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert len(editor.anchor_set().pairs) == len(original.pairs) - 1
+    with qtbot.waitSignal(editor.anchors_applied, timeout=1000):
+        qtbot.keyClick(editor.table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)

@@ -1,0 +1,130 @@
+"""The main window driven like a user would, with the fake embedder standing in for the model."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from calibsim_gui.core import models
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.qt.main_window import MainWindow
+from calibsim_gui.qt.workers import wait_for_workers
+from tests.fakes import FakeEmbedder, random_sentences
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+
+
+@pytest.fixture
+def window(qtbot, monkeypatch):
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=20_000)
+    yield w
+    w.close()
+    assert wait_for_workers(10_000)
+
+
+@pytest.fixture
+def pairs_csv(tmp_path):
+    texts = random_sentences(30, seed=4)
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"sentence1": texts, "sentence2": texts[::-1], "score": np.linspace(0, 5, 30)}).to_csv(path, index=False)
+    return path
+
+
+def drop(widget, paths):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                       Qt.KeyboardModifier.NoModifier)
+    widget.dropEvent(event)
+
+
+def test_starts_with_a_model_and_the_built_in_ladder(window):
+    assert window.state.embedder.fingerprint.name == "fake-bow"
+    assert window.state.profile.anchors.name == "calibsim built-in STS ladder"
+    assert "fake-bow" in window.status_label.text()
+
+
+def test_dropping_a_pairs_file_shows_raw_and_calibrated_results(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    results = window.state.results
+    assert isinstance(results, ScoredPairs)
+    assert {"cosine_raw", "cosine_calibrated"} <= set(results.frame.columns)
+    assert window.tabs.currentWidget() is window.results
+    assert len(window.distributions.plot_data()["raw_user"][0]) > 0
+
+
+def test_building_a_background_adds_percentiles(window, qtbot, tmp_path, pairs_csv):
+    corpus = tmp_path / "bg.txt"
+    corpus.write_text("\n".join(random_sentences(1500, seed=8)))
+    window.background.add_paths([corpus])
+    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.build_background(window.background.documents(), 1000, 3)
+    assert window.state.profile.has_background
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    assert window.state.results.frame["cosine_bg_percentile"].between(0, 100).all()
+
+
+def test_documents_become_a_heatmap(window, qtbot, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(random_sentences(12, seed=5)))
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([docs], per_file=False)
+    assert isinstance(window.state.results, DocumentMatrix)
+    assert window.heatmap.shown_matrix().shape == (12, 12)
+
+
+def test_project_saves_and_reopens_with_the_same_results(window, qtbot, tmp_path, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    window.state.set_view(metric="euclidean", form="bg_zscore" if window.state.profile.has_background else "anchor_minmax")
+    before = window.state.results.frame.copy()
+    path = tmp_path / "study.calibsim"
+    window.write_project(str(path))
+    window.state.set_input(None)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_project(str(path))
+    pd.testing.assert_frame_equal(window.state.results.frame, before)
+    assert window.state.metric == "euclidean"
+
+
+def test_cancel_stops_scoring_and_the_window_stays_usable(window, qtbot, tmp_path, monkeypatch):
+    slow = FakeEmbedder()
+    original = slow.encode_batch
+    monkeypatch.setattr(slow, "encode_batch", lambda texts: (time.sleep(0.05), original(texts))[1])
+    window.state.embedder = slow
+    texts = random_sentences(3000, seed=11)
+    path = tmp_path / "many.csv"
+    pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
+    window.open_inputs([path])
+    qtbot.waitUntil(lambda: window.score_runner.running, timeout=10_000)
+    with qtbot.waitSignal(window.score_runner.cancelled, timeout=5_000):
+        window.cancel_button.click()
+    assert window.state.results is None
+    assert not window.cancel_button.isVisible()
+
+
+def test_unreadable_input_shows_a_message_and_keeps_previous_results(window, qtbot, tmp_path, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    bad = tmp_path / "latin.csv"
+    bad.write_bytes("sentence1,sentence2\ncaf\xe9,th\xe9\n".encode("cp1252"))
+    with qtbot.waitSignal(window.input_runner.failed, timeout=10_000):
+        window.open_inputs([bad])
+    assert "--encoding" in window._last_error.text()
+    assert window.state.results is not None

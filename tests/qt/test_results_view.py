@@ -1,0 +1,203 @@
+"""ResultsView / ResultsTableModel: a scored pair list as a sortable, filterable table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
+
+from calibsim_gui.core.analysis import score_matrix, score_pairs
+from calibsim_gui.core.inputs import load_documents, load_pairs
+from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.qt.results_view import EMPTY_HINT, SORT_ROLE, ResultsTableModel, ResultsView
+from calibsim_gui.qt.state import AppState
+from tests.fakes import FakeEmbedder, random_sentences
+
+PAIRS = [
+    ("the cat sat on the mat", "a cat sat on a mat", "10"),
+    ("w1 w2 w3 w4 w5", "w1 w2 w3 w4 w6", "9"),
+    ("w7 w8 w9", "w10 w11 w12", "2"),
+    ("a black CAT", "the dog barked", "4.5"),
+    ("w13 w14 w15 w16", "w13 w14 w17 w18", "6"),
+    ("w20 w21", "w22 w23", "0.5"),
+    ("w30 w31 w32 w33", "w30 w31 w32 w34", "8"),
+    ("", "an empty partner", "1"),
+    ("w40 w41 w42", "w40 w43 w44", "3"),
+    ("w50 w51", "w50 w51", "10"),
+]
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+
+
+@pytest.fixture
+def scored(profile, tmp_path):
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(PAIRS, columns=["sentence1", "sentence2", "score"]).to_csv(path, index=False)
+    return score_pairs(load_pairs(path), FakeEmbedder(), profile)
+
+
+@pytest.fixture
+def view(qtbot, profile, scored):
+    state = AppState()
+    state.set_profile(profile, "test")
+    state.set_results(scored)
+    widget = ResultsView(state)
+    qtbot.addWidget(widget)
+    yield widget
+    widget.deleteLater()             # pytest keeps fixture values: free the widget (and profile) now
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def shown_column(view, name):
+    """Display texts of column `name`, in the order the table shows them."""
+    column = view.model.column_of(name)
+    return [view.model.index(r, column).data() for r in range(view.model.rowCount())]
+
+
+def test_table_shows_every_row_with_readable_numbers(view, scored):
+    assert view.model.rowCount() == len(PAIRS)
+    assert view.stack.currentWidget() is view.table
+    raw = shown_column(view, "cosine_raw")
+    expected = scored.frame["cosine_raw"]
+    assert raw[0] == f"{expected[0]:.4f}"                 # 4 significant digits for 0.x values
+    assert raw[7] == ""                                   # the pair with an empty text: no score
+    percentile = shown_column(view, "cosine_bg_percentile")
+    assert percentile[0] == f"{scored.frame['cosine_bg_percentile'][0]:.1f}"
+    assert shown_column(view, "sentence1")[0] == "the cat sat on the mat"
+    model = view.model
+    numeric = model.index(0, model.column_of("cosine_raw"))
+    text = model.index(0, model.column_of("sentence1"))
+    assert numeric.data(Qt.ItemDataRole.TextAlignmentRole) & Qt.AlignmentFlag.AlignRight
+    assert text.data(Qt.ItemDataRole.TextAlignmentRole) & Qt.AlignmentFlag.AlignLeft
+    assert numeric.data(SORT_ROLE) == pytest.approx(expected[0])
+
+
+def test_header_tooltips_explain_form_and_orientation(view):
+    model = view.model
+    tip = model.headerData(model.column_of("cosine_bg_percentile"), Qt.Orientation.Horizontal,
+                           Qt.ItemDataRole.ToolTipRole)
+    assert FORM_DESCRIPTIONS["bg_percentile"] in tip
+    tip = model.headerData(model.column_of("euclidean_raw"), Qt.Orientation.Horizontal,
+                           Qt.ItemDataRole.ToolTipRole)
+    assert "lower = more similar" in tip
+
+
+def test_sorting_orders_numbers_numerically_and_keeps_input_row_numbers(view, scored):
+    column = view.model.column_of("score")
+    view.table.sortByColumn(column, Qt.SortOrder.AscendingOrder)
+    labels = shown_column(view, "score")
+    assert labels[:3] == ["0.5", "1", "2"] and labels[-2:] == ["10", "10"]     # not "0.5", "1", "10"
+    first_input_row = view.model.headerData(0, Qt.Orientation.Vertical)
+    assert first_input_row == "6"                           # "w20 w21" is line 6 of the input
+
+    view.table.sortByColumn(view.model.column_of("cosine_raw"), Qt.SortOrder.DescendingOrder)
+    raw = shown_column(view, "cosine_raw")
+    values = [float(v) for v in raw if v]
+    assert values == sorted(values, reverse=True)
+    assert raw[-1] == ""                                    # unscored pairs go last
+    assert values[0] == pytest.approx(scored.frame["cosine_raw"].max(), abs=1e-4)
+
+
+def test_filter_keeps_rows_whose_texts_contain_the_text(view, qtbot):
+    view.filter_edit.setText("CAT")
+    qtbot.waitUntil(lambda: view.model.rowCount() == 2)
+    assert "2 of 10 rows shown" in view.summary.text()
+    view.filter_edit.clear()
+    qtbot.waitUntil(lambda: view.model.rowCount() == len(PAIRS))
+
+
+def test_ctrl_f_focuses_the_filter(view, qtbot):
+    view.show()
+    qtbot.waitExposed(view)
+    view.activateWindow()
+    view.table.setFocus()
+    qtbot.waitUntil(view.table.hasFocus)
+    qtbot.keyClick(view.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(view.filter_edit.hasFocus)
+
+
+def test_selecting_a_row_selects_the_pair_in_state_and_back(view, qtbot):
+    state = view.state
+    view.table.sortByColumn(view.model.column_of("score"), Qt.SortOrder.AscendingOrder)
+    with qtbot.waitSignal(state.selection_changed):
+        view.table.selectRow(2)                             # label "2": input row 3 (index 2)
+    assert state.selected_row == 2
+    state.select_row(5)                                    # e.g. chosen in a plot
+    selected = view.table.selectionModel().selectedRows()
+    assert [view.model.frame_row(i.row()) for i in selected] == [5]
+
+
+def test_column_sets_hide_other_metrics_and_forms(view):
+    model, table, combo = view.model, view.table, view.columns_combo
+
+    def visible():
+        return [n for c, n in enumerate(model.column_names) if not table.isColumnHidden(c)]
+
+    combo.setCurrentIndex(combo.findData("focus"))
+    assert visible() == ["sentence1", "sentence2", "score", "cosine_raw", "cosine_calibrated"]
+    view.state.set_view(metric="euclidean", form="bg_percentile")
+    assert visible()[-2:] == ["euclidean_raw", "euclidean_bg_percentile"]
+    combo.setCurrentIndex(combo.findData("metric"))
+    assert all(n.startswith("euclidean_") for n in visible()[3:]) and len(visible()) > 6
+    combo.setCurrentIndex(combo.findData("all"))
+    assert len(visible()) == len(model.column_names)
+
+
+def test_summary_reports_agreement_and_notes_fold_out(view, scored):
+    rho = scored.provenance["agreement"]["spearman_x100"]["cosine_raw"]
+    assert f"raw {rho:.1f}" in view.summary.text()
+    assert "10 rows" in view.summary.text() and "9 scored" in view.summary.text()
+    assert view.notes_button.isVisibleTo(view) and not view.notes.isVisibleTo(view)
+    view.notes_button.click()
+    assert view.notes.isVisibleTo(view) and "empty" in view.notes.text()
+
+
+def test_no_results_shows_the_drop_hint(view):
+    view.state.set_results(None)
+    assert view.stack.currentWidget() is view.hint and view.hint.text() == EMPTY_HINT
+    assert view.model.rowCount() == 0
+
+
+def test_document_set_shows_its_most_similar_pairs(view, profile, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(["the cat sat", "a cat sat", "w1 w2 w3", "w1 w2 w4", "w9 w8",
+                               "w7 w6 w5", "dogs bark"]))
+    matrix = score_matrix(load_documents(docs), FakeEmbedder(), profile)
+    view.state.set_results(matrix)
+    assert view.model.column_names == ["doc a", "doc b", "cosine_raw", "cosine_calibrated"]
+    assert view.model.rowCount() == 10
+    calibrated = [float(v) for v in shown_column(view, "cosine_calibrated")]
+    assert calibrated == sorted(calibrated, reverse=True)
+    off_diagonal = matrix.matrices["calibrated"][~np.eye(7, dtype=bool)]
+    assert calibrated[0] == pytest.approx(off_diagonal.max(), abs=1e-4)
+
+
+def test_export_writes_the_unfiltered_frame(view, qtbot, tmp_path, scored):
+    view.filter_edit.setText("cat")
+    qtbot.waitUntil(lambda: view.model.rowCount() == 2)
+    out = tmp_path / "out" / "scored.csv"
+    view.export_csv(out)
+    written = pd.read_csv(out)
+    assert len(written) == len(PAIRS)
+    assert list(written.columns) == list(scored.frame.columns)
+
+
+def test_model_handles_100k_rows(qtbot):
+    rng = np.random.default_rng(0)
+    n = 100_000
+    frame = pd.DataFrame({"sentence1": [f"text {i}" for i in range(n)], "sentence2": "other",
+                          "cosine_raw": rng.uniform(-0.2, 1, n)})
+    model = ResultsTableModel(frame)
+    assert model.rowCount() == n
+    model.sort(2, Qt.SortOrder.AscendingOrder)
+    first = model.index(0, 2).data(SORT_ROLE)
+    assert first == pytest.approx(frame["cosine_raw"].min())
+    model.set_filter("TEXT 9999")                           # 9999 and 99990..99999
+    assert model.rowCount() == 11
+    assert [model.frame_row(r) for r in range(3)] == sorted(
+        [9999, *range(99990, 100000)], key=lambda i: frame["cosine_raw"][i])[:3]

@@ -1,0 +1,67 @@
+import threading
+import time
+
+import pytest
+
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
+
+
+def slow_steps(n, *, progress, should_stop, delay=0.01):
+    for i in range(n):
+        if should_stop():
+            from calibsim_gui.core.errors import Cancelled
+            raise Cancelled("stop")
+        time.sleep(delay)
+        progress(i + 1, n, "step")
+        yield i
+    return "done"
+
+
+def test_results_progress_and_partials_arrive_on_the_gui_thread(qtbot):
+    runner = TaskRunner()
+    seen, threads = [], []
+    runner.partial.connect(lambda v: (seen.append(v), threads.append(threading.current_thread())))
+    progress = []
+    runner.progress.connect(lambda d, t, m: progress.append(d))
+    with qtbot.waitSignal(runner.finished, timeout=5000) as finished:
+        runner.start(slow_steps, 5)
+    assert finished.args == ["done"]
+    assert seen == [0, 1, 2, 3, 4] and progress[-1] == 5
+    assert all(t is threading.main_thread() for t in threads)
+    assert not runner.running
+
+
+def test_a_new_run_cancels_the_previous_and_its_results_are_never_delivered(qtbot):
+    runner = TaskRunner()
+    results = []
+    runner.finished.connect(results.append)
+    runner.start(lambda progress, should_stop: (time.sleep(0.3), "stale")[1])
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        runner.start(lambda progress, should_stop: "fresh")
+    assert wait_for_workers(5000)
+    qtbot.wait(50)
+    assert results == ["fresh"]
+
+
+def test_cancel_stops_a_generator_between_steps(qtbot):
+    runner = TaskRunner()
+    partials = []
+    runner.partial.connect(partials.append)
+    runner.start(slow_steps, 1000, delay=0.005)
+    qtbot.waitUntil(lambda: len(partials) >= 2, timeout=5000)
+    with qtbot.waitSignal(runner.cancelled, timeout=1000):
+        runner.cancel()
+    assert wait_for_workers(5000)
+    assert len(partials) < 1000 and not runner.running
+
+
+def test_user_errors_arrive_as_messages(qtbot):
+    runner = TaskRunner()
+
+    def bad(progress, should_stop):
+        raise InputError("cannot read this.", path="x.csv", fix="use UTF-8")
+
+    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+        runner.start(bad)
+    assert failed.args[0] == "x.csv: cannot read this. Fix: use UTF-8"
