@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError
@@ -203,12 +202,15 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw) -> 
     if table.label is not None:
         provenance["agreement"] = _agreement(frame[table.label], columns)
     provenance["notes"] = notes
+    import pandas as pd
+
     out = pd.concat([frame.reset_index(drop=True), pd.DataFrame(columns)], axis=1)
     return ScoredPairs(out, provenance, notes)
 
 
 def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
     """Spearman correlation (x100) of every score column with the human labels."""
+    import pandas as pd
     from scipy.stats import spearmanr
 
     y = pd.to_numeric(labels, errors="coerce").to_numpy()

@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.resources import resource_path
 
@@ -95,6 +93,8 @@ def load_anchors(path) -> AnchorSet:
             raise InputError(f"not valid JSON ({exc.msg}).", path=path, line=exc.lineno) from None
     if path.suffix.lower() in (".csv", ".tsv"):
         import io
+
+        import pandas as pd
 
         frame = pd.read_csv(io.StringIO(text), sep="\t" if path.suffix.lower() == ".tsv" else ",",
                             dtype=str, keep_default_na=False)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from calibsim_gui.core.errors import NotFittedError
 from calibsim_gui.core.sketch import ScoreSketch
@@ -211,6 +210,8 @@ class TailSurpriseCalibrator(Calibrator):
         top = background.top[-n_tail:]
         self.u_ = float(top[0])
         excess = top[1:] - self.u_
+        from scipy import stats      # scipy.stats costs ~1 s to import; only fitting needs it
+
         xi, _, sigma = stats.genpareto.fit(excess, floc=0)
         if xi < 0 or not np.isfinite(xi):
             xi, sigma = 0.0, float(excess.mean())

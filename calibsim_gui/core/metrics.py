@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
-from scipy.spatial.distance import cdist
-
 from calibsim_gui.core.errors import InputError
 
 
@@ -26,6 +24,12 @@ def _cosine_pairs(a, b):
 
 def _cosine_matrix(x, y):
     return _unit(x) @ _unit(y).T
+
+
+def _cdist(x, y, kind):
+    from scipy.spatial.distance import cdist     # scipy.spatial costs 0.4 s to import
+
+    return cdist(x, y, kind)
 
 
 def _angular(cos):
@@ -71,10 +75,10 @@ METRICS: dict[str, Metric] = {
                lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T),
         Metric("euclidean", False, "euclidean distance between the embeddings",
                lambda a, b: np.linalg.norm(a - b, axis=1),
-               lambda x, y: cdist(x, y, "euclidean")),
+               lambda x, y: _cdist(x, y, "euclidean")),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
                lambda a, b: np.abs(a - b).sum(axis=1),
-               lambda x, y: cdist(x, y, "cityblock")),
+               lambda x, y: _cdist(x, y, "cityblock")),
         Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
                lambda a, b: _angular(_cosine_pairs(a, b)),
                lambda x, y: _angular(_cosine_matrix(x, y))),

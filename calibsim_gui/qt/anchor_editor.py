@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox, QHBoxLayout,
@@ -252,7 +252,7 @@ class LevelTableModel(QAbstractTableModel):
 
     def _refresh(self):
         medians = self._pairs.level_medians()
-        counts = pd.Series([p.level for p in self._pairs.pairs], dtype=object).value_counts()
+        counts = Counter(p.level for p in self._pairs.pairs)
         rows = []
         for level in self._pairs.levels:
             scores = [(_fmt(medians[level.name][m]) if level.name in medians
@@ -482,6 +482,8 @@ class AnchorEditor(QWidget):
         path = Path(path)
         try:
             if path.suffix.lower() == ".csv":
+                import pandas as pd
+
                 targets = anchors.targets
                 frame = pd.DataFrame([(p.level, p.text_a, p.text_b, targets[p.level])
                                       for p in anchors.pairs],

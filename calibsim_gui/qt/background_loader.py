@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
                                QSpinBox, QSplitter, QStyle, QVBoxLayout, QWidget)
 
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
-from calibsim_gui.core.inputs import load_documents
 from calibsim_gui.core.profile import SUFFIX
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -327,6 +326,8 @@ class BackgroundLoader(QWidget):
         encoding, column = self.encoding.currentData(), self.column.text().strip() or None
         what = "file or folder" if len(paths) == 1 else "files and folders"
         self.progress_label.setText(f"Reading {len(paths)} {what}…")
+        from calibsim_gui.core.inputs import load_documents   # pandas: imported on first use
+
         self.runner.start(lambda progress, should_stop: load_documents(
             paths, column=column, encoding=encoding))
 

@@ -187,9 +187,15 @@ class ModelManager(QWidget):
         self.devices.failed.connect(self._show_message)
         state.model_changed.connect(self._on_model_changed)
 
+        self._devices_checked = False
         self._on_model_changed()
         self._update_details()
         self.rescan()
+
+    def check_devices(self) -> None:
+        """Ask torch which devices work (imports torch: done once a model is loaded, so the
+        window comes up before torch is imported)."""
+        self._devices_checked = True
         self.devices.start(lambda progress, should_stop: available_devices())
 
     # ------------------------------------------------------------------ public
@@ -298,6 +304,8 @@ class ModelManager(QWidget):
             self.device_combo.setCurrentIndex(0)
 
     def _on_model_changed(self) -> None:
+        if self._state.embedder is not None and not self._devices_checked:
+            self.check_devices()
         embedder, info = self._state.embedder, self._state.model_info
         fingerprint = embedder.fingerprint.id if embedder is not None else None
         self.table_model.set_loaded(info.path if info is not None else None, fingerprint)

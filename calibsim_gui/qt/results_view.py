@@ -8,7 +8,6 @@ over whole columns, so a 100,000-row table stays quick.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
@@ -70,6 +69,8 @@ class ResultsTableModel(QAbstractTableModel):
         self.set_frame(frame)
 
     def set_frame(self, frame: pd.DataFrame | None) -> None:
+        import pandas as pd
+
         self.beginResetModel()
         self.frame = frame if frame is not None else pd.DataFrame()
         self._columns = [str(c) for c in self.frame.columns]
@@ -113,6 +114,8 @@ class ResultsTableModel(QAbstractTableModel):
         return self._columns.index(name) if name in self._columns else -1
 
     def _lower(self, column: int) -> pd.Series:
+        import pandas as pd
+
         if column not in self._lowered:
             self._lowered[column] = pd.Series(self._texts[column]).str.lower()
         return self._lowered[column]
@@ -198,6 +201,8 @@ def _as_numbers(column: pd.Series) -> np.ndarray | None:
 
     The first 200 values are checked first, so a column of sentences is rejected at once.
     """
+    import pandas as pd
+
     head = column.head(200).astype(str).str.strip()
     head = head[head != ""]
     if not len(head) or pd.to_numeric(head, errors="coerce").isna().any():
@@ -209,6 +214,8 @@ def _as_numbers(column: pd.Series) -> np.ndarray | None:
 
 def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
     """The `TOP_PAIRS` most similar pairs of distinct documents: doc a, doc b, raw, `form`."""
+    import pandas as pd
+
     raw = results.matrices["raw"]
     key = results.matrices[form] if form != "raw" else METRICS[results.metric].as_similarity(raw)
     rows, cols = np.triu_indices(len(raw), k=1)

@@ -2,8 +2,10 @@
 
 A task is a core function called as ``task(progress=..., should_stop=...)``; it may return a
 value or be a generator whose yields are partial results. `TaskRunner` runs one task at a time
-on the global `QThreadPool` (superqt workers): starting a task cancels the one before, and every
-signal carries the run's generation so results of a cancelled run are dropped, never shown.
+on the global `QThreadPool`: starting a task cancels the one before, and every signal carries
+the run's generation so results of a cancelled run are dropped, never shown. (A plain
+`QRunnable` suffices here: the runner has its own signals and stop flag, and superqt's import
+alone cost 0.3 s of start-up.)
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import inspect
 import itertools
 import traceback
 
-from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
-from superqt.utils import create_worker
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from calibsim_gui.core.errors import CalibsimError, Cancelled
 
@@ -39,13 +40,13 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self.name = name
         self._generation = itertools.count(1)
-        self._current = 0
-        self._worker = None
+        self._current = 0                 # generation of the running task; 0 when idle
+        self._stop = {"stop": False}      # the running task's stop flag
         self._from_worker.connect(self._deliver)
 
     @property
     def running(self) -> bool:
-        return self._worker is not None
+        return self._current != 0
 
     def start(self, task, *args, **kwargs) -> int:
         """Run ``task(*args, progress=..., should_stop=..., **kwargs)``; returns the generation."""
@@ -78,18 +79,15 @@ class TaskRunner(QObject):
                 emit(generation, "failed", f"Unexpected error: {type(exc).__name__}: {exc}\n\n"
                                            + traceback.format_exc(limit=6))
 
-        worker = create_worker(run, _start_thread=False)
-        worker.stop_flag = state
-        self._worker = worker
+        self._stop = state
         self.busy.emit(True)
-        worker.start()
+        QThreadPool.globalInstance().start(QRunnable.create(run))
         return generation
 
     def cancel(self) -> None:
         """Ask the running task to stop; its later signals are dropped."""
-        if self._worker is not None:
-            self._worker.stop_flag["stop"] = True
-            self._worker = None
+        if self.running:
+            self._stop["stop"] = True
             self._current = 0
             self.busy.emit(False)
             self.cancelled.emit()
@@ -104,7 +102,6 @@ class TaskRunner(QObject):
         if kind == "partial":
             self.partial.emit(payload)
             return
-        self._worker = None
         self._current = 0
         self.busy.emit(False)
         {"finished": self.finished, "failed": self.failed, "cancelled": self.cancelled}[kind].emit(

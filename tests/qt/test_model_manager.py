@@ -36,9 +36,11 @@ def make_manager(qtbot, state=None):
     """A ModelManager whose model discovery and device check have both answered."""
     manager = ModelManager(state or AppState())
     qtbot.addWidget(manager)
+    assert not manager.devices.running or manager._state.embedder is not None   # torch waits for a model
     # Results reach the widget through the event loop, so waiting after construction is safe.
     with qtbot.waitSignals([manager.discovery.finished, manager.devices.finished], timeout=20_000):
-        pass
+        if not manager.devices.running:
+            manager.check_devices()
     return manager
 
 
