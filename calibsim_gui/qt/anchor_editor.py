@@ -579,7 +579,10 @@ class AnchorEditor(QWidget):
             # A different ladder arrived (e.g. a profile file): the undo history was another's.
             self.model.replace_ladder(profile.anchors)
             self.undo_stack.clear()
+        columns = self.model.columnCount()
         self.model.set_profile(profile)
+        if self.model.columnCount() != columns:
+            self._fit_columns()
         self._update_warning()
         self._update_status()
 
@@ -606,9 +609,12 @@ class AnchorEditor(QWidget):
 
     def _fit_columns(self) -> None:
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(LEVEL, QHeaderView.ResizeMode.Interactive)
+        # fixed widths: sizing to contents reads every cell on each model reset (~80 ms)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.resizeSection(LEVEL, 170)
+        score_width = self.table.fontMetrics().horizontalAdvance("manhattan  -0.0000")
+        for column in range(TEXT_B + 1, self.model.columnCount()):
+            header.resizeSection(column, score_width)
         for column in (TEXT_A, TEXT_B):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -22,6 +23,22 @@ from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 MAX_RECENT = 8
+
+
+def _load_and_warm_up(info_or_spec, device, *, progress, should_stop):
+    """Load a model and pay its first-call costs now, off the GUI thread.
+
+    The first encode (torch start-up) and the first imports of scipy's statistics hold the
+    interpreter lock for 100-200 ms; doing them here keeps later runs from stalling the window.
+    """
+    import scipy.spatial.distance  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    from calibsim_gui.core.models import load_model
+
+    embedder = load_model(info_or_spec, device=device)
+    embedder.encode_batch(["calibsim warms up the model"])
+    return embedder
 
 
 class MainWindow(QMainWindow):
@@ -190,12 +207,13 @@ class MainWindow(QMainWindow):
         return self._cache
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
-        from calibsim_gui.core.models import load_model
-
         self.state.device = device
-        self.model_runner.start(lambda progress, should_stop: load_model(info_or_spec, device=device))
+        self.model_runner.start(_load_and_warm_up, info_or_spec, device)
 
     def _model_loaded(self, embedder) -> None:
+        # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
+        # them paused the window for up to 270 ms during runs. Exempt what exists now.
+        gc.freeze()
         self.state.set_model(embedder, embedder.info)
         self.profile_path = None
         self.use_builtin_reference()

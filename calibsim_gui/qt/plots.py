@@ -183,8 +183,10 @@ class DistributionPlot(QWidget):
         self.state = state
         self._partial: dict[str, list[np.ndarray]] = {}
         self._sketch_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)
+        self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)   # throttles live updates
         self._timer.timeout.connect(self.redraw)
+        self._soon = QTimer(self, singleShot=True, interval=0)   # one redraw per burst of changes
+        self._soon.timeout.connect(self.redraw)
 
         self.metric_combo = QComboBox()
         self.metric_combo.setToolTip("Similarity metric shown in the plots")
@@ -246,7 +248,7 @@ class DistributionPlot(QWidget):
         """Forget the pairs of a previous run (a new run starts)."""
         self._partial.clear()
         self._timer.stop()
-        self.redraw()
+        self._soon.start()
 
     # ------------------------------------------------------------------ state
 
@@ -273,12 +275,12 @@ class DistributionPlot(QWidget):
             combo.blockSignals(True)
             combo.setCurrentIndex(max(0, combo.findData(value)))
             combo.blockSignals(False)
-        self.redraw()
+        self._soon.start()
 
     def _results_changed(self) -> None:
         self._partial.clear()
         self._timer.stop()
-        self.redraw()
+        self._soon.start()
 
     def _form(self) -> str | None:
         profile = self.state.profile
@@ -333,6 +335,7 @@ class DistributionPlot(QWidget):
     def redraw(self) -> None:
         """Recompute both panels' histograms and lines for the current metric and form."""
         self._timer.stop()
+        self._soon.stop()
         metric, form = self.state.metric, self._form()
         orientation = METRICS[metric].orientation
         user = self._user_raw(metric)
@@ -416,6 +419,8 @@ class DistributionPlot(QWidget):
 
     def plot_data(self) -> dict:
         """The arrays currently drawn (x = bin edges, y = density or counts) and line positions."""
+        if self._soon.isActive():
+            self.redraw()                    # a change is waiting for the next event-loop turn
         return {
             "raw_user": self.raw_panel.shown["user"],
             "raw_background": self.raw_panel.shown["background"],
