@@ -555,4 +555,5 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         if self._cache is not None:
             self._cache.close()
+        gc.unfreeze()              # let the interpreter collect everything at exit
         super().closeEvent(event)

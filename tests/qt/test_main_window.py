@@ -128,3 +128,23 @@ def test_unreadable_input_shows_a_message_and_keeps_previous_results(window, qtb
         window.open_inputs([bad])
     assert "--encoding" in window._last_error.text()
     assert window.state.results is not None
+
+
+def test_closing_during_a_run_stops_its_thread(qtbot, tmp_path, monkeypatch):
+    slow = FakeEmbedder()
+    original = slow.encode_batch
+    monkeypatch.setattr(slow, "encode_batch", lambda texts: (time.sleep(0.05), original(texts))[1])
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: slow)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=20_000)
+    texts = random_sentences(2000, seed=12)
+    path = tmp_path / "many.csv"
+    pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
+    w.open_inputs([path])
+    qtbot.waitUntil(lambda: w.score_runner.running, timeout=10_000)
+    started = time.perf_counter()
+    w.close()
+    assert wait_for_workers(1_000)                  # close() already waited for the thread
+    assert time.perf_counter() - started < 5
