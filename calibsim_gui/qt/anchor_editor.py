@@ -612,7 +612,7 @@ class AnchorEditor(QWidget):
         # fixed widths: sizing to contents reads every cell on each model reset (~80 ms)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.resizeSection(LEVEL, 170)
-        score_width = self.table.fontMetrics().horizontalAdvance("manhattan  -0.0000")
+        score_width = self.table.fontMetrics().horizontalAdvance("manhattan_") + 12
         for column in range(TEXT_B + 1, self.model.columnCount()):
             header.resizeSection(column, score_width)
         for column in (TEXT_A, TEXT_B):

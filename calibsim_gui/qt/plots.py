@@ -182,7 +182,7 @@ class DistributionPlot(QWidget):
         super().__init__(parent)
         self.state = state
         self._partial: dict[str, list[np.ndarray]] = {}
-        self._sketch_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._sketch_cache: dict[str, object] = {}     # per profile: background items, anchor medians
         self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)   # throttles live updates
         self._timer.timeout.connect(self.redraw)
         self._soon = QTimer(self, singleShot=True, interval=0)   # one redraw per burst of changes
@@ -325,10 +325,14 @@ class DistributionPlot(QWidget):
         profile = self.state.profile
         if profile is None or metric not in profile.metrics:
             return []
-        scores = profile.metrics[metric].anchor_scores
-        levels = np.array([pair.level for pair in profile.anchors.pairs])
-        return [(level.label, float(METRICS[metric].as_similarity(np.median(scores[levels == level.name]))))
+        key = f"anchors:{metric}"
+        if key not in self._sketch_cache:          # cleared when the profile changes
+            scores = profile.metrics[metric].anchor_scores
+            levels = np.array([pair.level for pair in profile.anchors.pairs])
+            self._sketch_cache[key] = [
+                (level.label, float(METRICS[metric].as_similarity(np.median(scores[levels == level.name]))))
                 for level in profile.anchors.levels if (levels == level.name).any()]
+        return self._sketch_cache[key]
 
     # ------------------------------------------------------------------ drawing
 
