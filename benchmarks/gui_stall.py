@@ -58,7 +58,8 @@ class TickRecorder:
 def sentences(n: int, offset: int) -> list[str]:
     import pandas as pd
 
-    frame = pd.read_csv(DATA / "agnews" / "test.csv", dtype=str, keep_default_na=False)
+    frame = pd.concat([pd.read_csv(DATA / "agnews" / name, dtype=str, keep_default_na=False)
+                       for name in ("test.csv", "train.csv")])
     texts = list(dict.fromkeys(t.replace("\\", " ") for t in frame["title"].tolist() + frame["description"].tolist()))
     return texts[offset:offset + n]
 
