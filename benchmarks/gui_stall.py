@@ -80,6 +80,7 @@ def main() -> None:
     from calibsim_gui.qt.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("calibsim-benchmark")
     window = MainWindow()
     window.show()
 

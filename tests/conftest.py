@@ -37,6 +37,20 @@ def private_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def isolated_settings(tmp_path):
+    """QSettings of the test live in a temporary folder, never the user's."""
+    from PySide6.QtCore import QSettings, QStandardPaths
+
+    formats, user = (QSettings.Format.NativeFormat, QSettings.Format.IniFormat), QSettings.Scope.UserScope
+    for fmt in formats:
+        QSettings.setPath(fmt, user, str(tmp_path / "settings"))
+    yield
+    default = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
+    for fmt in formats:
+        QSettings.setPath(fmt, user, default)
+
+
+@pytest.fixture
 def fake_embedder():
     from tests.fakes import FakeEmbedder
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
-
-from pathlib import Path
 
 from calibsim_gui.core.models import ModelFingerprint, ModelInfo
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError

@@ -210,7 +210,7 @@ class TailSurpriseCalibrator(Calibrator):
         top = background.top[-n_tail:]
         self.u_ = float(top[0])
         excess = top[1:] - self.u_
-        from scipy import stats      # scipy.stats costs ~1 s to import; only fitting needs it
+        from scipy import stats  # scipy.stats costs ~1 s to import; only fitting needs it
 
         xi, _, sigma = stats.genpareto.fit(excess, floc=0)
         if xi < 0 or not np.isfinite(xi):

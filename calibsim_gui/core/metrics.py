@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
+
 from calibsim_gui.core.errors import InputError
 
 
@@ -27,7 +28,7 @@ def _cosine_matrix(x, y):
 
 
 def _cdist(x, y, kind):
-    from scipy.spatial.distance import cdist     # scipy.spatial costs 0.4 s to import
+    from scipy.spatial.distance import cdist  # scipy.spatial costs 0.4 s to import
 
     return cdist(x, y, kind)
 

@@ -18,9 +18,15 @@ import numpy as np
 
 from calibsim_gui.core.anchors import AnchorSet
 from calibsim_gui.core.atomic import write_text_atomic
-from calibsim_gui.core.calibrators import (MIN_BACKGROUND_PAIRS, Calibrator, LadderCalibrator,
-                                           MinMaxCalibrator, PercentileCalibrator,
-                                           TailSurpriseCalibrator, ZScoreCalibrator)
+from calibsim_gui.core.calibrators import (
+    MIN_BACKGROUND_PAIRS,
+    Calibrator,
+    LadderCalibrator,
+    MinMaxCalibrator,
+    PercentileCalibrator,
+    TailSurpriseCalibrator,
+    ZScoreCalibrator,
+)
 from calibsim_gui.core.errors import ProfileError
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.models import ModelFingerprint

@@ -15,9 +15,23 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QUndoCommand, QUndoStack
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QSplitter,
-                               QStyledItemDelegate, QTableView, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableView,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from calibsim_gui.core.anchors import AnchorPair, AnchorSet, builtin_anchors, load_anchors
 from calibsim_gui.core.atomic import atomic_path, write_text_atomic

@@ -12,10 +12,29 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout, QFrame,
-                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QListView, QListWidget,
-                               QListWidgetItem, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
-                               QSpinBox, QSplitter, QStyle, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QSplitter,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
 
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
 from calibsim_gui.core.profile import SUFFIX
@@ -326,7 +345,7 @@ class BackgroundLoader(QWidget):
         encoding, column = self.encoding.currentData(), self.column.text().strip() or None
         what = "file or folder" if len(paths) == 1 else "files and folders"
         self.progress_label.setText(f"Reading {len(paths)} {what}…")
-        from calibsim_gui.core.inputs import load_documents   # pandas: imported on first use
+        from calibsim_gui.core.inputs import load_documents  # pandas: imported on first use
 
         self.runner.start(lambda progress, should_stop: load_documents(
             paths, column=column, encoding=encoding))

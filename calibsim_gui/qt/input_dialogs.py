@@ -5,9 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QDialog,
-                               QDialogButtonBox, QFormLayout, QLabel, QRadioButton,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QRadioButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 NO_LABEL = "(none)"
 ROLES = {"text_a": "first text", "text_b": "second text", "label": "human score"}

@@ -7,8 +7,17 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDialog, QFileDialog, QLabel, QMainWindow,
-                               QMessageBox, QProgressBar, QPushButton, QTabWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+)
 
 from calibsim_gui import __version__
 from calibsim_gui.qt import palettes

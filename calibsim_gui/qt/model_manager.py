@@ -7,13 +7,24 @@ from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QFileDialog,
-                               QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QStyle,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QStyle,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import (ModelInfo, available_devices, discover_models,
-                                      inspect_model_folder)
+from calibsim_gui.core.models import ModelInfo, available_devices, discover_models, inspect_model_folder
 from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"

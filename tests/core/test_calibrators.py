@@ -1,9 +1,14 @@
 import numpy as np
 import pytest
 
-from calibsim_gui.core.calibrators import (Calibrator, LadderCalibrator, MinMaxCalibrator,
-                                           PercentileCalibrator, TailSurpriseCalibrator,
-                                           ZScoreCalibrator)
+from calibsim_gui.core.calibrators import (
+    Calibrator,
+    LadderCalibrator,
+    MinMaxCalibrator,
+    PercentileCalibrator,
+    TailSurpriseCalibrator,
+    ZScoreCalibrator,
+)
 from calibsim_gui.core.errors import NotFittedError
 from calibsim_gui.core.sketch import ScoreSketch
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from scipy.stats import spearmanr
 
@@ -12,12 +12,6 @@ from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path):
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
 
 
 def open_window(qtbot):

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, QStandardPaths, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from calibsim_gui.core.profile import ReferenceProfile
@@ -10,16 +10,6 @@ from calibsim_gui.qt import background_loader
 from calibsim_gui.qt.background_loader import BackgroundLoader
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path):
-    """QSettings go to a temporary folder, so tests neither read nor write the user's."""
-    native, user = QSettings.Format.NativeFormat, QSettings.Scope.UserScope
-    QSettings.setPath(native, user, str(tmp_path / "settings"))
-    yield
-    QSettings.setPath(native, user, QStandardPaths.writableLocation(
-        QStandardPaths.StandardLocation.GenericConfigLocation))
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,6 @@ from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    from PySide6.QtCore import QSettings
-
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
-
-
 @pytest.fixture
 def window(qtbot, monkeypatch):
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())

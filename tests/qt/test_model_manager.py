@@ -1,26 +1,13 @@
 import json
 
 import pytest
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import Qt
 
 from calibsim_gui.core.models import BUILTIN_MODEL_NAME, discover_models
 from calibsim_gui.qt import model_manager as mm
 from calibsim_gui.qt.model_manager import COLUMNS, ModelManager
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder
-
-
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path_factory):
-    """QSettings of each test live in a fresh folder, never the user's."""
-    formats = (QSettings.Format.NativeFormat, QSettings.Format.IniFormat)
-    folder = str(tmp_path_factory.mktemp("settings"))
-    for fmt in formats:
-        QSettings.setPath(fmt, QSettings.Scope.UserScope, folder)
-    yield
-    default = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
-    for fmt in formats:
-        QSettings.setPath(fmt, QSettings.Scope.UserScope, default)
 
 
 @pytest.fixture

@@ -1,8 +1,6 @@
 import threading
 import time
 
-import pytest
-
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 
