@@ -71,3 +71,4 @@ def stsb_test_path():
     if not path.exists():
         pytest.fail(f"{path} is missing: the tests need ../shared/data beside the checkout")
     return path
+

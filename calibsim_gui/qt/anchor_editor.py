@@ -516,6 +516,10 @@ class AnchorEditor(QWidget):
     def reset_to_builtin(self) -> None:
         self.model.set_ladder(builtin_anchors(), "reset to built-in")
 
+    def set_anchor_set(self, anchors: AnchorSet) -> None:
+        """Show `anchors` (e.g. from a project) as one undoable step; Apply is still needed."""
+        self.model.set_ladder(anchors, "open project anchors")
+
     def add_level(self) -> bool:
         """Add the level typed in the form; an invalid one shows why and changes nothing."""
         name = self.level_name.text().strip()

@@ -64,6 +64,10 @@ class MainWindow(QMainWindow):
         self.project_path: str | None = None
         self.input_spec: dict | None = None           # how the current input was read
         self.profile_path: str | None = None          # a profile opened from a file
+        self._awaiting_profile = False                # a project's references are on their way
+        self._pending_project = None                  # a project waiting for its model
+        self._project_step = None                     # ("rebuild" | "anchors", project) waiting for a run
+        self.built_from: dict | None = None           # files, pairs, seed of a background built here
         self._cache = None
 
         self.model_runner = TaskRunner("loading model", self)
@@ -149,6 +153,8 @@ class MainWindow(QMainWindow):
                 runner.failed.connect(lambda message, r=runner: self.show_error(
                     f"{r.name.capitalize()} failed", message))
         self.input_runner.failed.connect(self._input_failed)
+        self.profile_runner.failed.connect(self._references_failed)
+        self.background.runner.finished.connect(self._background_read)
         self.model_runner.finished.connect(self._model_loaded)
         self.profile_runner.finished.connect(self._profile_ready)
         self.input_runner.finished.connect(self._input_read)
@@ -226,6 +232,7 @@ class MainWindow(QMainWindow):
         self.state.set_model(embedder, embedder.info)
         self.profile_path = None
         self.use_builtin_reference()
+        self._continue_project()
 
     def use_builtin_reference(self) -> None:
         from calibsim_gui.core.profile_builder import default_profile
@@ -234,6 +241,7 @@ class MainWindow(QMainWindow):
         if embedder is None:
             return
         self.profile_path = None
+        self.built_from = None
         self.profile_runner.start(
             lambda progress, should_stop: (default_profile(embedder, cache=self.cache,
                                                            should_stop=should_stop), "built-in"))
@@ -250,6 +258,7 @@ class MainWindow(QMainWindow):
             return profile, Path(path).name
 
         self.profile_path = path
+        self.built_from = None
         self.profile_runner.start(task)
 
     def apply_anchors(self, anchors) -> None:
@@ -273,6 +282,7 @@ class MainWindow(QMainWindow):
             return
         anchors = self.anchors.anchor_set()
         self.profile_path = None
+        self.built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
 
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
@@ -286,6 +296,14 @@ class MainWindow(QMainWindow):
     def _profile_ready(self, result) -> None:
         profile, label = result
         self.state.set_profile(profile, label)
+        if self._take_project_step("anchors"):
+            return                          # the project's anchors come next, then the scoring
+        self._awaiting_profile = False
+        self.rescore()
+
+    def _references_failed(self, _message: str = "") -> None:
+        """Score with the references in use when a project's own could not be prepared."""
+        self._awaiting_profile = False
         self.rescore()
 
     # ------------------------------------------------------------------ inputs & scoring
@@ -372,6 +390,8 @@ class MainWindow(QMainWindow):
         state = self.state
         if state.input is None or state.embedder is None or state.profile is None:
             return
+        if self.profile_runner.running or self._awaiting_profile:
+            return                     # new references are on their way; they rescore when ready
         inputs, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         self.distributions.reset()
         if isinstance(inputs, PairTable):
@@ -414,14 +434,16 @@ class MainWindow(QMainWindow):
         model = None
         if state.model_info is not None and state.model_info.source != "built-in":
             model = str(state.model_info.path)
+        built = self.built_from or {"files": [], "pairs": self.background.pairs(),
+                                    "seed": self.background.seed()}
         inputs = []
         if self.input_spec:
             for path in self.input_spec["paths"]:
                 inputs.append(ProjectInput(path, self.input_spec["kind"], dict(self.input_spec["options"])))
         return Project(model=model, device=state.device,
                        anchors=None if anchors == builtin_anchors() else anchors,
-                       profile=self.profile_path, background_files=self.background.files(),
-                       background_pairs=self.background.pairs(), background_seed=self.background.seed(),
+                       profile=self.profile_path, background_files=built["files"],
+                       background_pairs=built["pairs"], background_seed=built["seed"],
                        inputs=inputs, settings={"metric": state.metric, "form": state.form})
 
     def save_project(self) -> None:
@@ -469,6 +491,7 @@ class MainWindow(QMainWindow):
                             form=project.settings.get("form", "calibrated"))
         self.background.set_options(project.background_pairs, project.background_seed)
         if project.background_files:
+            self.background.clear()
             self.background.add_paths([f for f in project.background_files if Path(f).exists()])
         wanted = project.model
         current = self.state.model_info
@@ -476,25 +499,32 @@ class MainWindow(QMainWindow):
                 (wanted is not None and current is not None and str(current.path) == wanted):
             self._continue_project()
         else:
-            self.model_runner.finished.connect(self._continue_project_once)
-            self.load_model(wanted, project.device)
-
-    def _continue_project_once(self, _embedder=None) -> None:
-        self.model_runner.finished.disconnect(self._continue_project_once)
-        QTimer.singleShot(0, self._continue_project)
+            self.load_model(wanted, project.device)      # _model_loaded continues the project
 
     def _continue_project(self) -> None:
-        project = getattr(self, "_pending_project", None)
+        """Second half of `open_project`, once its model is loaded: references, then inputs.
+
+        Steps that wait for a run to end are kept in ``_project_step`` and taken by the slots
+        that receive that run's result (no temporary signal connections).
+        """
+        project, self._pending_project = self._pending_project, None
         if project is None:
             return
-        self._pending_project = None
         if project.anchors is not None:
             self.anchors.set_anchor_set(project.anchors)
+        self._awaiting_profile = True
+        self.score_runner.cancel()      # a run with the old references must not be shown
         if project.profile:
             self.open_profile(project.profile)
-        elif project.anchors is not None:
-            self.profile_runner.finished.connect(self._apply_project_anchors_once)
-            self._project_anchors = project.anchors
+        elif project.background_files:
+            # the background was built, not saved: build it again (same files, pairs and seed)
+            self._project_step = ("rebuild", project)
+            if not self.background.runner.running:
+                self._background_read()
+        else:
+            # the built-in reference, with the project's anchors (if any) applied when it is ready
+            self._project_step = ("anchors", project) if project.anchors is not None else None
+            self.use_builtin_reference()
         usable = [i for i in project.inputs if Path(i.path).exists()]
         if usable:
             first = usable[0]
@@ -505,9 +535,27 @@ class MainWindow(QMainWindow):
                 per_file = bool(options.pop("per_file", False))
                 self._read_documents([i.path for i in usable], {**options, "per_file": per_file})
 
-    def _apply_project_anchors_once(self, _result=None) -> None:
-        self.profile_runner.finished.disconnect(self._apply_project_anchors_once)
-        QTimer.singleShot(0, lambda: self.apply_anchors(self._project_anchors))
+    def _take_project_step(self, kind: str) -> bool:
+        """Run the waiting project step if it is of `kind`; True if one ran."""
+        step = self._project_step
+        if step is None or step[0] != kind:
+            return False
+        self._project_step = None
+        project = step[1]
+        if kind == "anchors":
+            self.apply_anchors(project.anchors)
+            return True
+        documents = self.background.documents()
+        if documents is None:
+            self._references_failed()
+            self.show_error("Background not rebuilt", "The project's background files could not "
+                            "be read; see the Background tab.")
+            return True
+        self.build_background(documents, project.background_pairs, project.background_seed)
+        return True
+
+    def _background_read(self, _documents=None) -> None:
+        self._take_project_step("rebuild")
 
     def _remember_recent(self, path: str) -> None:
         recent = [p for p in self._recent() if p != path]

@@ -140,3 +140,35 @@ def test_closing_during_a_run_stops_its_thread(qtbot, tmp_path, monkeypatch):
     w.close()
     assert wait_for_workers(1_000)                  # close() already waited for the thread
     assert time.perf_counter() - started < 5
+
+
+def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(window, qtbot, tmp_path, pairs_csv):
+    from calibsim_gui.core.anchors import AnchorSet
+
+    anchors = AnchorSet.from_dict({"name": "mine", "levels": [
+        {"name": "low", "target": 0.1}, {"name": "high", "target": 1.0}], "pairs": [
+        {"level": "low", "text_a": "w1 w2 w3", "text_b": "w7 w8 w9"},
+        {"level": "high", "text_a": "w1 w2 w3", "text_b": "w1 w2 w3"}]})
+    window.anchors.set_anchor_set(anchors)
+    corpus = tmp_path / "bg.txt"
+    corpus.write_text("\n".join(random_sentences(1200, seed=8)))
+    window.background.add_paths([corpus])
+    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.build_background(window.background.documents(), 900, 4)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    before = window.state.results.frame.copy()
+    assert window.state.profile.anchors.name == "mine"
+    path = tmp_path / "p.calibsim"
+    window.write_project(str(path))
+
+    window.anchors.reset_to_builtin()
+    window.background.clear()
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.use_builtin_reference()
+    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+        window.open_project(str(path))
+    assert window.state.profile.anchors.name == "mine"
+    assert window.state.profile.background_pairs == 900
+    pd.testing.assert_frame_equal(window.state.results.frame, before)
