@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore_settings()
         if load_default_model:
-            QTimer.singleShot(0, lambda: self.load_model(None, "auto"))
+            QTimer.singleShot(0, self._load_default_model)
 
     # ------------------------------------------------------------------ set-up
 
@@ -150,8 +150,7 @@ class MainWindow(QMainWindow):
             runner.busy.connect(self._update_busy)
             runner.progress.connect(self._show_progress)
             if runner is not self.input_runner:
-                runner.failed.connect(lambda message, r=runner: self.show_error(
-                    f"{r.name.capitalize()} failed", message))
+                runner.failed.connect(self._run_failed)
         self.input_runner.failed.connect(self._input_failed)
         self.profile_runner.failed.connect(self._references_failed)
         self.background.runner.finished.connect(self._background_read)
@@ -199,6 +198,10 @@ class MainWindow(QMainWindow):
         if message:
             self.status_label.setText(message)
 
+    def _run_failed(self, message: str) -> None:
+        runner = self.sender()
+        self.show_error(f"{getattr(runner, 'name', 'task').capitalize()} failed", message)
+
     def show_error(self, title: str, message: str) -> None:
         self.status_label.setText(message.splitlines()[0])
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
@@ -220,6 +223,9 @@ class MainWindow(QMainWindow):
 
             self._cache = EmbeddingCache()
         return self._cache
+
+    def _load_default_model(self) -> None:
+        self.load_model(None, "auto")
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
         self.state.device = device
@@ -557,6 +563,9 @@ class MainWindow(QMainWindow):
     def _background_read(self, _documents=None) -> None:
         self._take_project_step("rebuild")
 
+    def _open_recent(self) -> None:
+        self.open_project(self.sender().data())
+
     def _remember_recent(self, path: str) -> None:
         recent = [p for p in self._recent() if p != path]
         self.settings.setValue("projects/recent", [path] + recent[: MAX_RECENT - 1])
@@ -570,7 +579,8 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         for path in self._recent():
             action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda _=False, p=path: self.open_project(p))
+            action.setData(path)
+            action.triggered.connect(self._open_recent)
         self.recent_menu.setEnabled(bool(self._recent()))
 
     # ------------------------------------------------------------------ window
