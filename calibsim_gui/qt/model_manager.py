@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import ModelInfo, available_devices, discover_models, inspect_model_folder
+from calibsim_gui.core.models import (ModelInfo, available_devices, discover_models,
+                                      fingerprint_folder, inspect_model_folder)
 from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"
@@ -54,6 +55,18 @@ def _key(path) -> Path:
     return Path(path).resolve()
 
 
+def _discover_with_fingerprints(folders, *, progress, should_stop):
+    """Models on disk and their fingerprints (weights are hashed once per process)."""
+    models = discover_models(folders)
+    fingerprints = {}
+    for done, info in enumerate(models):
+        if should_stop():
+            break
+        progress(done, len(models), f"fingerprinting {info.name}")
+        fingerprints[_key(info.path)] = fingerprint_folder(info.path, info.name).id
+    return models, fingerprints
+
+
 class ModelTableModel(QAbstractTableModel):
     """One row per discovered model; the loaded one is bold with a check mark."""
 
@@ -62,7 +75,7 @@ class ModelTableModel(QAbstractTableModel):
         self.models: list[ModelInfo] = []
         self._keys: list[Path] = []
         self.loaded: Path | None = None
-        self.fingerprints: dict[Path, str] = {}     # ids of models loaded in this session
+        self.fingerprints: dict[Path, str] = {}     # fingerprint ids by model folder
 
     def set_models(self, models) -> None:
         self.beginResetModel()
@@ -229,8 +242,7 @@ class ModelManager(QWidget):
             self.load_requested.emit(info, self.device())
 
     def rescan(self) -> None:
-        folders = list(self._folders)
-        self.discovery.start(lambda progress, should_stop: discover_models(folders))
+        self.discovery.start(_discover_with_fingerprints, list(self._folders))
 
     def add_folder(self, path) -> bool:
         """Remember a model folder and list it; a folder that is no model shows why."""
@@ -284,8 +296,10 @@ class ModelManager(QWidget):
     def _is_added(self, info: ModelInfo) -> bool:
         return info.source == "local" and _key(info.path) in {_key(f) for f in self._folders}
 
-    def _show_models(self, models) -> None:
+    def _show_models(self, found) -> None:
+        models, fingerprints = found
         previous = self.selected_model()
+        self.table_model.fingerprints.update(fingerprints)
         self.table_model.set_models(models)
         listed = set(self.table_model._keys)
         missing = [f for f in self._folders if _key(f) not in listed]

@@ -3,7 +3,7 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from calibsim_gui.core.models import BUILTIN_MODEL_NAME, discover_models
+from calibsim_gui.core.models import BUILTIN_MODEL_NAME, discover_models, fingerprint_folder
 from calibsim_gui.qt import model_manager as mm
 from calibsim_gui.qt.model_manager import COLUMNS, ModelManager
 from calibsim_gui.qt.state import AppState
@@ -58,7 +58,7 @@ def test_lists_the_builtin_model_and_load_emits_it_with_the_device(qtbot, device
     assert cell(manager, 0, "Name") == BUILTIN_MODEL_NAME
     assert cell(manager, 0, "Source") == "built-in"
     assert cell(manager, 0, "Dimension") == "384"
-    assert cell(manager, 0, "Fingerprint") == "—"
+    assert cell(manager, 0, "Fingerprint") == fingerprint_folder(builtin.path, builtin.name).id   # before loading
     assert manager.selected_model() == builtin
     assert "Safe weights: yes" in manager.details.text()
 
