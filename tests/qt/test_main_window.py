@@ -35,6 +35,16 @@ def pairs_csv(tmp_path):
     return path
 
 
+def build_background(window, qtbot, tmp_path, *, sentences, pairs, seed):
+    """Add a random corpus on the Background tab and build a profile from it."""
+    corpus = tmp_path / "bg.txt"
+    corpus.write_text("\n".join(random_sentences(sentences, seed=8)))
+    window.background.add_paths([corpus])
+    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.build_background(window.background.documents(), pairs, seed)
+
+
 def drop(widget, paths):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
@@ -60,12 +70,7 @@ def test_dropping_a_pairs_file_shows_raw_and_calibrated_results(window, qtbot, p
 
 
 def test_building_a_background_adds_percentiles(window, qtbot, tmp_path, pairs_csv):
-    corpus = tmp_path / "bg.txt"
-    corpus.write_text("\n".join(random_sentences(1500, seed=8)))
-    window.background.add_paths([corpus])
-    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
-        window.build_background(window.background.documents(), 1000, 3)
+    build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
     assert window.state.profile.has_background
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_inputs([pairs_csv])
@@ -150,12 +155,7 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
         {"level": "low", "text_a": "w1 w2 w3", "text_b": "w7 w8 w9"},
         {"level": "high", "text_a": "w1 w2 w3", "text_b": "w1 w2 w3"}]})
     window.anchors.set_anchor_set(anchors)
-    corpus = tmp_path / "bg.txt"
-    corpus.write_text("\n".join(random_sentences(1200, seed=8)))
-    window.background.add_paths([corpus])
-    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
-        window.build_background(window.background.documents(), 900, 4)
+    build_background(window, qtbot, tmp_path, sentences=1200, pairs=900, seed=4)
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_inputs([pairs_csv])
     before = window.state.results.frame.copy()
