@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QCoreApplication, QEvent, QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from calibsim_gui.core import models
@@ -25,6 +25,8 @@ def window(qtbot, monkeypatch):
     yield w
     w.close()
     assert wait_for_workers(10_000)
+    w.deleteLater()              # free the window now, not at interpreter exit
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture
