@@ -297,6 +297,18 @@ def _pair_numbers(rows) -> str:
 # --------------------------------------------------------------------------- pairs
 
 
+class ColumnsNotFound(InputError):
+    """The two text columns of a pairs file could not be recognised.
+
+    ``columns`` lists the file's columns and ``preview`` holds its first rows, so an interface
+    can ask the user which columns to use.
+    """
+
+    def __init__(self, message, *, columns, preview, **where):
+        super().__init__(message, **where)
+        self.columns, self.preview = columns, preview
+
+
 @dataclass(frozen=True)
 class PairTable:
     """Text pairs read from one file; `frame` keeps every input column as strings."""
@@ -373,9 +385,10 @@ def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
             candidates = _text_columns(frame)
             found = candidates if len(candidates) == 2 else None
         if found is None:
-            raise InputError(
+            raise ColumnsNotFound(
                 f"has no recognised pair of text columns; its columns are {_names(frame.columns)}.",
                 path=path, fix="name the two text columns with --text-a COL --text-b COL.",
+                columns=[str(c) for c in frame.columns], preview=frame.head(5),
             )
         a, b = a or found[0], b or found[1]
     if a == b:

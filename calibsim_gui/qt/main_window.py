@@ -50,6 +50,16 @@ def _load_and_warm_up(info_or_spec, device, *, progress, should_stop):
     return embedder
 
 
+def _read_pairs_or_columns(path, options, *, progress, should_stop):
+    """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user."""
+    from calibsim_gui.core.inputs import ColumnsNotFound, load_pairs
+
+    try:
+        return load_pairs(path, **options)
+    except ColumnsNotFound as problem:
+        return problem
+
+
 class MainWindow(QMainWindow):
     """Panels in tabs over one `AppState`; every long action runs in a `TaskRunner`."""
 
@@ -69,6 +79,7 @@ class MainWindow(QMainWindow):
         self._project_step = None                     # ("rebuild" | "anchors", project) waiting for a run
         self.built_from: dict | None = None           # files, pairs, seed of a background built here
         self._cache = None
+        self._last_error: QMessageBox | None = None   # the latest error box (not modal)
 
         self.model_runner = TaskRunner("loading model", self)
         self.profile_runner = TaskRunner("preparing references", self)
@@ -347,10 +358,8 @@ class MainWindow(QMainWindow):
         self._read_documents(paths, {**(options or {}), "per_file": per_file})
 
     def _read_pairs(self, path: str, options: dict) -> None:
-        from calibsim_gui.core.inputs import load_pairs
-
         self.input_spec = {"paths": [path], "kind": "pairs", "options": options}
-        self.input_runner.start(lambda progress, should_stop: load_pairs(path, **options))
+        self.input_runner.start(_read_pairs_or_columns, path, options)
 
     def _read_documents(self, paths: list[str], options: dict) -> None:
         from calibsim_gui.core.inputs import load_documents
@@ -359,34 +368,25 @@ class MainWindow(QMainWindow):
         self.input_runner.start(lambda progress, should_stop: load_documents(paths, **options))
 
     def _input_read(self, value) -> None:
+        from calibsim_gui.core.inputs import ColumnsNotFound
+
+        if isinstance(value, ColumnsNotFound):
+            self.ask_columns(value)
+            return
         self.state.set_input(value)
         self.tabs.setCurrentWidget(self.results)
         self.rescore()
 
     def _input_failed(self, message: str) -> None:
-        spec = self.input_spec or {}
-        if spec.get("kind") == "pairs" and "--text-a" in message:
-            self.ask_columns(spec["paths"][0], message)
-        else:
-            self.show_error("Cannot read the input", message)
+        self.show_error("Cannot read the input", message)
 
-    def ask_columns(self, path: str, message: str) -> None:
-        """Let the user map columns when they could not be detected."""
-        import pandas as pd
-
-        from calibsim_gui.core.inputs import read_text_file
-
-        try:
-            import io
-
-            preview = pd.read_csv(io.StringIO(read_text_file(path)), sep=None, engine="python",
-                                  nrows=5, dtype=str, keep_default_na=False)
-        except Exception:
-            self.show_error("Cannot read the columns", message)
-            return
-        dialog = ColumnMappingDialog(path, list(preview.columns), None, self, preview=preview)
+    def ask_columns(self, problem) -> None:
+        """Let the user say which columns hold the texts when they could not be recognised."""
+        dialog = ColumnMappingDialog(problem.path, problem.columns, None, self, preview=problem.preview)
         if dialog.exec() == QDialog.DialogCode.Accepted:
-            self._read_pairs(path, dialog.mapping())
+            self._read_pairs(str(problem.path), dialog.mapping())
+        else:
+            self.show_error("Cannot read the input", str(problem))
 
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""

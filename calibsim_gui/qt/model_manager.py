@@ -24,8 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import (ModelInfo, available_devices, discover_models,
-                                      fingerprint_folder, inspect_model_folder)
+from calibsim_gui.core.models import (
+    ModelInfo,
+    available_devices,
+    discover_models,
+    fingerprint_folder,
+    inspect_model_folder,
+)
 from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"

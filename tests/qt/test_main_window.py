@@ -174,3 +174,28 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
     assert window.state.profile.anchors.name == "mine"
     assert window.state.profile.background_pairs == 900
     pd.testing.assert_frame_equal(window.state.results.frame, before)
+
+
+def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_path, monkeypatch):
+    import calibsim_gui.qt.main_window as main_window
+
+    asked = {}
+
+    class Answer:
+        def __init__(self, path, columns, guess, parent, *, preview):
+            asked.update(columns=columns, rows=len(preview))
+
+        def exec(self):
+            return main_window.QDialog.DialogCode.Accepted
+
+        def mapping(self):
+            return {"text_a": "left text", "text_b": "other", "label": None}
+
+    monkeypatch.setattr(main_window, "ColumnMappingDialog", Answer)
+    path = tmp_path / "odd.csv"
+    pd.DataFrame({"left text": random_sentences(6, seed=1), "other": random_sentences(6, seed=2),
+                  "note": random_sentences(6, seed=3)}).to_csv(path, index=False)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([path])
+    assert asked == {"columns": ["left text", "other", "note"], "rows": 5}
+    assert window.state.input.text_a == "left text" and len(window.state.results.frame) == 6
