@@ -176,6 +176,7 @@ class MainWindow(QMainWindow):
         self.background.profile_open_requested.connect(self.open_profile)
         self.background.builtin_requested.connect(self.use_builtin_reference)
         self.state.results_changed.connect(self._results_changed)
+        self.state.view_changed.connect(self._view_changed)
 
     # ------------------------------------------------------------------ status
 
@@ -407,6 +408,14 @@ class MainWindow(QMainWindow):
             self.score_runner.start(lambda progress, should_stop: score_matrix(
                 inputs, embedder, profile, metric=state.metric, forms=("calibrated",), cache=cache,
                 progress=progress, should_stop=should_stop))
+
+    def _view_changed(self) -> None:
+        """A document matrix holds one metric: compute it again when another is chosen."""
+        from calibsim_gui.core.analysis import DocumentMatrix
+
+        results = self.state.results
+        if isinstance(results, DocumentMatrix) and results.metric != self.state.metric:
+            self.rescore()
 
     def _scored_chunk(self, chunk) -> None:
         self.distributions.add_partial(chunk)

@@ -86,6 +86,9 @@ def test_documents_become_a_heatmap(window, qtbot, tmp_path):
         window.open_inputs([docs], per_file=False)
     assert isinstance(window.state.results, DocumentMatrix)
     assert window.heatmap.shown_matrix().shape == (12, 12)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.state.set_view(metric="euclidean")
+    assert window.state.results.metric == "euclidean"
 
 
 def test_project_saves_and_reopens_with_the_same_results(window, qtbot, tmp_path, pairs_csv):
