@@ -251,7 +251,7 @@ def _print_score_summary(scored) -> None:
 def cmd_score(args) -> int:
     from calibsim_gui.core.analysis import score_pairs
     from calibsim_gui.core.inputs import load_pairs
-    from calibsim_gui.core.output import check_output_path, write_scored_pairs
+    from calibsim_gui.core.output import check_output_path, sidecar_path, write_scored_pairs
 
     if args.out and args.out != "-":
         check_output_path(args.out, inputs=[args.pairs], force=args.force)
@@ -269,12 +269,14 @@ def cmd_score(args) -> int:
     if args.out == "-":
         scored.frame.to_csv(sys.stdout, index=False, float_format="%.10g")
         return 0
-    if args.out:
-        write_scored_pairs(scored, args.out)
     if not args.quiet:
         _print_score_summary(scored)
-    print(f"wrote {args.out} and {args.out}.provenance.json" if args.out and not args.out.endswith(".json")
-          else f"wrote {args.out}" if args.out else "(add --out FILE.csv to save the scores)")
+    if not args.out:
+        print("(add --out FILE.csv to save the scores)")
+        return 0
+    written = write_scored_pairs(scored, args.out)
+    sidecar = "" if written.suffix.lower() == ".json" else f" and {sidecar_path(written)}"
+    print(f"wrote {written}{sidecar}")
     return 0
 
 
