@@ -20,9 +20,12 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui import __version__
+from calibsim_gui.core.analysis import DocumentMatrix
+from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.anchor_editor import AnchorEditor
 from calibsim_gui.qt.background_loader import BackgroundLoader
+from calibsim_gui.qt.export_dialog import ExportDialog
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
@@ -48,6 +51,18 @@ def _load_and_warm_up(info_or_spec, device, *, progress, should_stop):
     embedder = load_model(info_or_spec, device=device)
     embedder.encode_batch(["calibsim warms up the model"])
     return embedder
+
+
+def _export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop):
+    """Build the report and write it (plus its figures when asked); returns the files written."""
+    from calibsim_gui.core.reports import build_report, write_figures, write_report
+
+    report = build_report(results, profile, metric=metric, form=form)
+    written = [write_report(report, path, force=force, inputs=report.input_files, progress=progress,
+                            should_stop=should_stop)]
+    if figures:
+        written += write_figures(report, path, force=force)
+    return written
 
 
 def _read_pairs_or_columns(path, options, *, progress, should_stop):
@@ -85,7 +100,9 @@ class MainWindow(QMainWindow):
         self.profile_runner = TaskRunner("preparing references", self)
         self.input_runner = TaskRunner("reading input", self)
         self.score_runner = TaskRunner("scoring", self)
-        self.runners = (self.model_runner, self.profile_runner, self.input_runner, self.score_runner)
+        self.export_runner = TaskRunner("exporting report", self)
+        self.runners = (self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
+                        self.export_runner)
 
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
@@ -146,7 +163,8 @@ class MainWindow(QMainWindow):
         self._action(file, "&Save project", self.save_project, QKeySequence.StandardKey.Save)
         self._action(file, "Save project &as…", self.save_project_as, "Ctrl+Shift+S")
         file.addSeparator()
-        self._action(file, "&Export results (CSV)…", self.export_results, "Ctrl+E")
+        self._action(file, "&Export report…", self.export_report, "Ctrl+E",
+                     "Write the results as an HTML/PDF report, XLSX, JSON or CSV")
         file.addSeparator()
         self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view = self.menuBar().addMenu("&View")
@@ -170,6 +188,7 @@ class MainWindow(QMainWindow):
         self.input_runner.finished.connect(self._input_read)
         self.score_runner.partial.connect(self._scored_chunk)
         self.score_runner.finished.connect(self._scored)
+        self.export_runner.finished.connect(self._exported)
         self.models.load_requested.connect(self.load_model)
         self.anchors.anchors_applied.connect(self.apply_anchors)
         self.background.build_requested.connect(self.build_background)
@@ -411,8 +430,6 @@ class MainWindow(QMainWindow):
 
     def _view_changed(self) -> None:
         """A document matrix holds one metric: compute it again when another is chosen."""
-        from calibsim_gui.core.analysis import DocumentMatrix
-
         results = self.state.results
         if isinstance(results, DocumentMatrix) and results.metric != self.state.metric:
             self.rescore()
@@ -429,14 +446,40 @@ class MainWindow(QMainWindow):
             self._update_busy()
             self.results_shown.emit()
 
-    def export_results(self) -> None:
-        if self.state.results is None or not hasattr(self.state.results, "frame"):
-            self.show_error("Nothing to export", "Score a pairs file first.")
+    def export_report(self) -> None:
+        """Ask where and how (Export dialog), then write the report in a worker."""
+        results, profile = self.state.results, self.state.profile
+        if results is None or profile is None:
+            self.show_error("Nothing to export", "Score a pairs file or a document set first.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export results", "scored.csv", "CSV (*.csv)")
-        if path:
-            self.results.export_csv(path)
-            self.status_label.setText(f"Wrote {path}")
+        metrics = ([results.metric] if isinstance(results, DocumentMatrix) else
+                   [m for m in METRICS if f"{m}_raw" in results.frame.columns])
+        dialog = ExportDialog(default_path=self._default_export_path(), metrics=metrics,
+                              forms=self.state.forms(), metric=self.state.metric, form=self.state.form,
+                              figures=self.settings.value("export/figures", False, type=bool), parent=self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.start_export(**dialog.options())
+
+    def _default_export_path(self) -> str:
+        suffix = self.settings.value("export/format", ".html")
+        folder = self.settings.value("export/folder", "")
+        stem = "calibsim-report"
+        if self.input_spec:
+            first = Path(self.input_spec["paths"][0])
+            stem, folder = f"{first.stem}-report", folder or str(first.parent)
+        return str(Path(folder or Path.home()) / f"{stem}{suffix}")
+
+    def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
+        """Write the current results to `path` (format by extension) in the export worker."""
+        self.settings.setValue("export/format", Path(path).suffix.lower())
+        self.settings.setValue("export/folder", str(Path(path).parent))
+        self.settings.setValue("export/figures", figures)
+        self.export_runner.start(_export_report, self.state.results, self.state.profile, path=path,
+                                 metric=metric, form=form, figures=figures, force=force)
+
+    def _exported(self, written) -> None:
+        extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
+        self.status_label.setText(f"Exported {written[0]}{extra}")
 
     # ------------------------------------------------------------------ projects
 

@@ -13,11 +13,15 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from calibsim_gui.core.analysis import DocumentMatrix, PairChunk, ScoredPairs
+from calibsim_gui.core.distributions import (
+    anchor_medians,
+    background_items,
+    calibrate_form,
+    histograms,
+)
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 
-MAX_BINS = 60
-MIN_BINS = 24
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
 MAX_TICKED_DOCUMENTS = 40
 FIXED_LEVELS = {"calibrated": (0.0, 1.0), "anchor_minmax": (0.0, 1.0), "bg_minmax": (0.0, 1.0),
@@ -27,19 +31,6 @@ USER_COLOR = QColor(245, 133, 24)
 SELECTED_COLOR = QColor(214, 39, 40)
 ANCHOR_PEN = pg.mkPen(QColor(128, 128, 128), width=1.2, style=Qt.PenStyle.DashLine)
 SELECTED_PEN = pg.mkPen(SELECTED_COLOR, width=2.5)
-
-
-def _histogram_edges(n_user: int, *groups) -> np.ndarray:
-    """Equal bins spanning every finite value of `groups`; fewer bins for few user pairs."""
-    values = np.concatenate([np.asarray(g, dtype=float).ravel() for g in groups] + [np.zeros(0)])
-    values = values[np.isfinite(values)]
-    bins = int(np.clip(2 * np.sqrt(n_user), MIN_BINS, MAX_BINS)) if n_user else MAX_BINS
-    if not len(values):
-        return np.linspace(0.0, 1.0, bins + 1)
-    lo, hi = float(values.min()), float(values.max())
-    if hi - lo < 1e-9:
-        lo, hi = lo - 0.5, hi + 0.5
-    return np.linspace(lo, hi, bins + 1)
 
 
 def short_label(label: str) -> str:
@@ -306,32 +297,19 @@ class DistributionPlot(QWidget):
 
     def _calibrate(self, metric: str, form: str, raw) -> np.ndarray:
         """`raw` scores of `metric` in calibrated `form` (only that form is computed)."""
-        calibrator = self.state.profile.metrics[metric].calibrators[form]
-        return calibrator.transform(METRICS[metric].as_similarity(raw)) if len(raw) else np.zeros(0)
+        return calibrate_form(self.state.profile, metric, form, raw)
 
     def _background(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """Background scores in the metric's raw orientation, with weights (empty if none)."""
-        profile = self.state.profile
-        sketch = profile.metrics[metric].background if profile and metric in profile.metrics else None
-        if sketch is None or sketch.n == 0:
-            return np.zeros(0), np.zeros(0)
-        if metric not in self._sketch_cache:
-            items, weights = sketch.weighted_items()
-            self._sketch_cache[metric] = (METRICS[metric].as_similarity(items), weights)
+        if metric not in self._sketch_cache:          # cleared when the profile changes
+            self._sketch_cache[metric] = background_items(self.state.profile, metric)
         return self._sketch_cache[metric]
 
     def _anchor_medians(self, metric: str) -> list[tuple[str, float]]:
         """(level label, median raw score) for every anchor level with pairs."""
-        profile = self.state.profile
-        if profile is None or metric not in profile.metrics:
-            return []
         key = f"anchors:{metric}"
-        if key not in self._sketch_cache:          # cleared when the profile changes
-            scores = profile.metrics[metric].anchor_scores
-            levels = np.array([pair.level for pair in profile.anchors.pairs])
-            self._sketch_cache[key] = [
-                (level.label, float(METRICS[metric].as_similarity(np.median(scores[levels == level.name]))))
-                for level in profile.anchors.levels if (levels == level.name).any()]
+        if key not in self._sketch_cache:
+            self._sketch_cache[key] = anchor_medians(self.state.profile, metric)
         return self._sketch_cache[key]
 
     # ------------------------------------------------------------------ drawing
@@ -373,11 +351,7 @@ class DistributionPlot(QWidget):
         return self._calibrate(metric, form, user_raw)
 
     def _draw_panel(self, panel: _HistogramPanel, user, bg_values, bg_weights, anchors) -> None:
-        edges = _histogram_edges(len(user), user, bg_values, [value for _, value in anchors])
-        density = (np.histogram(bg_values, edges, weights=bg_weights, density=True)[0]
-                   if len(bg_values) else np.zeros(0))
-        counts = np.histogram(user, edges)[0].astype(float)
-        panel.set_histograms(edges, density, counts)
+        panel.set_histograms(*histograms(user, bg_values, bg_weights, anchors))
         panel.set_anchors(anchors, self.palette())
 
     def _update_selected(self) -> None:

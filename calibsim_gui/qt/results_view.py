@@ -29,8 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
-from calibsim_gui.core.atomic import atomic_path
-from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 
@@ -450,12 +448,3 @@ class ResultsView(QWidget):
             selection.setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect
                                       | QItemSelectionModel.SelectionFlag.Rows)
             self.table.scrollTo(index)
-
-    # ------------------------------------------------------------------ export
-
-    def export_csv(self, path) -> None:
-        """Write the whole shown frame (unfiltered, input order) to `path`, atomically."""
-        if not len(self.model.frame.columns):
-            raise CalibsimError("There are no results to export yet.")
-        with atomic_path(path) as tmp:
-            self.model.frame.to_csv(tmp, index=False)

@@ -177,16 +177,6 @@ def test_document_set_shows_its_most_similar_pairs(view, profile, tmp_path):
     assert calibrated[0] == pytest.approx(off_diagonal.max(), abs=1e-4)
 
 
-def test_export_writes_the_unfiltered_frame(view, qtbot, tmp_path, scored):
-    view.filter_edit.setText("cat")
-    qtbot.waitUntil(lambda: view.model.rowCount() == 2)
-    out = tmp_path / "out" / "scored.csv"
-    view.export_csv(out)
-    written = pd.read_csv(out)
-    assert len(written) == len(PAIRS)
-    assert list(written.columns) == list(scored.frame.columns)
-
-
 def test_model_handles_100k_rows(qtbot):
     rng = np.random.default_rng(0)
     n = 100_000

@@ -1,0 +1,97 @@
+"""Calibrated reports: one `Report`, written as HTML, PDF, XLSX, JSON, CSV/TSV, or figures alone.
+
+The GUI's Export dialog and the CLI's ``--out`` both call `write_report`; every file is written
+to a temporary name and renamed into place, so a failure never leaves half a report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibsim_gui.core.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.errors import CalibsimError, Cancelled, InputError
+from calibsim_gui.core.output import (
+    FIGURE_FORMATS,
+    REPORT_FORMATS,
+    TABLE_SUFFIXES,
+    check_output_path,
+    figure_path,
+    figure_paths,
+    write_matrix,
+    write_scored_pairs,
+)
+from calibsim_gui.core.reports.content import Report, build_report
+
+__all__ = ["FIGURE_FORMATS", "REPORT_FORMATS", "Report", "build_report", "figure_paths",
+           "write_figures", "write_report"]
+
+
+def _no_progress(done: int, total: int, message: str) -> None:
+    pass
+
+
+def _stopper(should_stop):
+    def check() -> None:
+        if should_stop is not None and should_stop():
+            raise Cancelled("export stopped; nothing was written")
+    return check
+
+
+def write_report(report: Report, path, *, force: bool = False, inputs=(), progress=None,
+                 should_stop=None) -> Path:
+    """Write `report` in the format named by `path`'s extension (see `REPORT_FORMATS`).
+
+    Refuses to replace an input or (without `force`) an existing file. CSV/TSV hold the table
+    (a document set: the featured form's square matrix) plus ``<out>.provenance.json``.
+    A stop request (`should_stop()` true) raises `Cancelled` and leaves no file.
+    """
+    from calibsim_gui.core.reports import html, pdf, tables
+
+    path = check_output_path(path, inputs=inputs, force=force)
+    progress = progress or _no_progress
+    check = _stopper(should_stop)
+    suffix = path.suffix.lower()
+    progress(0, 3, f"writing {path.name}")
+    try:
+        if suffix in TABLE_SUFFIXES:
+            if report.kind == "pairs":
+                write_scored_pairs(report.result, path)
+            else:
+                form = report.form if report.form in report.result.matrices else "raw"
+                write_matrix(report.result, path, form=form)
+        elif suffix == ".json":
+            write_text_atomic(path, tables.report_json(report))
+        elif suffix == ".html":
+            progress(1, 3, "drawing figures")
+            report.figures                       # drawn now, so progress can say so
+            check()
+            progress(2, 3, "writing HTML")
+            write_text_atomic(path, html.render_html(report))
+        else:
+            with atomic_path(path) as tmp:
+                if suffix == ".xlsx":
+                    tables.write_xlsx(report, tmp)
+                else:
+                    pdf.render_pdf(report, tmp, progress=progress, check=check)
+    except OSError as exc:
+        raise CalibsimError(f"could not write {path}: {exc.strerror or exc}. Nothing was written; "
+                            "check the folder exists and is writable, and that there is free space.") from exc
+    progress(3, 3, f"wrote {path.name}")
+    return path
+
+
+def write_figures(report: Report, path, *, force: bool = False) -> list[Path]:
+    """Write each figure beside `path` as ``<stem>-<figure>.png`` and ``.svg``; returns the files."""
+    targets = [(figure, figure_path(path, figure.name, suffix))
+               for figure in report.figures for suffix in FIGURE_FORMATS]
+    existing = [t for _, t in targets if t.exists()]
+    if existing and not force:
+        raise InputError("a figure file exists already.", path=existing[0],
+                         fix="choose another name, or add --force to replace it")
+    for figure, target in targets:
+        if target.suffix == ".svg":
+            write_text_atomic(target, figure.svg)
+        else:
+            with atomic_path(target) as tmp:
+                Path(tmp).write_bytes(figure.png)
+    return [t for _, t in targets]

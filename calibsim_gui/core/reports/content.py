@@ -1,0 +1,314 @@
+"""What a report says, independent of its file format: summary, tables, notes, how to read."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.distributions import anchor_medians, calibrate_form
+from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.provenance import file_digest
+
+MAX_READABLE_ROWS = 5000        # HTML/PDF tables; every row is in CSV/XLSX/JSON
+TOP_DOCUMENT_PAIRS = 50
+BUILTIN_PROFILE_PREFIX = "built-in"
+
+
+def _how_to_read(form: str, profile, provenance: dict, metric: str) -> str:
+    """Plain-language reading of one form, with its caveats and this report's numbers."""
+    n_bg = profile.background_pairs
+    levels = len(profile.anchors.levels)
+    text = {
+        "raw": f"The model's own {metric} score. Its scale belongs to this model: the same pair can "
+               "score 0.9 with one model and 0.3 with another, so a raw number alone does not say "
+               "whether a pair is similar. Read it against the anchor levels and the background in this report.",
+        "calibrated": f"Expected similarity on a 0-1 human scale. Each of the {levels} anchor levels "
+                      "(identical, paraphrase, ... unrelated) is pinned to its target on that scale at "
+                      "the median score of its pairs; scores between levels are interpolated linearly. "
+                      "Caveat: it is only as good as the anchors; it says how a score compares with the "
+                      "anchor pairs, not what a person would answer for this pair.",
+        "anchor_minmax": "0 at the median score of the lowest anchor level, 1 at the highest; values "
+                         "outside 0-1 lie beyond the anchors. Caveat: only two anchor levels set the scale.",
+        "bg_minmax": f"0 at the least similar of the {n_bg:,} random background pairs, 1 at the most "
+                     "similar. Caveat: the extremes of a random sample move when the background changes.",
+        "bg_zscore": "How many standard deviations a score lies above the mean random background pair. "
+                     "Caveat: background scores are not normally distributed, so a z-score of 3 is not "
+                     "a 0.1 % tail probability; use the percentile or surprise for that.",
+        "bg_surprise": "-log10 of the probability that a random background pair scores at least this "
+                       "high: 2 means 1 in 100, 3 means 1 in 1,000. Beyond the sample the upper tail is "
+                       "fitted (generalised Pareto), so very high scores keep their order. Caveat: values "
+                       f"above log10({n_bg:,}) = {np.log10(max(n_bg, 1)):.1f} come from the fitted tail.",
+        "query_zscore": "A local scale: the pair's score compared with each text's own scores against "
+                        "1,000 background texts (mean of the two z-scores). It says how unusual the "
+                        "second text is for the first, whatever the model's global scale.",
+    }.get(form)
+    if form == "bg_percentile":
+        sat = provenance.get("background_saturation", {}).get(metric, {})
+        halfwidth = sat.get("percentile_halfwidth",
+                            getattr(profile.metrics[metric].calibrators.get("bg_percentile"),
+                                    "halfwidth_", float("nan")))
+        text = (f"The percent of the {n_bg:,} random background pairs that score lower (ties count "
+                f"half). Caveat: its resolution is limited by the background size: every percentile is "
+                f"uncertain by ±{halfwidth:.2f} points (95 %), and above the 99th percentile it cannot "
+                "separate pairs well.")
+        if "share_beyond_p99" in sat:
+            text += (f" Here {sat['share_beyond_p99']:.1%} of the pairs score above the background's "
+                     "99th percentile; rank those with calibrated or bg_surprise.")
+    return text or FORM_DESCRIPTIONS.get(form, form)
+
+
+def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str]:
+    """Command lines that re-create this report's numbers from the same inputs."""
+    prov = result.provenance
+    model = prov["model"]["name"]
+    model_opt = [] if model == "all-MiniLM-L6-v2" else ["--model", model]
+    commands, profile_opt = [], []
+    name = str(profile.provenance.get("name", ""))
+    if not name.startswith(BUILTIN_PROFILE_PREFIX):
+        out = name if name.endswith(".calibsim-profile") else "reference.calibsim-profile"
+        background = profile.provenance.get("background") or {}
+        build = ["calibsim", "profile", "build", *model_opt, "--out", out]
+        if background.get("files"):
+            build += ["--background", *[f["name"] for f in background["files"]],
+                      "--pairs", str(background.get("pairs")), "--seed", str(background.get("seed"))]
+        if profile.anchors.name != "calibsim built-in STS ladder":
+            build += ["--anchors", f"{profile.anchors.name}.json"]
+        commands.append(shlex.join(build))
+        profile_opt = ["--profile", out]
+    if isinstance(result, ScoredPairs):
+        cmd = ["calibsim", "score", input_name, *model_opt, *profile_opt]
+        if set(metrics) != set(METRICS):
+            cmd += ["--metrics", ",".join(metrics)]
+        cmd += ["--out", "report.html"]
+    else:
+        files = [Path(f).name for f in prov["documents"]["files"]]
+        cmd = ["calibsim", "matrix", *files, *model_opt, *profile_opt, "--metric", result.metric,
+               "--out", "report.html"]
+    commands.append(shlex.join(cmd))
+    return commands
+
+
+def _result_metrics(result) -> list[str]:
+    if isinstance(result, DocumentMatrix):
+        return [result.metric]
+    return [m for m in METRICS if f"{m}_raw" in result.frame.columns]
+
+
+@dataclass
+class Report:
+    """One analysis with its references, ready to be written in any format.
+
+    Attributes
+    ----------
+    result : ScoredPairs or DocumentMatrix
+    profile : ReferenceProfile
+        The references the result was calibrated with.
+    metric, form : str
+        Metric and calibrated form featured in readable tables and figures.
+    """
+
+    result: ScoredPairs | DocumentMatrix
+    profile: object
+    metric: str
+    form: str
+
+    @property
+    def kind(self) -> str:
+        return "pairs" if isinstance(self.result, ScoredPairs) else "matrix"
+
+    @property
+    def provenance(self) -> dict:
+        return self.result.provenance
+
+    @property
+    def input_files(self) -> list[Path]:
+        prov = self.provenance
+        files = [prov["pairs"]["file"]] if self.kind == "pairs" else prov["documents"]["files"]
+        return [Path(f) for f in files]
+
+    @property
+    def title(self) -> str:
+        names = ", ".join(f.name for f in self.input_files[:3])
+        more = f" and {len(self.input_files) - 3} more" if len(self.input_files) > 3 else ""
+        return f"calibsim report: {names}{more}"
+
+    @property
+    def metrics(self) -> list[str]:
+        return _result_metrics(self.result)
+
+    @functools.cached_property
+    def input_digests(self) -> dict[str, str]:
+        """sha256 of every input file still on disk (what a reader checks to reproduce)."""
+        return {str(f): file_digest(f) for f in self.input_files if f.is_file()}
+
+    def summary(self) -> list[tuple[str, str]]:
+        """(label, value) rows of the summary that opens every report."""
+        prov, profile = self.provenance, self.profile
+        model = prov["model"]
+        refs = prov["references"]
+        bg = profile.provenance.get("background") or {}
+        rows = [("Created", prov["created"]),
+                ("Model", model["name"]),
+                ("Model fingerprint", model["digest"]),
+                ("Device", str(model["device"])),
+                ("Max sequence length", f"{model['max_seq_length']} tokens")]
+        if self.kind == "pairs":
+            pairs = prov["pairs"]
+            rows.append(("Input", f"{pairs['file']}: {pairs['scored']:,} of {pairs['rows']:,} pairs scored"))
+        else:
+            docs = prov["documents"]
+            rows.append(("Input", f"{docs['count']:,} documents from {len(docs['files'])} file(s)"))
+        rows += [(f"Input sha256 ({Path(f).name})", d) for f, d in self.input_digests.items()]
+        rows.append(("Reference profile", str(refs["profile"])))
+        rows.append(("Anchors", f"{refs['anchors']} ({refs['anchor_pairs']} pairs in "
+                                f"{len(profile.anchors.levels)} levels)"))
+        if profile.has_background:
+            files = ", ".join(f"{f['name']} (sha256 {f['sha256'][:12]}…)" for f in bg.get("files", []))
+            rows.append(("Background", f"{profile.background_pairs:,} random pairs of "
+                                       f"{bg.get('sentences', '?'):,} sentences, seed {bg.get('seed', '?')}"
+                         + (f", from {files}" if files else "")))
+            if bg.get("corpus"):
+                rows.append(("Background corpus", bg["corpus"]))
+        else:
+            rows.append(("Background", "none (anchor calibrations only)"))
+        enc = prov["encoding"]
+        rows.append(("Encoding", f"{enc['distinct_texts']:,} distinct texts, {enc['from_cache']:,} from "
+                                 f"the embedding cache, {enc['truncated']:,} truncated"))
+        rows.append(("Metrics", ", ".join(self.metrics)))
+        rows.append(("Versions", ", ".join(f"{k} {v}" for k, v in prov["versions"].items())))
+        return rows
+
+    def anchors_table(self) -> pd.DataFrame:
+        """Anchor levels with their target, pair count and median score (raw and calibrated)."""
+        profile, metric = self.profile, self.metric
+        counts = pd.Series([p.level for p in profile.anchors.pairs]).value_counts()
+        medians = dict(anchor_medians(profile, metric))
+        rows = []
+        for level in profile.anchors.levels:
+            raw = medians.get(level.label, np.nan)
+            cal = calibrate_form(profile, metric, self.form, [raw])[0] if np.isfinite(raw) else np.nan
+            rows.append({"level": level.label, "target": level.target,
+                         "pairs": int(counts.get(level.name, 0)),
+                         f"{metric}_raw (median)": raw, f"{metric}_{self.form}": cal})
+        return pd.DataFrame(rows)
+
+    def agreement_table(self) -> pd.DataFrame | None:
+        """Spearman (x100) of every score column with the human labels, metric by form."""
+        agreement = self.provenance.get("agreement")
+        if not agreement:
+            return None
+        table: dict[str, dict[str, float]] = {}
+        for column, rho in agreement["spearman_x100"].items():
+            metric, _, form = column.partition("_")
+            table.setdefault(metric, {})[form] = rho
+        return pd.DataFrame.from_dict(table, orient="index").rename_axis("metric").reset_index()
+
+    def featured_columns(self) -> list[str]:
+        """Score columns shown in readable tables: every form of the featured metric."""
+        if self.kind == "matrix":
+            return list(self.result.matrices)
+        return [c for c in self.result.frame.columns if c.startswith(f"{self.metric}_")]
+
+    def results_table(self) -> tuple[pd.DataFrame, str]:
+        """The table of readable reports (full-precision numbers) and a note on what it holds."""
+        if self.kind == "matrix":
+            return self._top_document_pairs()
+        frame = self.result.frame
+        scores = [c for c in frame.columns if c.split("_", 1)[0] in METRICS and "_" in c]
+        inputs = [c for c in frame.columns if c not in scores]
+        table = frame[inputs + self.featured_columns()]
+        note = (f"Every input column and every {self.metric} score; the other metrics are in the CSV, "
+                "XLSX and JSON exports.")
+        if len(table) > MAX_READABLE_ROWS:
+            note += f" The first {MAX_READABLE_ROWS:,} of {len(table):,} rows are shown."
+            table = table.head(MAX_READABLE_ROWS)
+        return table, note
+
+    def _top_document_pairs(self) -> tuple[pd.DataFrame, str]:
+        matrices, ids = self.result.matrices, self.result.ids
+        key = self.form if self.form in matrices else "raw"
+        sim = METRICS[self.metric].as_similarity(matrices["raw"]) if key == "raw" else matrices[key]
+        i, j = np.triu_indices(len(ids), k=1)
+        order = np.argsort(-sim[i, j], kind="stable")[:TOP_DOCUMENT_PAIRS]
+        rows = {"document_a": [ids[k] for k in i[order]], "document_b": [ids[k] for k in j[order]]}
+        for form, matrix in matrices.items():
+            rows[f"{self.metric}_{form}"] = matrix[i[order], j[order]].astype(float)
+        note = (f"The {len(order)} most similar of {len(i):,} document pairs by {self.metric} {key}; "
+                "the full matrix is in the CSV, XLSX and JSON exports.")
+        return pd.DataFrame(rows), note
+
+    def how_to_read(self) -> list[tuple[str, str]]:
+        """(form, plain-language reading) for raw and every calibrated form in the report."""
+        forms = [c.split("_", 1)[1] for c in self.featured_columns()] if self.kind == "pairs" \
+            else list(self.result.matrices)
+        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric)) for form in forms]
+
+    def notes(self) -> list[str]:
+        return list(self.result.notes)
+
+    def reproduce(self) -> list[str]:
+        name = self.input_files[0].name if self.input_files else "input"
+        return _reproduce(self.result, self.profile, name, self.metrics)
+
+    def calibrators(self) -> dict:
+        """Every fitted calibrator's parameters, per metric and form (JSON-able)."""
+        return {metric: {form: cal.to_dict() for form, cal in self.profile.metrics[metric].calibrators.items()}
+                for metric in self.metrics if metric in self.profile.metrics}
+
+    @functools.cached_property
+    def figures(self) -> list:
+        """The report's figures (drawn on first use: CSV, XLSX and JSON never need them)."""
+        from calibsim_gui.core.reports.figures import report_figures
+
+        return report_figures(self)
+
+
+def build_report(result, profile, *, metric: str | None = None, form: str = "calibrated") -> Report:
+    """A `Report` of `result` (ScoredPairs or DocumentMatrix) with the `profile` it used.
+
+    `metric` and `form` choose what readable tables and figures feature (default: the first
+    metric of the result and the anchor-ladder calibration).
+    """
+    metrics = _result_metrics(result)
+    metric = metric if metric in metrics else metrics[0]
+    available = profile.metrics[metric].calibrators if metric in profile.metrics else {}
+    form = form if form in available else "calibrated"
+    return Report(result, profile, metric, form)
+
+
+def _score_form(column: str) -> str | None:
+    metric, _, form = column.partition("_")
+    if metric in METRICS and form:
+        return form.removesuffix(" (median)")
+    return None
+
+
+def format_number(value, form: str | None) -> str:
+    """A number as people read it: decimals by form, percentiles as percentages."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "–"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return str(value)
+    value = float(value)
+    if form == "bg_percentile":
+        return f"{value:.1f} %"
+    if form in ("bg_zscore", "query_zscore"):
+        return f"{value:+.2f}"
+    if form == "raw":
+        return f"{value:.4f}"
+    if form is not None:
+        return f"{value:.3f}"
+    return f"{value:g}" if value != int(value) or abs(value) >= 1e15 else f"{int(value)}"
+
+
+def readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with every value formatted for reading (see `format_number`)."""
+    return pd.DataFrame({column: [format_number(v, _score_form(str(column))) for v in frame[column]]
+                         for column in frame.columns}, index=frame.index)

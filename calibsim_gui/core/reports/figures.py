@@ -1,0 +1,142 @@
+"""Report figures drawn with matplotlib's object API (no pyplot, no GUI backend).
+
+The distributions show the same arrays as the app's Distributions tab
+(`calibsim_gui.core.distributions`): random background pairs as a density, your pairs as
+counts, and the anchor levels as dashed lines; raw on the left, calibrated on the right.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibsim_gui.core.distributions import (
+    anchor_medians,
+    background_items,
+    calibrate_form,
+    histograms,
+)
+from calibsim_gui.core.metrics import METRICS
+
+BACKGROUND_COLOR = "#4c78a8"
+USER_COLOR = "#f58518"
+ANCHOR_COLOR = "#808080"
+PNG_DPI = 150
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    """One figure in both formats, with the caption printed under it."""
+
+    name: str           # file-name friendly: "distribution", "heatmap"
+    title: str
+    caption: str
+    png: bytes
+    svg: str
+
+
+def _render(fig, name: str, title: str, caption: str) -> ReportFigure:
+    png, svg = io.BytesIO(), io.StringIO()
+    fig.savefig(png, format="png", dpi=PNG_DPI)
+    fig.savefig(svg, format="svg")
+    return ReportFigure(name, title, caption, png.getvalue(), svg.getvalue())
+
+
+def _panel(ax, user, bg_values, bg_weights, anchors, xlabel: str, title: str):
+    """Draw one histogram panel; returns the twin axis holding your pairs' counts."""
+    edges, density, counts = histograms(user, bg_values, bg_weights, anchors)
+    centers = (edges[:-1] + edges[1:]) / 2
+    if len(density):
+        ax.fill_between(centers, density, step="mid", color=BACKGROUND_COLOR, alpha=0.45,
+                        label="random background pairs (density, left axis)")
+    ax.set_ylabel("density of random background pairs")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10)
+    counts_ax = ax.twinx()
+    counts_ax.step(centers, counts, where="mid", color=USER_COLOR, linewidth=1.8,
+                   label="your pairs (count, right axis)")
+    counts_ax.set_ylabel("your pairs (count)")
+    counts_ax.set_ylim(bottom=0)
+    top = ax.get_ylim()[1]
+    for i, (label, value) in enumerate(anchors):
+        if np.isfinite(value):
+            ax.axvline(value, color=ANCHOR_COLOR, linestyle="--", linewidth=1)
+            ax.text(value, top * (0.97 - 0.07 * (i % 3)), " " + label.split(" - ", 1)[0],
+                    color="#404040", fontsize=7, va="top")
+    ax.set_xlim(edges[0], edges[-1])
+    return counts_ax
+
+
+def distribution_figure(report) -> ReportFigure:
+    """Raw and calibrated distributions of the report's pairs against the references."""
+    from matplotlib.figure import Figure
+
+    profile, metric, form = report.profile, report.metric, report.form
+    result = report.result
+    if report.kind == "pairs":
+        user = result.frame[f"{metric}_raw"].to_numpy(dtype=float)
+        column = f"{metric}_{form}"
+        user_cal = (result.frame[column].to_numpy(dtype=float) if column in result.frame
+                    else calibrate_form(profile, metric, form, user[np.isfinite(user)]))
+        what = "your pairs"
+    else:
+        raw = result.matrices["raw"]
+        user = raw[np.triu_indices(len(raw), k=1)].astype(float)
+        user_cal = calibrate_form(profile, metric, form, user)
+        what = "your document pairs"
+    bg_values, bg_weights = background_items(profile, metric)
+    anchors = anchor_medians(profile, metric)
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    orientation = METRICS[metric].orientation
+    counts_ax = _panel(left, user, bg_values, bg_weights, anchors,
+                       f"raw {metric} ({orientation})", f"raw {metric}")
+    cal_anchors = [(label, float(calibrate_form(profile, metric, form, [value])[0]))
+                   for label, value in anchors]
+    _panel(right, user_cal, calibrate_form(profile, metric, form, bg_values), bg_weights,
+           cal_anchors, f"{metric} {form} (higher = more similar)", f"{metric} {form}")
+    handles = left.get_legend_handles_labels()[0] + counts_ax.get_legend_handles_labels()[0]
+    if anchors:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color=ANCHOR_COLOR, linestyle="--", label="anchor levels (median)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    background = (f"{profile.background_pairs:,} random background pairs" if profile.has_background
+                  else "no background corpus")
+    caption = (f"Distribution of {what}' {metric} scores (orange, counts) against {background} "
+               f"(blue, density) and the anchor levels (dashed, labelled by level); raw scores on the "
+               f"left, {form} on the right.")
+    return _render(fig, "distribution", f"{metric}: raw and {form} distributions", caption)
+
+
+def heatmap_figure(report) -> ReportFigure:
+    """The document matrix in the featured form, with a colour bar."""
+    from matplotlib.figure import Figure
+
+    matrices = report.result.matrices
+    form = report.form if report.form in matrices else "raw"
+    matrix = matrices[form]
+    ids = report.result.ids
+    fig = Figure(figsize=(7.5, 6.5), layout="constrained")
+    ax = fig.subplots()
+    bounded = {"calibrated": (0, 1), "anchor_minmax": (0, 1), "bg_minmax": (0, 1),
+               "bg_percentile": (0, 100)}.get(form, (None, None))
+    image = ax.imshow(matrix, cmap="viridis", vmin=bounded[0], vmax=bounded[1],
+                      interpolation="nearest")
+    fig.colorbar(image, ax=ax, label=f"{report.metric} {form}")
+    if len(ids) <= 40:
+        ax.set_xticks(range(len(ids)), ids, rotation=90, fontsize=6)
+        ax.set_yticks(range(len(ids)), ids, fontsize=6)
+    ax.set_title(f"{len(ids):,} documents: {report.metric} {form}", fontsize=10)
+    caption = (f"Every document against every other, {report.metric} {form}"
+               + (" (higher = more similar)." if form != "raw" else f" ({METRICS[report.metric].orientation})."))
+    return _render(fig, "heatmap", f"Document heatmap ({report.metric} {form})", caption)
+
+
+def report_figures(report) -> list[ReportFigure]:
+    figures = [distribution_figure(report)]
+    if report.kind == "matrix":
+        figures.insert(0, heatmap_figure(report))
+    return figures

@@ -1,0 +1,99 @@
+"""Machine-readable reports: JSON (documented schema) and XLSX (results + provenance sheets).
+
+Numbers keep full precision; see docs/report-formats.md for the JSON schema.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibsim_gui.core.output import dump_json, jsonable
+from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+
+JSON_SCHEMA_VERSION = 2          # 2: adds calibrators, anchors and column descriptions
+
+
+def _columns(report) -> dict[str, str]:
+    if report.kind == "matrix":
+        return {form: FORM_DESCRIPTIONS.get(form, form) for form in report.result.matrices}
+    return {c: FORM_DESCRIPTIONS[c.split("_", 1)[1]] for c in report.result.frame.columns
+            if "_" in c and c.split("_", 1)[1] in FORM_DESCRIPTIONS and c.split("_", 1)[0] in report.metrics}
+
+
+def report_json(report) -> str:
+    """The report as one JSON document: results, calibrators' parameters, references, provenance."""
+    body = {"format": "calibsim-scores" if report.kind == "pairs" else "calibsim-matrix",
+            "schema_version": JSON_SCHEMA_VERSION,
+            "provenance": {**report.provenance, "input_sha256": report.input_digests},
+            "columns": _columns(report),
+            "anchors": {**report.profile.anchors.to_dict(),
+                        "scores": {m: report.profile.metrics[m].anchor_scores.tolist()
+                                   for m in report.metrics if m in report.profile.metrics}},
+            "calibrators": report.calibrators(),
+            "reproduce": report.reproduce()}
+    if report.kind == "pairs":
+        body["rows"] = [{k: jsonable(v) for k, v in row.items()}
+                        for row in report.result.frame.to_dict("records")]
+    else:
+        body.update(ids=report.result.ids, metric=report.result.metric,
+                    matrices={k: np.where(np.isfinite(m), m, np.nan).astype(float).tolist()
+                              for k, m in report.result.matrices.items()})
+    return dump_json(body)
+
+
+def _flatten(prefix: str, value, rows: list) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), item, rows)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, item in enumerate(value):
+            _flatten(f"{prefix}[{i}]", item, rows)
+    else:
+        rows.append((prefix, value if isinstance(value, (int, float, str, bool)) or value is None
+                     else dump_json(value)))
+
+
+def provenance_frame(report) -> pd.DataFrame:
+    """Provenance flattened to (key, value) rows, summary first."""
+    rows = [(f"summary.{label}", value) for label, value in report.summary()]
+    _flatten("provenance", report.provenance, rows)
+    rows += [(f"reproduce[{i}]", command) for i, command in enumerate(report.reproduce())]
+    return pd.DataFrame(rows, columns=["key", "value"])
+
+
+XLSX_CELL_LIMIT = 32_767
+
+
+def _cell(value) -> str:
+    text = dump_json(value)
+    if len(text) <= XLSX_CELL_LIMIT:
+        return text
+    return f"{len(value)} values (too long for a spreadsheet cell; all of them are in the JSON export)"
+
+
+def calibrators_frame(report) -> pd.DataFrame:
+    rows = [(metric, form, key, _cell(value))
+            for metric, forms in report.calibrators().items() for form, params in forms.items()
+            for key, value in params.items()]
+    return pd.DataFrame(rows, columns=["metric", "form", "parameter", "value"])
+
+
+def write_xlsx(report, path) -> None:
+    """Results sheet(s) at full precision, then provenance, anchors and calibrators sheets."""
+    with pd.ExcelWriter(path, engine="openpyxl") as writer:
+        if report.kind == "pairs":
+            report.result.frame.to_excel(writer, sheet_name="results", index=False)
+        else:
+            ids = report.result.ids
+            for form, matrix in report.result.matrices.items():
+                pd.DataFrame(matrix.astype(float), index=ids, columns=ids).to_excel(
+                    writer, sheet_name=f"{report.metric}_{form}"[:31])
+        provenance_frame(report).to_excel(writer, sheet_name="provenance", index=False)
+        report.anchors_table().to_excel(writer, sheet_name="anchors", index=False)
+        calibrators_frame(report).to_excel(writer, sheet_name="calibrators", index=False)
+        for sheet in writer.book.worksheets:          # a text such as "=HYPERLINK(...)" stays text
+            for row in sheet.iter_rows():
+                for cell in row:
+                    if cell.data_type == "f":
+                        cell.data_type = "s"

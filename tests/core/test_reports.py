@@ -1,0 +1,209 @@
+"""Reports in every format, read back: what a reader of the file would see."""
+
+import io
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibsim_gui.core.analysis import score_matrix, score_pairs
+from calibsim_gui.core.calibrators import Calibrator
+from calibsim_gui.core.errors import CalibsimError, InputError
+from calibsim_gui.core.inputs import load_documents, load_pairs
+from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.reports import build_report, write_figures, write_report
+from calibsim_gui.core.reports.content import format_number
+from tests.fakes import FakeEmbedder, random_sentences
+
+N_PAIRS = 160
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return build_profile(FakeEmbedder(), random_sentences(2500, seed=3), n_pairs=1500, seed=4)
+
+
+@pytest.fixture(scope="module")
+def pairs_path(tmp_path_factory):
+    rng = np.random.default_rng(1)
+    a = random_sentences(N_PAIRS, seed=11)
+    b = [s if i % 7 == 0 else t for i, (s, t) in enumerate(zip(a, random_sentences(N_PAIRS, seed=12)))]
+    path = tmp_path_factory.mktemp("in") / "pairs.csv"
+    pd.DataFrame({"score": rng.uniform(0, 5, N_PAIRS).round(1), "sentence1": a, "sentence2": b,
+                  }).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(pairs_path, profile):
+    scored = score_pairs(load_pairs(pairs_path), FakeEmbedder(), profile)
+    return build_report(scored, profile)
+
+
+def test_csv_reads_back_equal_to_the_results(report, tmp_path):
+    out = write_report(report, tmp_path / "r.csv")
+    texts = {"score": str, "sentence1": str, "sentence2": str}       # input columns stay as read
+    pd.testing.assert_frame_equal(pd.read_csv(out, dtype=texts), report.result.frame,
+                                  check_dtype=False, rtol=1e-9)
+    assert json.loads((tmp_path / "r.csv.provenance.json").read_text())["model"]["name"] == "fake-bow"
+
+
+def test_json_holds_rows_and_calibrators_that_reproduce_every_column(report, tmp_path):
+    data = json.loads(write_report(report, tmp_path / "r.json").read_text())
+    rows = pd.DataFrame(data["rows"])
+    pd.testing.assert_frame_equal(rows, report.result.frame, check_dtype=False)
+    raw = rows["euclidean_raw"].to_numpy()
+    for form in ("calibrated", "bg_percentile", "bg_zscore", "bg_surprise"):
+        calibrator = Calibrator.from_dict(data["calibrators"]["euclidean"][form])
+        np.testing.assert_allclose(calibrator.transform(METRICS["euclidean"].as_similarity(raw)),
+                                   rows[f"euclidean_{form}"], rtol=1e-12)
+    assert data["columns"]["cosine_bg_percentile"].startswith("percent of random")
+    assert len(data["anchors"]["scores"]["cosine"]) == len(data["anchors"]["pairs"])
+    assert data["provenance"]["input_sha256"]
+
+
+def test_xlsx_has_results_at_full_precision_and_provenance(report, tmp_path):
+    out = write_report(report, tmp_path / "r.xlsx")
+    sheets = pd.read_excel(out, sheet_name=None, dtype={"score": str, "sentence1": str, "sentence2": str})
+    assert list(sheets)[:2] == ["results", "provenance"]
+    pd.testing.assert_frame_equal(sheets["results"], report.result.frame, check_dtype=False, rtol=1e-12)
+    provenance = dict(zip(sheets["provenance"]["key"], sheets["provenance"]["value"]))
+    assert provenance["provenance.model.digest"] == report.provenance["model"]["digest"]
+    assert any(key.startswith("reproduce") for key in provenance)
+    assert set(sheets["calibrators"]["metric"]) == set(METRICS)
+
+
+def test_xlsx_keeps_formula_like_texts_as_text(profile, tmp_path):
+    path = tmp_path / "evil.csv"
+    pd.DataFrame({"sentence1": ["=HYPERLINK(\"http://x\",\"y\")", "fine"],
+                  "sentence2": ["=1+1", "also fine"]}).to_csv(path, index=False)
+    report = build_report(score_pairs(load_pairs(path), FakeEmbedder(), profile), profile)
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(write_report(report, tmp_path / "r.xlsx"))["results"]
+    assert sheet["A2"].value == "=HYPERLINK(\"http://x\",\"y\")" and sheet["A2"].data_type == "s"
+    assert sheet["B2"].data_type == "s"
+
+
+def test_html_is_self_contained_and_shows_summary_table_and_figures(report, tmp_path):
+    text = write_report(report, tmp_path / "r.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text), "no network resources"
+    assert "@import" not in text and "url(" not in text
+    assert text.index('id="summary"') < text.index('id="results"') < text.index('id="figures"') \
+        < text.index('id="how-to-read"')
+    assert report.provenance["model"]["digest"] in text
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 1
+    tables = pd.read_html(io.StringIO(text))
+    results = next(t for t in tables if "sentence1" in t.columns)
+    assert len(results) == N_PAIRS
+    assert list(results["sentence1"]) == list(report.result.frame["sentence1"])
+    assert all(re.fullmatch(r"\d{1,3}\.\d %", v) for v in results["cosine_bg_percentile"])
+    assert "euclidean_raw" not in results.columns       # readable tables feature one metric
+    first = report.result.frame.loc[0, "cosine_calibrated"]
+    assert results.loc[0, "cosine_calibrated"] == pytest.approx(first, abs=5e-4)
+    assert "calibsim score pairs.csv" in text          # how to reproduce it
+
+
+def test_html_escapes_the_users_text(profile, tmp_path):
+    path = tmp_path / "tags.csv"
+    pd.DataFrame({"sentence1": ["<script>alert(1)</script>", "a & b"],
+                  "sentence2": ["<b>bold</b>", "c"]}).to_csv(path, index=False)
+    report = build_report(score_pairs(load_pairs(path), FakeEmbedder(), profile), profile)
+    text = write_report(report, tmp_path / "r.html").read_text()
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_pdf_text_pages_and_first_page_render(report, tmp_path):
+    pdfium = pytest.importorskip("pypdfium2")
+    out = write_report(report, tmp_path / "r.pdf")
+    pdf = pdfium.PdfDocument(str(out))
+    pages = [pdf[i].get_textpage().get_text_range() for i in range(len(pdf))]
+    everything = " ".join(pages)
+    assert len(pdf) >= 4
+    assert "calibsim report: pairs.csv" in pages[0] and "Summary" in pages[0]
+    assert report.provenance["model"]["digest"] in everything.replace("\r\n", "")
+    table_pages = [i for i, page in enumerate(pages) if "sentence1" in page]
+    assert len(table_pages) >= 2, "the results table continues, with its header, on the next page"
+    last = report.result.frame["sentence1"].iloc[-1]
+    assert last.split()[0] in pages[table_pages[-1]]
+    assert all(f"page {i + 1}" in page for i, page in enumerate(pages))
+    assert "How to read these numbers" in everything and "Reproduce" in everything
+    image = np.asarray(pdf[0].render(scale=1).to_pil().convert("L"))
+    assert image.shape[1] > image.shape[0] and image.std() > 10      # landscape, not blank
+    pdf.close()
+
+
+def test_existing_file_is_kept_without_force_and_replaced_with_it(report, tmp_path):
+    out = tmp_path / "r.html"
+    out.write_text("keep me")
+    with pytest.raises(InputError, match="exists"):
+        write_report(report, out)
+    assert out.read_text() == "keep me"
+    write_report(report, out, force=True)
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_failing_write_leaves_no_file_and_says_why(report, tmp_path, monkeypatch):
+    from calibsim_gui.core.reports import pdf
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pdf, "render_pdf", broken)
+    with pytest.raises(CalibsimError, match="No space left"):
+        write_report(report, tmp_path / "r.pdf")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_figures_alone_as_png_and_svg(report, tmp_path):
+    written = write_figures(report, tmp_path / "r.html")
+    assert sorted(p.name for p in written) == ["r-distribution.png", "r-distribution.svg"]
+    assert (tmp_path / "r-distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import xml.etree.ElementTree as ET
+
+    assert ET.parse(tmp_path / "r-distribution.svg").getroot().tag.endswith("svg")
+    with pytest.raises(InputError, match="exists"):
+        write_figures(report, tmp_path / "r.html")
+
+
+def test_document_matrix_report_has_heatmap_and_top_pairs(profile, tmp_path):
+    docs_path = tmp_path / "docs.txt"
+    docs_path.write_text("\n".join(random_sentences(30, seed=8)))
+    result = score_matrix(load_documents([docs_path]), FakeEmbedder(), profile, forms=("calibrated",))
+    report = build_report(result, profile)
+    text = write_report(report, tmp_path / "m.html").read_text()
+    assert len(re.findall(r"data:image/png;base64,", text)) == 2          # heatmap + distribution
+    top = next(t for t in pd.read_html(io.StringIO(text)) if "document_a" in t.columns)
+    values = top["cosine_calibrated"].astype(float).to_numpy()
+    assert len(top) == 30 * 29 // 2 or len(top) == 50
+    assert np.all(np.diff(values) <= 1e-3), "most similar pairs first"
+    square = pd.read_csv(write_report(report, tmp_path / "m.csv"), index_col=0)
+    np.testing.assert_allclose(square.to_numpy(), result.matrices["calibrated"], rtol=1e-5)
+    data = json.loads(write_report(report, tmp_path / "m.json").read_text())
+    assert data["format"] == "calibsim-matrix" and data["ids"] == result.ids
+
+
+@pytest.mark.parametrize(("value", "form", "text"), [
+    (97.345, "bg_percentile", "97.3 %"), (2.4149, "bg_zscore", "+2.41"), (-0.5, "query_zscore", "-0.50"),
+    (0.912345, "raw", "0.9123"), (0.91234, "calibrated", "0.912"), (float("nan"), "raw", "–"),
+    (3, None, "3"), (2.5, None, "2.5"), ("text", None, "text"),
+])
+def test_numbers_are_formatted_for_reading(value, form, text):
+    assert format_number(value, form) == text
+
+
+def test_stopping_a_pdf_export_midway_leaves_no_file(report, tmp_path):
+    from calibsim_gui.core.errors import Cancelled
+
+    calls = []
+
+    def stop_after_a_few():
+        calls.append(1)
+        return len(calls) > 5
+
+    with pytest.raises(Cancelled):
+        write_report(report, tmp_path / "r.pdf", should_stop=stop_after_a_few)
+    assert list(tmp_path.iterdir()) == [] and len(calls) == 6

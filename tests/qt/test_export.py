@@ -1,0 +1,101 @@
+"""Exporting a report from the window: the dialog, the confirmation, the worker."""
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from PySide6.QtWidgets import QDialog, QMessageBox
+
+from calibsim_gui.qt.export_dialog import ExportDialog
+from tests.qt.conftest import drop
+
+
+@pytest.fixture
+def scored_window(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    return window
+
+
+def dialog_for(tmp_path, name="report.html", figures=False):
+    return ExportDialog(default_path=str(tmp_path / name), metrics=["cosine", "dot"],
+                        forms=["calibrated", "anchor_minmax"], metric="dot", form="anchor_minmax",
+                        figures=figures)
+
+
+def test_dialog_keeps_format_and_file_extension_in_step(qtbot, tmp_path):
+    dialog = dialog_for(tmp_path)
+    qtbot.addWidget(dialog)
+    assert dialog.format_combo.currentData() == ".html"
+    dialog.format_combo.setCurrentIndex(dialog.format_combo.findData(".pdf"))
+    assert dialog.path().name == "report.pdf"
+    dialog.path_edit.setText(str(tmp_path / "scores.xlsx"))
+    dialog.path_edit.textEdited.emit(dialog.path_edit.text())
+    assert dialog.format_combo.currentData() == ".xlsx"
+    assert dialog.options()["metric"] == "dot" and dialog.options()["form"] == "anchor_minmax"
+
+
+def test_dialog_asks_before_replacing_and_stays_open_on_no(qtbot, tmp_path, monkeypatch):
+    (tmp_path / "report.html").write_text("keep me")
+    (tmp_path / "report-distribution.png").write_bytes(b"old")
+    dialog = dialog_for(tmp_path, figures=True)
+    qtbot.addWidget(dialog)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda parent, title, text: asked.append(text) or QMessageBox.StandardButton.No)
+    dialog.accept()
+    assert dialog.result() != QDialog.DialogCode.Accepted
+    assert "report.html" in asked[0] and "report-distribution.png" in asked[0]
+    monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted and dialog.options()["force"] is True
+
+
+def test_dialog_refuses_an_unknown_extension(qtbot, tmp_path, monkeypatch):
+    dialog = dialog_for(tmp_path, name="report.docx")
+    qtbot.addWidget(dialog)
+    warned = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warned.append(text))
+    dialog.accept()
+    assert dialog.result() != QDialog.DialogCode.Accepted and ".html" in warned[0]
+
+
+@pytest.mark.parametrize("suffix", [".html", ".xlsx", ".json", ".csv", ".pdf"])
+def test_export_writes_each_format_in_a_worker(scored_window, qtbot, tmp_path, suffix):
+    out = tmp_path / f"report{suffix}"
+    with qtbot.waitSignal(scored_window.export_runner.finished, timeout=60_000):
+        scored_window.start_export(path=str(out), metric="cosine", form="calibrated",
+                                   figures=suffix == ".html", force=False)
+    frame = scored_window.state.results.frame
+    if suffix == ".html":
+        tables = pd.read_html(io.StringIO(out.read_text()))
+        assert len(next(t for t in tables if "sentence1" in t.columns)) == len(frame)
+        assert (tmp_path / "report-distribution.svg").exists()
+    elif suffix == ".xlsx":
+        assert len(pd.read_excel(out, sheet_name="results")) == len(frame)
+    elif suffix == ".json":
+        assert len(json.loads(out.read_text())["rows"]) == len(frame)
+    elif suffix == ".csv":
+        assert list(pd.read_csv(out).columns) == list(frame.columns)
+    else:
+        assert out.read_bytes().startswith(b"%PDF")
+    assert "Exported" in scored_window.status_label.text() and str(out) in scored_window.status_label.text()
+    assert scored_window.settings.value("export/format") == suffix
+
+
+def test_export_failure_is_shown_and_leaves_nothing(scored_window, qtbot, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where a folder should be")
+    with qtbot.waitSignal(scored_window.export_runner.failed, timeout=30_000) as failed:
+        scored_window.start_export(path=str(blocker / "report.html"), metric="cosine",
+                                   form="calibrated", figures=False, force=False)
+    assert "report.html" in failed.args[0] or "not-a-folder" in failed.args[0]
+    assert blocker.read_text() == "a file where a folder should be"
+
+
+def test_export_without_results_says_what_to_do(window, monkeypatch):
+    shown = []
+    monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
+    window.export_report()
+    assert "Score a pairs file" in shown[0]
