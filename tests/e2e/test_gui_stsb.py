@@ -38,6 +38,14 @@ def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_p
     assert window.results.model.rowCount() == 1379
     edges, counts = window.distributions.plot_data()["raw_user"]
     assert counts.sum() == 1379
+    for suffix in (".html", ".pdf", ".xlsx", ".json", ".csv"):          # every export format
+        out = tmp_path / f"stsb-report{suffix}"
+        with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
+            window.start_export(path=str(out), metric="cosine", form="calibrated", figures=False,
+                                force=False)
+        assert out.stat().st_size > 100_000, suffix
+    exported = pd.read_excel(tmp_path / "stsb-report.xlsx", sheet_name="results")
+    np.testing.assert_allclose(exported["cosine_calibrated"], frame["cosine_calibrated"], rtol=1e-12)
     project = tmp_path / "stsb.calibsim"
     window.write_project(str(project))
     window.close()

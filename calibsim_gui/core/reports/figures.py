@@ -51,6 +51,7 @@ def _panel(ax, user, bg_values, bg_weights, anchors, xlabel: str, title: str):
     if len(density):
         ax.fill_between(centers, density, step="mid", color=BACKGROUND_COLOR, alpha=0.45,
                         label="random background pairs (density, left axis)")
+    ax.set_ylim(bottom=0)                       # both axes start at zero, side by side
     ax.set_ylabel("density of random background pairs")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)

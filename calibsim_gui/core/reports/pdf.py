@@ -48,15 +48,19 @@ def _styles():
     return styles
 
 
-def _table(frame: pd.DataFrame, styles, width: float, *, small: bool = False, shares=None):
-    """A long table whose header row repeats on every page; text columns get more room."""
+def _table(frame: pd.DataFrame, styles, width: float, *, small: bool = False, shares=None, prefix=""):
+    """A long table whose header row repeats on every page; text columns get more room.
+
+    `prefix` is left out of the header labels (e.g. the featured metric, named above the table).
+    """
     from reportlab.lib import colors
     from reportlab.platypus import LongTable, Paragraph, TableStyle
 
     numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     text = readable(frame)
     style = styles["small" if small else "cell"]
-    header = [Paragraph(f"<b>{escape(str(c).replace('_', ' '))}</b>", style) for c in text.columns]
+    header = [Paragraph(f"<b>{escape(str(c).removeprefix(prefix).replace('_', ' '))}</b>", style)
+              for c in text.columns]
     rows = [[Paragraph(escape(v), style) for v in row] for row in text.itertuples(index=False)]
     shares = shares or [1.0 if c in numeric else TEXT_COLUMN_SHARE for c in text.columns]
     widths = [width * s / sum(shares) for s in shares]
@@ -106,8 +110,10 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
     story += [Paragraph(f"Anchor levels ({escape(report.metric)})", styles["h3"]),
               _table(report.anchors_table(), styles, width)]
     table, note = report.results_table()
-    story += [Paragraph("Results", styles["h2"]), Paragraph(escape(note), styles["body"]),
-              _table(table, styles, width, small=True), Paragraph("Figures", styles["h2"])]
+    story += [Paragraph("Results", styles["h2"]),
+              Paragraph(escape(note) + f" Score columns are {escape(report.metric)} scores.", styles["body"]),
+              _table(table, styles, width, small=True, prefix=f"{report.metric}_"),
+              Paragraph("Figures", styles["h2"])]
     if progress:
         progress(1, 3, "drawing figures")
     for figure in report.figures:
