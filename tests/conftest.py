@@ -36,6 +36,12 @@ def private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True)
+def private_state(tmp_path_factory, monkeypatch):
+    """Each test keeps autosaved sessions in its own folder, never the user's."""
+    monkeypatch.setenv("CALIBSIM_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def isolated_settings(tmp_path):
     """QSettings of the test live in a temporary folder, never the user's."""

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import sys
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
+
+from calibsim_gui.core.resources import resource_path
+
+
+def application_icon() -> QIcon:
+    """calibsim's icon (resources/icons), for the windows and the task bar."""
+    return QIcon(str(resource_path("icons", "calibsim.png")))
 
 
 def run_app(argv=None, *, screenshot_dir: str | None = None) -> int:
@@ -12,9 +20,11 @@ def run_app(argv=None, *, screenshot_dir: str | None = None) -> int:
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("calibsim")
     app.setOrganizationName("calibsim")
+    app.setWindowIcon(application_icon())
+    app.setDesktopFileName("calibsim")           # ties the window to calibsim.desktop on Linux
     from calibsim_gui.qt.main_window import MainWindow
 
-    window = MainWindow()
+    window = MainWindow(autosave=screenshot_dir is None)      # a demo tour leaves no session behind
     tour = None
     if screenshot_dir is not None:
         from calibsim_gui.qt.screenshots import ScreenshotTour

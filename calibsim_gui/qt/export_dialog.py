@@ -32,6 +32,7 @@ class ExportDialog(QDialog):
                  figures: bool = False, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Export report")
+        self.setMinimumWidth(560)
         self.replace_confirmed = False
         self.format_combo = QComboBox()
         for suffix, label in REPORT_FORMATS.items():

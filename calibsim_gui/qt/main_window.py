@@ -24,6 +24,7 @@ from calibsim_gui.core.analysis import DocumentMatrix
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.anchor_editor import AnchorEditor
+from calibsim_gui.qt.autosave import Autosaver
 from calibsim_gui.qt.background_loader import BackgroundLoader
 from calibsim_gui.qt.export_dialog import ExportDialog
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
@@ -80,7 +81,7 @@ class MainWindow(QMainWindow):
 
     results_shown = Signal()          # emitted when a run's final results reach the views
 
-    def __init__(self, *, load_default_model: bool = True):
+    def __init__(self, *, load_default_model: bool = True, autosave: bool = True):
         super().__init__()
         self.setWindowTitle(f"calibsim {__version__}")
         self.setAcceptDrops(True)
@@ -120,8 +121,12 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._connect()
         self._restore_settings()
+        self.autosaver = Autosaver(self) if autosave else None     # off for demos and self-tests
+        self._restore_box: QMessageBox | None = None
         if load_default_model:
             QTimer.singleShot(0, self._load_default_model)
+        if autosave:
+            QTimer.singleShot(0, self._offer_restore)
 
     # ------------------------------------------------------------------ set-up
 
@@ -542,8 +547,12 @@ class MainWindow(QMainWindow):
                                                    str(Path(path).parent))
             if found:
                 project.relocate(missing, found)
-        self.project_path = path
         self._remember_recent(path)
+        self._start_project(project, path)
+
+    def _start_project(self, project, path: str | None) -> None:
+        """Re-create `project` (saved at `path`, if anywhere): view, background, model, then the rest."""
+        self.project_path = path
         self._pending_project = project
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
@@ -558,6 +567,29 @@ class MainWindow(QMainWindow):
             self._continue_project()
         else:
             self.load_model(wanted, project.device)      # _model_loaded continues the project
+
+    def _offer_restore(self) -> None:
+        """A previous session ended without closing: offer its autosaved project (non-modal)."""
+        project = self.autosaver.pending()
+        if project is None:
+            return
+        names = ", ".join(Path(i.path).name for i in project.inputs)
+        box = QMessageBox(QMessageBox.Icon.Question, "Restore the last session?",
+                          f"calibsim did not close normally last time. Restore that session ({names})?",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setModal(False)
+        box.finished.connect(self._restore_answered)
+        box.show()
+        self._restore_box = box
+
+    def _restore_answered(self, answer: int) -> None:
+        project = self.autosaver.pending()
+        self._restore_box = None
+        if answer == QMessageBox.StandardButton.Yes and project is not None:
+            self._start_project(project, project.settings.get("saved_as"))
+            self.status_label.setText("Restored the last session.")
+        else:
+            self.autosaver.discard()
 
     def _continue_project(self) -> None:
         """Second half of `open_project`, once its model is loaded: references, then inputs.
@@ -671,6 +703,8 @@ class MainWindow(QMainWindow):
         """Stop every run and wait for its thread before the window goes away."""
         self.cancel_all()
         wait_for_workers(15_000)
+        if self.autosaver is not None:
+            self.autosaver.discard()
         self.settings.setValue("window/geometry", self.saveGeometry())
         if self._cache is not None:
             self._cache.close()

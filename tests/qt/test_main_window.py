@@ -3,6 +3,7 @@
 import time
 
 import pandas as pd
+from PySide6.QtWidgets import QMessageBox
 
 from calibsim_gui.core import models
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
@@ -169,3 +170,45 @@ def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_p
         window.open_inputs([path])
     assert asked == {"columns": ["left text", "other", "note"], "rows": 5}
     assert window.state.input.text_a == "left text" and len(window.state.results.frame) == 6
+
+
+def test_a_killed_session_is_offered_back_and_restored(qtbot, monkeypatch, pairs_csv):
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())
+    first = MainWindow()
+    qtbot.addWidget(first)
+    qtbot.waitUntil(lambda: first.state.profile is not None, timeout=20_000)
+    with qtbot.waitSignal(first.results_shown, timeout=20_000):
+        first.open_inputs([pairs_csv])
+    first.state.set_view(metric="euclidean")
+    qtbot.waitUntil(lambda: first.autosaver.path.exists(), timeout=5_000)    # within seconds
+    expected = first.state.results.frame
+    # the process dies: no closeEvent, the autosave stays
+    assert wait_for_workers(10_000)
+
+    second = MainWindow()
+    qtbot.addWidget(second)
+    qtbot.waitUntil(lambda: second._restore_box is not None, timeout=5_000)
+    assert "pairs.csv" in second._restore_box.text()
+    with qtbot.waitSignal(second.results_shown, timeout=20_000):
+        second._restore_box.button(QMessageBox.StandardButton.Yes).click()
+    pd.testing.assert_frame_equal(second.state.results.frame, expected)
+    assert second.state.metric == "euclidean"
+    second.close()                        # a normal close forgets the autosave
+    assert not second.autosaver.path.exists()
+    first.close()
+    assert wait_for_workers(10_000)
+    for w in (first, second):
+        w.deleteLater()
+
+
+def test_declining_the_restore_forgets_it(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    window.autosaver.save_now()
+    again = MainWindow(load_default_model=False)
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: again._restore_box is not None, timeout=5_000)
+    again._restore_box.button(QMessageBox.StandardButton.No).click()
+    assert not again.autosaver.path.exists() and again.state.input is None
+    again.close()
+    again.deleteLater()
