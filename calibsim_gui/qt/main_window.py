@@ -31,6 +31,7 @@ from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialo
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
 from calibsim_gui.qt.results_view import ResultsView
+from calibsim_gui.qt.space_view import SpaceView
 from calibsim_gui.qt.state import AppState
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 
@@ -102,8 +103,8 @@ class MainWindow(QMainWindow):
         self.input_runner = TaskRunner("reading input", self)
         self.score_runner = TaskRunner("scoring", self)
         self.export_runner = TaskRunner("exporting report", self)
-        self.runners = (self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
-                        self.export_runner)
+        self.runners = [self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
+                        self.export_runner]
 
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
@@ -111,10 +112,13 @@ class MainWindow(QMainWindow):
         self.results = ResultsView(self.state)
         self.distributions = DistributionPlot(self.state)
         self.heatmap = HeatmapView(self.state)
+        self.space = SpaceView(self.state)
+        self.runners.append(self.space.runner)
         self.tabs = QTabWidget()
         for widget, title in ((self.models, "&Model"), (self.anchors, "&Anchors"),
                               (self.background, "&Background"), (self.results, "&Results"),
-                              (self.distributions, "&Distributions"), (self.heatmap, "&Heatmap")):
+                              (self.distributions, "&Distributions"), (self.heatmap, "&Heatmap"),
+                              (self.space, "S&pace")):
             self.tabs.addTab(widget, title)
         self.setCentralWidget(self.tabs)
         self._build_status_bar()
@@ -201,6 +205,8 @@ class MainWindow(QMainWindow):
         self.background.builtin_requested.connect(self.use_builtin_reference)
         self.state.results_changed.connect(self._results_changed)
         self.state.view_changed.connect(self._view_changed)
+        self.space.geometry_chosen.connect(self.state.set_geometry)
+        self.state.geometry_changed.connect(self.rescore)
 
     # ------------------------------------------------------------------ status
 
@@ -425,13 +431,16 @@ class MainWindow(QMainWindow):
             return                     # new references are on their way; they rescore when ready
         inputs, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         self.distributions.reset()
+        geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
         if isinstance(inputs, PairTable):
+            geometries = ("none",) if geometry == "none" else ("none", geometry)
             self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
-                inputs, embedder, profile, cache=cache, should_stop=should_stop, chunk_pairs=256))
+                inputs, embedder, profile, geometry=geometries, cache=cache, should_stop=should_stop,
+                chunk_pairs=256))
         else:
             self.score_runner.start(lambda progress, should_stop: score_matrix(
-                inputs, embedder, profile, metric=state.metric, forms=("calibrated",), cache=cache,
-                progress=progress, should_stop=should_stop))
+                inputs, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
+                cache=cache, progress=progress, should_stop=should_stop))
 
     def _view_changed(self) -> None:
         """A document matrix holds one metric: compute it again when another is chosen."""
@@ -507,7 +516,8 @@ class MainWindow(QMainWindow):
                        anchors=None if anchors == builtin_anchors() else anchors,
                        profile=self.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
-                       inputs=inputs, settings={"metric": state.metric, "form": state.form})
+                       inputs=inputs, settings={"metric": state.metric, "form": state.form,
+                                                "geometry": state.geometry})
 
     def save_project(self) -> None:
         if self.project_path is None:
@@ -556,6 +566,7 @@ class MainWindow(QMainWindow):
         self._pending_project = project
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
+        self.state.geometry = project.settings.get("geometry", "none")     # used by the next scoring
         self.background.set_options(project.background_pairs, project.background_seed)
         if project.background_files:
             self.background.clear()

@@ -32,6 +32,8 @@ class AppState(QObject):
         Metric shown in plots and heatmap ("cosine" ...).
     form : str
         Calibrated form shown next to raw ("calibrated", "bg_percentile" ...).
+    geometry : str
+        Geometry fix the input is also scored under ("none" = raw embeddings only).
     selected_row : int or None
         Row of `results.frame` (pairs) selected in the table; highlighted in plots.
     """
@@ -42,6 +44,7 @@ class AppState(QObject):
     results_changed = Signal()
     view_changed = Signal()              # metric or form changed
     selection_changed = Signal()
+    geometry_changed = Signal()
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -54,6 +57,7 @@ class AppState(QObject):
         self.results = None
         self.metric = "cosine"
         self.form = "calibrated"
+        self.geometry = "none"
         self.selected_row = None
 
     def set_model(self, embedder, info) -> None:
@@ -91,6 +95,14 @@ class AppState(QObject):
         if form is not None:
             self.form = form
         self.view_changed.emit()
+
+    def set_geometry(self, geometry: str) -> None:
+        """Score under another geometry fix too: the results of the old choice are dropped."""
+        if geometry != self.geometry:
+            self.geometry = geometry
+            self.results = None
+            self.geometry_changed.emit()
+            self.results_changed.emit()
 
     def select_row(self, row: int | None) -> None:
         if row != self.selected_row:

@@ -45,3 +45,13 @@ def drop(widget, paths):
     event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
                        Qt.KeyboardModifier.NoModifier)
     widget.dropEvent(event)
+
+
+def build_background(window, qtbot, tmp_path, *, sentences, pairs, seed):
+    """Add a random corpus on the Background tab and build a profile from it."""
+    corpus = tmp_path / "bg.txt"
+    corpus.write_text("\n".join(random_sentences(sentences, seed=8)))
+    window.background.add_paths([corpus])
+    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.build_background(window.background.documents(), pairs, seed)

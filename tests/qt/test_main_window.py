@@ -10,17 +10,7 @@ from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
-from tests.qt.conftest import drop
-
-
-def build_background(window, qtbot, tmp_path, *, sentences, pairs, seed):
-    """Add a random corpus on the Background tab and build a profile from it."""
-    corpus = tmp_path / "bg.txt"
-    corpus.write_text("\n".join(random_sentences(sentences, seed=8)))
-    window.background.add_paths([corpus])
-    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
-        window.build_background(window.background.documents(), pairs, seed)
+from tests.qt.conftest import build_background, drop
 
 
 def test_starts_with_a_model_and_the_built_in_ladder(window):

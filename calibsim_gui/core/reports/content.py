@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, split_score_column
 from calibsim_gui.core.distributions import anchor_medians, calibrate_form
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
@@ -48,6 +48,12 @@ def _how_to_read(form: str, profile, provenance: dict, metric: str) -> str:
         "query_zscore": "A local scale: the pair's score compared with each text's own scores against "
                         "1,000 background texts (mean of the two z-scores). It says how unusual the "
                         "second text is for the first, whatever the model's global scale.",
+        "human": "Expected human similarity on a 0-1 scale: a monotone (isotonic) map fitted to pairs "
+                 "that people scored. Caveat: it carries the judges' scale and the kind of text they "
+                 "judged; its cross-validated error is in the provenance.",
+        "csls": "Cosine corrected for hubness (CSLS): twice the cosine minus each text's mean cosine to "
+                "its 10 nearest background texts, so texts that are close to everything ('hubs') do "
+                "not look similar to everything.",
     }.get(form)
     if form == "bg_percentile":
         sat = provenance.get("background_saturation", {}).get(metric, {})
@@ -98,7 +104,8 @@ def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str
 def _result_metrics(result) -> list[str]:
     if isinstance(result, DocumentMatrix):
         return [result.metric]
-    return [m for m in METRICS if f"{m}_raw" in result.frame.columns]
+    found = {parts[0] for parts in map(split_score_column, result.frame.columns) if parts}
+    return [m for m in METRICS if m in found]
 
 
 @dataclass
@@ -211,18 +218,18 @@ class Report:
         return pd.DataFrame.from_dict(table, orient="index").rename_axis("metric").reset_index()
 
     def featured_columns(self) -> list[str]:
-        """Score columns shown in readable tables: every form of the featured metric."""
+        """Score columns shown in readable tables: every form (and geometry) of the featured metric."""
         if self.kind == "matrix":
             return list(self.result.matrices)
-        return [c for c in self.result.frame.columns if c.startswith(f"{self.metric}_")]
+        return [c for c in self.result.frame.columns
+                if (split_score_column(c) or ("",))[0] == self.metric]
 
     def results_table(self) -> tuple[pd.DataFrame, str]:
         """The table of readable reports (full-precision numbers) and a note on what it holds."""
         if self.kind == "matrix":
             return self._top_document_pairs()
         frame = self.result.frame
-        scores = [c for c in frame.columns if c.split("_", 1)[0] in METRICS and "_" in c]
-        inputs = [c for c in frame.columns if c not in scores]
+        inputs = [c for c in frame.columns if split_score_column(c) is None]
         table = frame[inputs + self.featured_columns()]
         note = (f"Every input column and every {self.metric} score; the other metrics are in the CSV, "
                 "XLSX and JSON exports.")
@@ -246,9 +253,10 @@ class Report:
 
     def how_to_read(self) -> list[tuple[str, str]]:
         """(form, plain-language reading) for raw and every calibrated form in the report."""
-        forms = [c.split("_", 1)[1] for c in self.featured_columns()] if self.kind == "pairs" \
-            else list(self.result.matrices)
-        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric)) for form in forms]
+        forms = ([split_score_column(c)[1] for c in self.featured_columns()] if self.kind == "pairs"
+                 else list(self.result.matrices))
+        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric))
+                for form in dict.fromkeys(forms)]
 
     def notes(self) -> list[str]:
         return list(self.result.notes)
@@ -257,10 +265,23 @@ class Report:
         name = self.input_files[0].name if self.input_files else "input"
         return _reproduce(self.result, self.profile, name, self.metrics)
 
+    def geometries(self) -> list[str]:
+        """Geometry fixes the result was scored under ("none" = the model's own embeddings)."""
+        if self.kind == "matrix":
+            return [getattr(self.result, "geometry", "none")]
+        found = {parts[2] for parts in map(split_score_column, self.result.frame.columns) if parts}
+        return [g for g in self.profile.geometry_names() if g in found]
+
     def calibrators(self) -> dict:
-        """Every fitted calibrator's parameters, per metric and form (JSON-able)."""
-        return {metric: {form: cal.to_dict() for form, cal in self.profile.metrics[metric].calibrators.items()}
-                for metric in self.metrics if metric in self.profile.metrics}
+        """Every fitted calibrator's parameters (JSON-able), keyed ``metric`` or ``metric@geometry``."""
+        out = {}
+        for geometry in self.geometries():
+            references = self.profile.references(geometry)
+            for metric in self.metrics:
+                if metric in references:
+                    key = metric if geometry == "none" else f"{metric}@{geometry}"
+                    out[key] = {form: cal.to_dict() for form, cal in references[metric].calibrators.items()}
+        return out
 
     @functools.cached_property
     def figures(self) -> list:
@@ -284,10 +305,8 @@ def build_report(result, profile, *, metric: str | None = None, form: str = "cal
 
 
 def _score_form(column: str) -> str | None:
-    metric, _, form = column.partition("_")
-    if metric in METRICS and form:
-        return form.removesuffix(" (median)")
-    return None
+    parts = split_score_column(column.removesuffix(" (median)"))
+    return parts[1] if parts else None
 
 
 def format_number(value, form: str | None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from calibsim_gui.core.analysis import split_score_column
 from calibsim_gui.core.output import dump_json, jsonable
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 
@@ -17,8 +18,13 @@ JSON_SCHEMA_VERSION = 2          # 2: adds calibrators, anchors and column descr
 def _columns(report) -> dict[str, str]:
     if report.kind == "matrix":
         return {form: FORM_DESCRIPTIONS.get(form, form) for form in report.result.matrices}
-    return {c: FORM_DESCRIPTIONS[c.split("_", 1)[1]] for c in report.result.frame.columns
-            if "_" in c and c.split("_", 1)[1] in FORM_DESCRIPTIONS and c.split("_", 1)[0] in report.metrics}
+    out = {}
+    for column in report.result.frame.columns:
+        parts = split_score_column(column)
+        if parts:
+            metric, form, geometry = parts
+            out[column] = FORM_DESCRIPTIONS[form] + ("" if geometry == "none" else f"; geometry fix {geometry}")
+    return out
 
 
 def report_json(report) -> str:

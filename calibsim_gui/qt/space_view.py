@@ -1,0 +1,198 @@
+"""The Space tab: why raw cosines crowd together, and what each geometry fix changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from calibsim_gui.core.geometry import GEOMETRIES
+from calibsim_gui.qt.workers import TaskRunner
+
+GEOMETRY_COLORS = {"none": QColor(245, 133, 24), "center": QColor(76, 120, 168),
+                   "whiten": QColor(84, 162, 75), "abtt": QColor(178, 121, 162)}
+HISTOGRAM_BINS = 60
+CROWDED_COSINE = 0.2      # random pairs averaging above this: a visibly anisotropic space
+
+
+def _diagnose(profile, *, progress, should_stop):
+    from calibsim_gui.core.space import profile_space
+
+    return profile_space(profile, progress=progress, should_stop=should_stop)
+
+
+class SpaceView(QWidget):
+    """Diagnostics of the reference's background sample, raw and under each geometry fix.
+
+    Runs when the tab is first shown after the reference changes. The combo box asks for the
+    pairs to be scored under a geometry fix too (`geometry_chosen`).
+    """
+
+    geometry_chosen = Signal(str)
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.runner = TaskRunner("diagnosing the space", self)
+        self.runner.finished.connect(self._show)
+        self.runner.failed.connect(self._failed)
+        self.space = None
+        self._stale = True
+        self.summary = QLabel("Load a model to see how its embeddings fill the space.")
+        self.summary.setWordWrap(True)
+        self.geometry_combo = QComboBox()
+        self.geometry_combo.setToolTip("Also score your pairs under this geometry fix (fitted on the "
+                                       "background, never on your pairs); its columns end in @name")
+        self.geometry_combo.currentIndexChanged.connect(self._geometry_changed)
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setMaximumHeight(260)
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.cosine_plot = self.canvas.addPlot(title="cosines of random background pairs")
+        self.cosine_plot.setLabel("bottom", "cosine")
+        self.cosine_plot.setLabel("left", "density")
+        self.cosine_legend = self.cosine_plot.addLegend(offset=(-10, 10))
+        self.spectrum_plot = self.canvas.addPlot(title="variance along each principal direction")
+        self.spectrum_plot.setLabel("bottom", "principal direction")
+        self.spectrum_plot.setLabel("left", "share of variance (log)")
+        self.spectrum_plot.setLogMode(y=True)
+        self.curves = {}
+        for name, geometry in GEOMETRIES.items():
+            pen = pg.mkPen(GEOMETRY_COLORS[name], width=2)
+            self.curves[name] = (self.cosine_plot.plot(stepMode="center", pen=pen, name=geometry.label),
+                                 self.spectrum_plot.plot(pen=pen, symbol="o", symbolSize=4,
+                                                         symbolBrush=GEOMETRY_COLORS[name]))
+        choose = QHBoxLayout()
+        choose.addWidget(QLabel("Also score under:"))
+        choose.addWidget(self.geometry_combo)
+        choose.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(choose)
+        layout.addWidget(self.table)
+        layout.addWidget(self.canvas, 1)
+        state.profile_changed.connect(self._profile_changed)
+        self._apply_palette()
+
+    # ------------------------------------------------------------------ runs
+
+    def _profile_changed(self) -> None:
+        self._stale = True
+        self.runner.cancel()
+        profile = self.state.profile
+        self.geometry_combo.blockSignals(True)
+        self.geometry_combo.clear()
+        if profile is not None:
+            for name in profile.geometry_names():
+                self.geometry_combo.addItem("raw only" if name == "none" else GEOMETRIES[name].label, name)
+                self.geometry_combo.setItemData(self.geometry_combo.count() - 1,
+                                                GEOMETRIES[name].description, 3)   # tooltip role
+            index = self.geometry_combo.findData(getattr(self.state, "geometry", "none"))
+            self.geometry_combo.setCurrentIndex(max(index, 0))
+        self.geometry_combo.blockSignals(False)
+        if self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Diagnose the current reference's background sample in the worker."""
+        profile = self.state.profile
+        self._stale = False
+        if profile is None or profile.query_reference is None:
+            self.space = None
+            self.summary.setText("This reference has no background sample: build a background in the "
+                                 "Background tab to see how the embeddings fill the space.")
+            self.table.clear()
+            for cosine_curve, spectrum_curve in self.curves.values():
+                cosine_curve.clear()
+                spectrum_curve.clear()
+            return
+        self.summary.setText("Diagnosing the background sample…")
+        self.runner.start(_diagnose, profile)
+
+    def _failed(self, message: str) -> None:
+        self.summary.setText(f"Diagnostics failed: {message.splitlines()[0]}")
+
+    def _geometry_changed(self) -> None:
+        name = self.geometry_combo.currentData()
+        if name is not None:
+            self.geometry_chosen.emit(name)
+
+    # ------------------------------------------------------------------ drawing
+
+    def _show(self, space) -> None:
+        self.space = space
+        names = list(space.diagnostics)
+        from calibsim_gui.core.space import diagnostics_table
+
+        rows = diagnostics_table(space)
+        self.table.clear()
+        self.table.setRowCount(len(rows))
+        self.table.setColumnCount(len(names))
+        self.table.setHorizontalHeaderLabels([GEOMETRIES[n].label for n in names])
+        self.table.setVerticalHeaderLabels([label for label, _ in rows])
+        for r, (_, values) in enumerate(rows):
+            for c, name in enumerate(names):
+                self.table.setItem(r, c, QTableWidgetItem(values[name]))
+        all_cosines = np.concatenate(list(space.random_cosines.values()))
+        edges = np.linspace(all_cosines.min(), all_cosines.max(), HISTOGRAM_BINS + 1)
+        for name, (cosine_curve, spectrum_curve) in self.curves.items():
+            if name in space.random_cosines:
+                density = np.histogram(space.random_cosines[name], edges, density=True)[0]
+                cosine_curve.setData(edges, density)
+                shares = space.spectra[name]
+                spectrum_curve.setData(np.arange(1, len(shares) + 1), np.clip(shares, 1e-8, None))
+            else:
+                cosine_curve.clear()
+                spectrum_curve.clear()
+        raw = space.diagnostics["none"]
+        crowded = raw["mean_random_cosine"] > CROWDED_COSINE
+        verdict = ("so raw cosines crowd together: every pair looks somewhat similar" if crowded else
+                   "so this model's raw cosines are already spread around 0")
+        self.summary.setText(
+            f"{space.texts:,} background texts. Random pairs average a raw cosine of "
+            f"{raw['mean_random_cosine']:.2f} (0 in an isotropic space) and {raw['top_pc_share']:.0%} "
+            f"of the variance lies along one direction, {verdict}. Geometry fixes are fitted on the "
+            "background, never on your pairs; the centred spectrum equals the raw one.")
+
+    def shown_rows(self) -> dict[str, dict[str, str]]:
+        """The table as {row label: {geometry label: text}} (for tests)."""
+        out = {}
+        for r in range(self.table.rowCount()):
+            out[self.table.verticalHeaderItem(r).text()] = {
+                self.table.horizontalHeaderItem(c).text(): self.table.item(r, c).text()
+                for c in range(self.table.columnCount())}
+        return out
+
+    def _apply_palette(self) -> None:
+        self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
+        text = self.palette().color(QPalette.ColorRole.Text)
+        for plot in (self.cosine_plot, self.spectrum_plot):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).setPen(pg.mkPen(text))
+                plot.getAxis(side).setTextPen(pg.mkPen(text))
+                plot.getAxis(side).enableAutoSIPrefix(False)
+            plot.titleLabel.setAttr("color", text.name())
+            plot.titleLabel.setText(plot.titleLabel.text)
+        self.cosine_legend.setLabelTextColor(text)
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)

@@ -1,0 +1,26 @@
+"""The Space tab: diagnostics of the background sample, raw and under each geometry fix."""
+
+from calibsim_gui.core.geometry import GEOMETRIES
+from tests.qt.conftest import build_background
+
+
+def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, qtbot, tmp_path, pairs_csv):
+    window.tabs.setCurrentWidget(window.space)
+    assert "no background sample" in window.space.summary.text()
+    build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    rows = window.space.shown_rows()
+    raw, whitened = GEOMETRIES["none"].label, GEOMETRIES["whiten"].label
+    cosine = rows["mean cosine of random pairs"]
+    assert set(cosine) == {g.label for g in GEOMETRIES.values()}
+    assert abs(float(cosine[whitened])) < float(cosine[raw]), "whitening spreads random pairs apart"
+    assert "IsoScore (0-1, 1 = isotropic)" in rows
+    assert "Random pairs average a raw cosine of" in window.space.summary.text()
+
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.space.geometry_combo.setCurrentIndex(window.space.geometry_combo.findData("whiten"))
+    columns = set(window.state.results.frame.columns)
+    assert {"cosine_raw", "cosine_raw@whiten", "cosine_calibrated@whiten"} <= columns
+    assert window.current_project().settings["geometry"] == "whiten"
