@@ -46,6 +46,10 @@ class AnchorSet:
     @classmethod
     def from_dict(cls, d: dict, *, path=None) -> "AnchorSet":
         """Validate a parsed anchors document; errors name `path` and the fix."""
+        if not isinstance(d, dict):
+            raise InputError(f"anchors must be a JSON object, not a {type(d).__name__}.", path=path,
+                             fix='use {"levels": [{"name", "target"}...], "pairs": '
+                                 '[{"level", "text_a", "text_b"}...]}')
         try:
             levels = tuple(sorted((AnchorLevel(str(lv["name"]), str(lv.get("label", lv["name"])),
                                                float(lv["target"])) for lv in d["levels"]),
@@ -82,22 +86,20 @@ class AnchorSet:
 
 def load_anchors(path) -> AnchorSet:
     """Read anchors from a calibsim JSON file or a CSV with columns level,text_a,text_b[,target]."""
-    from calibsim_gui.core.inputs import read_text_file
+    from calibsim_gui.core.inputs import read_table, read_text_file
 
     path = Path(path)
-    text = read_text_file(path)
-    if path.suffix.lower() == ".json":
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        text = read_text_file(path)
         try:
             return AnchorSet.from_dict(json.loads(text), path=path)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg}).", path=path, line=exc.lineno) from None
-    if path.suffix.lower() in (".csv", ".tsv"):
-        import io
-
-        import pandas as pd
-
-        frame = pd.read_csv(io.StringIO(text), sep="\t" if path.suffix.lower() == ".tsv" else ",",
-                            dtype=str, keep_default_na=False)
+        except (ValueError, RecursionError) as exc:     # a 5000-digit number, 10^5 nested arrays
+            raise InputError(f"not usable JSON ({exc}).", path=path) from None
+    if suffix in (".csv", ".tsv"):
+        frame, _ = read_table(path)
         missing = {"level", "text_a", "text_b"} - set(frame.columns)
         if missing:
             raise InputError(f"missing columns {sorted(missing)}.", path=path,

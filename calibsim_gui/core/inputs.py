@@ -41,6 +41,7 @@ _MAGIC = {
     b"SQLite format 3\x00": "an SQLite database",
 }
 _SNIFF_BYTES = 8192
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 _TABLE_SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": None, ".ndjson": None}
 _TEXT_SUFFIXES = (".txt", ".md")
@@ -140,8 +141,9 @@ def _refuse_binary(path: Path, head: bytes) -> None:
 # --------------------------------------------------------------------------- tables
 
 
-def _read_table(path: Path, encoding: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """Read a CSV/TSV/JSONL file into an all-string frame; return it and report notes."""
+def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Read a CSV/TSV/JSONL file with a header into an all-string frame; return it and notes."""
+    path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in _TABLE_SEPARATORS:
         raise InputError(
@@ -212,9 +214,17 @@ def _parse_delimited(path: Path, text: str, sep: str, quoting: int) -> pd.DataFr
     return frame
 
 
-def _line_of_record(text: str, record: int, options: dict) -> int:
-    """Physical line where pandas' 1-based `record` starts (quoted newlines move it down)."""
-    before = pd.read_csv(io.StringIO(text), **options, nrows=record - 1, skip_blank_lines=False)
+def _line_of_record(text: str, record: int, options: dict) -> int | None:
+    """Physical line where pandas' 1-based `record` starts (quoted newlines move it down).
+
+    None when the records before it cannot be re-read (the message then names no line).
+    """
+    if record <= 1:
+        return record
+    try:
+        before = pd.read_csv(io.StringIO(text), **options, nrows=record - 1, skip_blank_lines=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
     return record + int(sum(before[c].fillna("").str.count("\n").sum() for c in before.columns))
 
 
@@ -231,16 +241,37 @@ def _parse_jsonl(path: Path, text: str) -> pd.DataFrame:
                 line=number, fix="each line must hold one JSON object, "
                 'e.g. {"sentence1": "...", "sentence2": "...", "score": 4.2}.',
             ) from None
+        except (ValueError, RecursionError) as error:  # a 5000-digit number, 10^5 nested arrays
+            raise InputError(
+                f"cannot be read as JSON ({error}).", path=path, line=number,
+                fix='each line must hold one flat JSON object of texts and numbers, '
+                'e.g. {"sentence1": "...", "sentence2": "...", "score": 4.2}.',
+            ) from None
         if not isinstance(record, dict):
             raise InputError(
                 f"holds a JSON {type(record).__name__}, not an object.", path=path, line=number,
                 fix='each line must hold one JSON object, e.g. {"sentence1": "...", '
                 '"sentence2": "..."}; a JSON array file must be converted to one object a line.',
             )
+        if _SURROGATE_ESCAPE.search(line) and not _encodable(record):
+            raise InputError(
+                "holds a \\uD800-\\uDFFF escape that is half of a character (a text cut in the "
+                "middle of an emoji?).", path=path, line=number,
+                fix="repair or remove that escape; valid text never holds half a character.",
+            )
         records.append(record)
     columns = list(dict.fromkeys(key for record in records for key in record))
     rows = [[_json_cell(record.get(key)) for key in columns] for record in records]
     return pd.DataFrame(rows, columns=columns, dtype=str)
+
+
+def _encodable(record: dict) -> bool:
+    """False if a decoded JSON value holds a lone surrogate (no file or model can take it)."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_cell(value) -> str:
@@ -337,7 +368,7 @@ def load_pairs(
     notes count pairs 1-based, in file order.
     """
     path = Path(path)
-    frame, notes = _read_table(path, encoding)
+    frame, notes = read_table(path, encoding)
     if frame.empty:
         raise InputError(
             "holds no pairs (no data rows).", path=path,
@@ -521,7 +552,7 @@ def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encod
     """Yield (id, stripped text, unit) for every candidate document of one file."""
     suffix = file.suffix.lower()
     if suffix in _TABLE_SEPARATORS:
-        frame, _ = _read_table(file, encoding)
+        frame, _ = read_table(file, encoding)
         if frame.empty:
             return
         column = _document_column(frame, file, column)

@@ -7,6 +7,7 @@ below its folder, so a project folder can be moved as a whole.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from calibsim_gui.core.anchors import AnchorSet
 from calibsim_gui.core.atomic import write_text_atomic
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.metrics import METRICS
 
 FORMAT = "calibsim-project"
 SCHEMA_VERSION = 1
@@ -84,8 +86,9 @@ class Project:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise InputError("no such project file.", path=path) from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"not a readable project file ({exc}).", path=path) from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise InputError(f"not a readable project file ({exc}).", path=path,
+                             fix="open a .calibsim file saved by calibsim") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError("not a calibsim project.", path=path, fix="open a .calibsim file")
         if data.get("schema_version") != SCHEMA_VERSION:
@@ -96,20 +99,52 @@ class Project:
         try:
             background = data.get("background") or {}
             model = data.get("model")
-            return cls(
+            project = cls(
                 model=str(_absolute(model, base)) if model and _absolute(model, base).exists() else model,
                 device=str(data.get("device", "auto")),
                 anchors=AnchorSet.from_dict(data["anchors"], path=path) if data.get("anchors") else None,
                 profile=str(_absolute(data["profile"], base)) if data.get("profile") else None,
                 background_files=[str(_absolute(f, base)) for f in background.get("files", [])],
-                background_pairs=int(background.get("pairs", 20_000)),
-                background_seed=int(background.get("seed", 0)),
+                background_pairs=background.get("pairs", 20_000),
+                background_seed=background.get("seed", 0),
                 inputs=[ProjectInput(str(_absolute(i["path"], base)), str(i.get("kind", "pairs")),
                                      dict(i.get("options", {}))) for i in data.get("inputs", [])],
                 settings=dict(data.get("settings", {})))
+            project._check()
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InputError(f"the project is damaged or hand-edited ({exc!r}).", path=path,
+            detail = str(exc) if type(exc) is ValueError else repr(exc)
+            raise InputError(f"the project is damaged or hand-edited ({detail}).", path=path,
                              fix="re-create it from the app and save again") from None
+        return project
+
+    def _check(self) -> None:
+        """Refuse values the app could not use (raised as ValueError, reported by `load`)."""
+        from calibsim_gui.core.inputs import load_documents, load_pairs
+
+        for what, value, low in (("background pairs", self.background_pairs, 1),
+                                 ("background seed", self.background_seed, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_COUNT:
+                raise ValueError(f"{what} must be a whole number from {low} to {_MAX_COUNT}, "
+                                 f"not {value!r}")
+
+        readers = {"pairs": load_pairs, "documents": load_documents}
+        for item in self.inputs:
+            if item.kind not in readers:
+                raise ValueError(f"input kind {item.kind!r} is neither 'pairs' nor 'documents'")
+            allowed = set(inspect.signature(readers[item.kind]).parameters) - {"path", "paths"}
+            for key, value in item.options.items():
+                if key not in allowed:
+                    raise ValueError(f"unknown option {key!r} for {item.kind} {item.path}")
+                if not isinstance(value, bool if key == "per_file" else (str, type(None))):
+                    raise ValueError(f"option {key!r} of {item.path} has the wrong type ({value!r})")
+        metric = self.settings.get("metric", "cosine")
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}")
+        if not isinstance(self.settings.get("form", ""), str):
+            raise ValueError(f"form {self.settings['form']!r} is not a name")
+
+
+_MAX_COUNT = 2**31 - 1          # the app's spin boxes hold 32-bit integers
 
 
 def _relative(p: str, base: Path | None) -> str:

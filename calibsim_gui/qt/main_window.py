@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
         self._project_step = None                     # ("rebuild" | "anchors", project) waiting for a run
         self.built_from: dict | None = None           # files, pairs, seed of a background built here
         self._cache = None
+        self._cache_failed = False                    # the cache folder is unusable: go on without
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
 
         self.model_runner = TaskRunner("loading model", self)
@@ -260,10 +261,17 @@ class MainWindow(QMainWindow):
 
     @property
     def cache(self):
-        if self._cache is None:
+        """The embedding cache, or None when its folder is unusable (said once; scoring goes on)."""
+        if self._cache is None and not self._cache_failed:
             from calibsim_gui.core.cache import EmbeddingCache
+            from calibsim_gui.core.errors import CalibsimError
 
-            self._cache = EmbeddingCache()
+            try:
+                self._cache = EmbeddingCache()
+            except CalibsimError as exc:
+                self._cache_failed = True
+                self.show_error("Embedding cache unavailable",
+                                f"{exc}\n\ncalibsim goes on without a cache: texts are encoded every time.")
         return self._cache
 
     def _load_default_model(self) -> None:
@@ -290,8 +298,9 @@ class MainWindow(QMainWindow):
             return
         self.profile_path = None
         self.built_from = None
+        cache = self.cache                       # opened here, on the GUI thread
         self.profile_runner.start(
-            lambda progress, should_stop: (default_profile(embedder, cache=self.cache,
+            lambda progress, should_stop: (default_profile(embedder, cache=cache,
                                                            should_stop=should_stop), "built-in"))
 
     def open_profile(self, path: str) -> None:
@@ -315,9 +324,9 @@ class MainWindow(QMainWindow):
         state = self.state
         if state.profile is None or state.embedder is None:
             return
-        profile, embedder, label = state.profile, state.embedder, state.profile_label
+        profile, embedder, label, cache = state.profile, state.embedder, state.profile_label, self.cache
         self.profile_runner.start(
-            lambda progress, should_stop: (with_anchors(profile, embedder, anchors, cache=self.cache,
+            lambda progress, should_stop: (with_anchors(profile, embedder, anchors, cache=cache,
                                                          should_stop=should_stop),
                                             label.split(" + ")[0] + " + edited anchors"))
 
@@ -331,10 +340,11 @@ class MainWindow(QMainWindow):
         anchors = self.anchors.anchor_set()
         self.profile_path = None
         self.built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
+        cache = self.cache
 
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
-                                    seed=seed, sources=documents.files, cache=self.cache,
+                                    seed=seed, sources=documents.files, cache=cache,
                                     progress=progress, should_stop=should_stop,
                                     name=f"background of {len(documents.files)} files")
             return profile, f"built from {len(documents.files)} file(s)"
@@ -557,6 +567,12 @@ class MainWindow(QMainWindow):
                                                    str(Path(path).parent))
             if found:
                 project.relocate(missing, found)
+        still_missing = project.missing_files()
+        if still_missing:
+            self.show_error("Some project files were not found",
+                            "These files were not found and were left out:\n"
+                            + "\n".join(str(p) for p in still_missing)
+                            + "\n\nOpen the project again to locate them, or add them with File ▸ Open input.")
         self._remember_recent(path)
         self._start_project(project, path)
 

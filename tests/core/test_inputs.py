@@ -54,6 +54,12 @@ def test_cp1252_file_is_refused_with_line_and_encoding_hint_then_reads_with_it(t
     assert read_text_file(path, encoding="cp1252") == "a,b\nok,fine\nCafé,naïve\n"
 
 
+def test_an_encoding_python_does_not_know_is_named_with_examples(tmp_path):
+    path = write(tmp_path / "notes.txt", "plain\n")
+    with pytest.raises(InputError, match=r"notes\.txt: 'klingon' is not an encoding .*Fix: use .*utf-8"):
+        read_text_file(path, encoding="klingon")
+
+
 def test_wrong_explicit_encoding_names_file_and_encoding(tmp_path):
     path = write(tmp_path / "bytes.txt", b"ok\n\x81\n")
     with pytest.raises(InputError, match=r"bytes\.txt, line 2: cannot be decoded as cp1252"):
@@ -82,6 +88,14 @@ def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("file was read"))
     with pytest.raises(InputError, match="huge.txt.*MiB"):
         read_text_file(path)
+
+
+def test_a_2_gib_file_is_refused_with_its_size(tmp_path):
+    path = tmp_path / "huge.txt"
+    with open(path, "wb") as f:
+        f.truncate(2 * 1024**3)                  # sparse: no disk used
+    with pytest.raises(InputError, match=r"huge\.txt: is 2,048 MiB; text files up to 512 MiB .*Fix: split"):
+        load_documents(path)
 
 
 def test_missing_file_is_an_input_error(tmp_path):
@@ -138,6 +152,20 @@ def test_jsonl_reads_objects_and_skips_blank_lines(tmp_path):
         "score": ["3", ""],
         "extra": ["", "[1]"],
     }
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('{"a": "x", "b": ' + "[" * 100_000 + "]" * 100_000 + "}", "maximum recursion depth"),
+    ('{"a": "x", "b": ' + "9" * 5000 + "}", "4300 digits"),
+    ('{"a": "x", "b": "cut emoji \\ud83d"}', "half of a character"),
+    ('{"a": "x", "\\udc00b": "y"}', "half of a character"),
+], ids=["deeply-nested", "huge-number", "lone-surrogate", "lone-surrogate-in-a-key"])
+def test_jsonl_that_python_cannot_use_names_its_line(tmp_path, bad, message):
+    path = write(tmp_path / "p.jsonl", '{"a": "ok", "b": "fine \\ud83d\\ude00"}\n' + bad + "\n")
+    with pytest.raises(InputError, match=rf"p\.jsonl, line 2: .*{message}.*Fix: "):
+        load_pairs(path)
+    whole = load_pairs(write(tmp_path / "ok.jsonl", '{"a": "x", "b": "fine \\ud83d\\ude00"}\n'))
+    assert whole.frame["b"][0] == "fine \N{GRINNING FACE}"          # both halves: one character
 
 
 @pytest.mark.parametrize("bad", ['{"a": "x", "b": }', '["a", "b"]'])
@@ -234,6 +262,15 @@ def test_unclosed_quote_names_its_line(tmp_path):
     path = write(tmp_path / "p.csv", 'sentence1,sentence2\na,b\n"c,d\ne,f\n')
     with pytest.raises(InputError, match=r"p\.csv, line 3: .*never closed"):
         load_pairs(path)
+
+
+@pytest.mark.parametrize("content, line", [('"sentence1,sentence2\na,b\n', 1), ('\r"a,b\n', None)],
+                         ids=["in-the-header", "after-a-blank-line"])
+def test_an_unclosed_quote_anywhere_is_an_input_error(tmp_path, content, line):
+    path = write(tmp_path / "p.csv", content)
+    with pytest.raises(InputError, match="never closed") as caught:
+        load_pairs(path)
+    assert caught.value.line == line
 
 
 def test_duplicate_column_names_are_refused(tmp_path):

@@ -38,14 +38,60 @@ def test_moved_files_are_reported_and_can_be_relocated(tmp_path):
     assert loaded.missing_files() == []
 
 
+HEAD = '{"format": "calibsim-project", "schema_version": 1, '
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"format": "calibsim-project", "schema_version": 9}', "schema version 9"),
     ('{"format": "other"}', "not a calibsim project"),
-    ('{"format": "calibsim-project", "schema_version": 1, "inputs": [{"nopath": 1}]}', "damaged"),
+    ('[1, 2]', "not a calibsim project"),
+    (HEAD + '"inputs": [{"nopath": 1}]}', "damaged"),
     ("not json", "not a readable project"),
-])
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "not a readable project"),
+    (HEAD + '"background": {"pairs": Infinity}}', "background pairs must be a whole number"),
+    (HEAD + '"background": {"pairs": 2.5}}', "background pairs must be a whole number"),
+    (HEAD + '"background": {"seed": -1}}', "background seed must be a whole number from 0"),
+    (HEAD + '"background": {"seed": 4294967296}}', "background seed must be a whole number"),
+    (HEAD + '"settings": {"metric": "cosinus"}}', "unknown metric 'cosinus'"),
+    (HEAD + '"settings": {"form": ["calibrated"]}}', "is not a name"),
+    (HEAD + '"inputs": [{"path": "a.csv", "kind": "images"}]}', "input kind 'images'"),
+    (HEAD + '"inputs": [{"path": "a.csv", "options": {"sep": ";"}}]}', "unknown option 'sep'"),
+    (HEAD + '"inputs": [{"path": "a.csv", "options": {"text_a": 3}}]}', "option 'text_a' .* wrong type"),
+    (HEAD + '"inputs": [{"path": "a.txt", "kind": "documents", "options": {"per_file": "yes"}}]}',
+     "option 'per_file' .* wrong type"),
+    (HEAD + '"anchors": ["a", "b"]}', "anchors must be a JSON object"),
+    (HEAD + '"anchors": {"levels": [{"name": "x", "target": NaN}], "pairs": []}}', "outside 0..1"),
+    (HEAD + '"model": 5}', "damaged"),
+], ids=lambda v: v if len(v) < 40 else None)
 def test_bad_project_files_are_refused_with_a_reason(tmp_path, content, message):
     path = tmp_path / "bad.calibsim"
     path.write_text(content)
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message) as caught:
         Project.load(path)
+    assert str(path) in str(caught.value)
+
+
+def test_what_the_app_saves_passes_the_checks(tmp_path):
+    project = Project(background_pairs=2_000_000, background_seed=2**31 - 1,
+                      inputs=[ProjectInput(str(tmp_path / "a.csv"), "pairs",
+                                           {"text_a": "q", "text_b": "d", "label": None}),
+                              ProjectInput(str(tmp_path / "b.txt"), "documents", {"per_file": True})],
+                      settings={"metric": "manhattan", "form": "bg_surprise", "saved_as": None})
+    loaded = Project.load(project.save(tmp_path / "ok.calibsim"))
+    assert (loaded.inputs, loaded.settings) == (project.inputs, project.settings)
+
+
+def test_a_save_that_fails_midway_keeps_the_previous_project_and_leaves_no_temporary(tmp_path, monkeypatch):
+    path = Project(settings={"metric": "dot"}).save(tmp_path / "study.calibsim")
+    before = path.read_bytes()
+
+    def half_then_disk_full(self, text, encoding=None):
+        with open(self, "w", encoding=encoding) as f:
+            f.write(text[: len(text) // 2])
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch, pytest.raises(OSError):
+        patch.setattr(type(path), "write_text", half_then_disk_full)
+        Project(settings={"metric": "euclidean"}).save(path)
+    assert path.read_bytes() == before and Project.load(path).settings == {"metric": "dot"}
+    assert [p.name for p in tmp_path.iterdir()] == ["study.calibsim"]

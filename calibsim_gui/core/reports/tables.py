@@ -85,17 +85,27 @@ def calibrators_frame(report) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["metric", "form", "parameter", "value"])
 
 
+def _cell_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Control characters (which XLSX cannot hold) replaced by U+FFFD in texts and column names."""
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    def clean(value):
+        return ILLEGAL_CHARACTERS_RE.sub("\ufffd", value) if isinstance(value, str) else value
+
+    return frame.map(clean).rename(columns=clean)
+
+
 def write_xlsx(report, path) -> None:
     """Results sheet(s) at full precision, then provenance, anchors and calibrators sheets."""
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         if report.kind == "pairs":
-            report.result.frame.to_excel(writer, sheet_name="results", index=False)
+            _cell_safe(report.result.frame).to_excel(writer, sheet_name="results", index=False)
         else:
             ids = report.result.ids
             for form, matrix in report.result.matrices.items():
                 pd.DataFrame(matrix.astype(float), index=ids, columns=ids).to_excel(
                     writer, sheet_name=f"{report.metric}_{form}"[:31])
-        provenance_frame(report).to_excel(writer, sheet_name="provenance", index=False)
+        _cell_safe(provenance_frame(report)).to_excel(writer, sheet_name="provenance", index=False)
         report.anchors_table().to_excel(writer, sheet_name="anchors", index=False)
         calibrators_frame(report).to_excel(writer, sheet_name="calibrators", index=False)
         for sheet in writer.book.worksheets:          # a text such as "=HYPERLINK(...)" stays text
