@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install
+.PHONY: run test install bundle
 
 run: $(STAMP)
 	$(VENV)/bin/calibsim
@@ -13,6 +13,10 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra
 
 install: $(STAMP)
+
+# The desktop bundle dist/calibsim (PyInstaller; see packaging/README.md).
+bundle: $(STAMP)
+	bash packaging/build.sh
 
 $(STAMP): pyproject.toml packaging/constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)

@@ -1,6 +1,12 @@
 """Launcher for calibsim (also PyInstaller's entry script)."""
 
-from calibsim_gui.cli import main
+import os
+
+# calibsim never downloads: keep Hugging Face libraries offline from the first import on.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from calibsim_gui.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     raise SystemExit(main())

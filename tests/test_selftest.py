@@ -1,0 +1,87 @@
+"""`calibsim --self-test`: the headless, offline check that an installation works."""
+
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from calibsim_gui import selftest
+from calibsim_gui.core import models
+from calibsim_gui.core.errors import ModelError
+
+
+def _isolated_env(tmp_path) -> dict:
+    return {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "CALIBSIM_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest.mark.slow
+def test_self_test_passes_offline_and_leaves_no_trace(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "calibsim_gui", "--self-test"], capture_output=True,
+                            text=True, env=_isolated_env(tmp_path), timeout=600)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"ok      {s.name}" for s in selftest.STEPS]
+    assert lines[-1] == "calibsim self-test passed"
+    report_line = next(line for line in lines if "write reports" in line)
+    assert "self-test.csv" in report_line and "self-test.json" in report_line
+    folder = Path(report_line.rsplit(" in ", 1)[1])
+    assert not folder.exists()                          # the temporary folder is cleaned up
+    assert not (tmp_path / "config" / "calibsim").exists()     # the user's settings were not touched
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.slow
+def test_headless_steps_never_load_qt(tmp_path):
+    code = textwrap.dedent("""
+        import sys
+        from calibsim_gui.selftest import CORE_STEPS, run_self_test
+        code = run_self_test(CORE_STEPS)
+        print("QT" if any(k.startswith(("PySide6", "pyqtgraph")) for k in sys.modules) else "NOQT")
+        raise SystemExit(code)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=_isolated_env(tmp_path), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "NOQT"
+
+
+def test_a_failing_step_fails_the_self_test_and_skips_what_needs_it(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ModelError("the model files are gone")
+
+    monkeypatch.setattr(models, "load_model", broken)
+    out = io.StringIO()
+    assert selftest.run_self_test(selftest.CORE_STEPS, out=out) == 1
+    *steps, verdict = out.getvalue().splitlines()
+    parsed = [re.fullmatch(r"(ok|FAILED) +([^:]+): (.*)", line).groups() for line in steps]
+    assert [(status, name) for status, name, _ in parsed] == [
+        ("ok", "built-in resources"), ("ok", "library versions"),
+        ("FAILED", "load the built-in model offline"), ("FAILED", "built-in reference profile"),
+        ("FAILED", "score the demo pairs"), ("FAILED", "write reports")]
+    reasons = [reason for _, _, reason in parsed]
+    assert reasons[2] == "ModelError: the model files are gone"
+    assert all(reason.startswith("skipped because") for reason in reasons[3:])
+    assert verdict == "calibsim self-test FAILED (4 of 6 steps)"
+
+
+def test_steps_that_all_work_exit_zero():
+    out = io.StringIO()
+    assert selftest.run_self_test(selftest.CORE_STEPS[:2], out=out) == 0
+    assert all(line.startswith("ok") for line in out.getvalue().splitlines()[:-1])
+
+
+def test_a_step_reaching_for_the_network_fails():
+    def phone_home(ctx):
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
+        return "connected"
+
+    out = io.StringIO()
+    assert selftest.run_self_test([selftest.Step("phone home", phone_home)], out=out) == 1
+    assert "refuses network connections" in out.getvalue()
