@@ -3,8 +3,9 @@
 Background: the AG News sentences in ../shared/data/agnews (train + test, titles and
 descriptions, cleaned of the corpus's backslash line breaks and HTML-entity remnants);
 20,000 random disjoint pairs, seed 0. Anchors: resources/anchors/builtin-ladder.json.
-The profile stores statistics only (sketches, moments, calibrators, 1,000 embeddings), never
-corpus text.
+Geometry fixes (mean-centering, whitening, all-but-the-top) are fitted on all background
+sentences, with cosine references under each. The profile stores statistics only (sketches,
+moments, calibrators, fitted transforms, 1,000 embeddings), never corpus text.
 
     .venv/bin/python scripts/build_builtin_profile.py [--data ../shared/data]
 """

@@ -12,12 +12,31 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from calibsim_gui.core.encoding import EncodingResult, encode_texts
-from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.errors import InputError, ProfileError
+from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
+from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
 
 SATURATION_QUANTILE = 0.99
+UNIT_NORM_TOLERANCE = 1e-3
+
+
+def score_column(metric: str, form: str, geometry: str = "none") -> str:
+    """Output column name: ``<metric>_<form>``, plus ``@<geometry>`` under a geometry fix."""
+    return f"{metric}_{form}" + ("" if geometry == "none" else f"@{geometry}")
+
+
+def split_score_column(name: str) -> tuple[str, str, str] | None:
+    """``"cosine_calibrated@whiten"`` -> ``("cosine", "calibrated", "whiten")``; None for a
+    column that is not a score column."""
+    base, _, geometry = str(name).partition("@")
+    metric, _, form = base.partition("_")
+    geometry = geometry or "none"
+    if metric in METRICS and form in FORM_DESCRIPTIONS and geometry in GEOMETRIES:
+        return metric, form, geometry
+    return None
 
 
 @dataclass
@@ -31,13 +50,15 @@ class ScoredPairs:
 
 @dataclass
 class DocumentMatrix:
-    """N x N scores of one metric for a document set, raw and in each calibrated form."""
+    """N x N scores of one metric for a document set, raw and in each calibrated form,
+    under one geometry ("none" = the model's own embeddings)."""
 
     ids: list[str]
     metric: str
     matrices: dict[str, np.ndarray]       # form ("raw", "calibrated", ...) -> float32 (n, n)
     provenance: dict
     notes: list[str] = field(default_factory=list)
+    geometry: str = "none"
 
 
 def query_zscores(metric: str, emb_a: np.ndarray, emb_b: np.ndarray, raw: np.ndarray,
@@ -61,7 +82,7 @@ def query_zscores(metric: str, emb_a: np.ndarray, emb_b: np.ndarray, raw: np.nda
     return out
 
 
-def _base_provenance(embedder, profile: ReferenceProfile, encoding) -> dict:
+def _base_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("none",)) -> dict:
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
@@ -76,8 +97,48 @@ def _base_provenance(embedder, profile: ReferenceProfile, encoding) -> dict:
         "encoding": {"distinct_texts": encoding.n_unique, "from_cache": encoding.n_cached,
                      "truncated": encoding.n_truncated},
         "columns": {form: FORM_DESCRIPTIONS[form] for form in ("raw",) + profile.forms()},
+        "geometry": {name: {"description": GEOMETRIES[name].description,
+                            **({} if name == "none" else
+                               profile.provenance.get("geometries", {}).get("fixes", {}).get(name, {}))}
+                     for name in geometries},
         "versions": library_versions(),
     }
+
+
+def _plan(profile: ReferenceProfile, geometry, metrics) -> tuple[dict[str, list[str]], list[str]]:
+    """Metrics to score under each requested geometry, and notes on metrics left out.
+
+    Each geometry gets the requested metrics (all by default) that the profile has references
+    for under it; geometry fixes usually cover cosine only.
+    """
+    names = list(dict.fromkeys([geometry] if isinstance(geometry, str) else geometry))
+    if not names:
+        raise InputError("no geometry chosen.", fix=f"choose from {', '.join(GEOMETRIES)}")
+    get_geometries(names)
+    wanted = [m.name for m in get_metrics(metrics)]
+    plan, notes = {}, []
+    for name in names:
+        available = profile.references(name)
+        chosen = [m for m in wanted if m in available]
+        if not chosen:
+            raise InputError(f"under geometry {name!r} the profile has references only for "
+                             f"{', '.join(available)}.", fix=f"add --metric {next(iter(available))}")
+        if len(chosen) < len(wanted) and metrics is not None:
+            notes.append(f"{', '.join(m for m in wanted if m not in chosen)}: no references under "
+                         f"geometry {name!r}, so not scored under it")
+        plan[name] = chosen
+    return plan, notes
+
+
+def _check_human(human, plan: dict[str, list[str]], embedder) -> None:
+    for calibrator in human:
+        if calibrator.model is not None and calibrator.model != embedder.fingerprint.id:
+            raise ProfileError(f"the human calibration was fitted with model {calibrator.model}, "
+                               f"but the model in use is {embedder.fingerprint.id}.")
+        if calibrator.metric not in plan.get(calibrator.geometry, ()):
+            raise InputError(f"the human calibration maps {calibrator.metric} scores under geometry "
+                             f"{calibrator.geometry!r}, which this run does not compute.",
+                             fix=f"score {calibrator.metric} with geometry {calibrator.geometry!r} too")
 
 
 @dataclass(frozen=True)
@@ -91,17 +152,20 @@ class PairChunk:
     rows : ndarray of int
         Row positions (in the input table) of the pairs in this chunk.
     raw : dict metric -> ndarray of shape (len(rows),)
-        Their raw scores, in each metric's orientation.
+        Their raw scores, in each metric's orientation, under `geometry` (the first requested).
+    geometry : str
     """
 
     done: int
     total: int
     rows: np.ndarray
     raw: dict
+    geometry: str = "none"
 
 
-def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cache=None,
-                     batch_size: int = 64, chunk_pairs: int = 512, should_stop=None):
+def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
+                     human=(), norms: bool = False, cache=None, batch_size: int = 64,
+                     chunk_pairs: int = 512, should_stop=None):
     """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
 
     Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
@@ -113,7 +177,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
         When `should_stop()` returns True (checked before every batch).
     """
     profile.check_model(embedder.fingerprint)
-    metrics = [m.name for m in get_metrics(metrics)]
+    plan, plan_notes = _plan(profile, geometry, metrics)
+    _check_human(human, plan, embedder)
     frame = table.frame
     scored = np.ones(len(frame), dtype=bool)
     scored[list(table.empty_rows)] = False
@@ -123,7 +188,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     known: dict[str, np.ndarray] = {}
     emb_a = np.zeros((len(rows), embedder.dimension), dtype=np.float32)
     emb_b = np.zeros_like(emb_a)
-    raw = {name: np.zeros(len(rows)) for name in metrics}
+    raw = {(g, m): np.zeros(len(rows)) for g, names in plan.items() for m in names}
+    primary = next(iter(plan))
     n_cached = n_truncated = 0
     for start in range(0, len(rows), chunk_pairs):
         chunk = slice(start, start + chunk_pairs)
@@ -137,25 +203,46 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
         n_truncated += result.n_truncated
         emb_a[chunk] = [known[t] for t in texts_a[chunk_rows]]
         emb_b[chunk] = [known[t] for t in texts_b[chunk_rows]]
-        chunk_raw = pair_scores(emb_a[chunk], emb_b[chunk], metrics)
-        for name in metrics:
-            raw[name][chunk] = chunk_raw[name]
-        yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw)
+        chunk_raw = {}
+        for g, names in plan.items():
+            scores = pair_scores(profile.transformed(emb_a[chunk], g), profile.transformed(emb_b[chunk], g),
+                                 names)
+            for name in names:
+                raw[g, name][chunk] = scores[name]
+            chunk_raw[g] = scores
+        yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw[primary],
+                        primary)
     encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
-    return _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw)
+    return _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, plan,
+                     plan_notes, human, norms)
 
 
-def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cache=None,
-                batch_size: int = 64, progress=None, should_stop=None) -> ScoredPairs:
+def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
+                human=(), norms: bool = False, cache=None, batch_size: int = 64, progress=None,
+                should_stop=None) -> ScoredPairs:
     """Score every pair of `table` (a `PairTable`) with every metric and calibration.
 
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
     form ("raw", then the profile's calibrated forms, then "query_zscore" when the profile has a
     background sample). Rows with an empty text keep NaN scores.
     `progress(done, total, message)` is called after each chunk of pairs.
+
+    Parameters
+    ----------
+    geometry : str or sequence of str, default "none"
+        Geometry fix(es) to score under ("none", "center", "whiten", "abtt"; see
+        `ReferenceProfile.geometry_names`). Columns under a fix are named
+        ``<metric>_<form>@<geometry>`` (see `score_column`) and are calibrated against the
+        background under the same fix; fixes cover the metrics the profile was built for
+        (cosine by default). Several geometries give all their columns in one run.
+    human : sequence of HumanCalibrator
+        Each adds ``<metric>_human[@<geometry>]``: expected human similarity in [0, 1].
+    norms : bool
+        Add ``<text column>_norm`` for both texts (vector lengths, before any geometry fix).
     """
-    steps = iter_score_pairs(table, embedder, profile, metrics=metrics, cache=cache,
-                             batch_size=batch_size, should_stop=should_stop)
+    steps = iter_score_pairs(table, embedder, profile, metrics=metrics, geometry=geometry,
+                             human=human, norms=norms, cache=cache, batch_size=batch_size,
+                             should_stop=should_stop)
     while True:
         try:
             chunk = next(steps)
@@ -165,16 +252,22 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, cac
             progress(chunk.done, chunk.total, f"scored {chunk.done} of {chunk.total} pairs")
 
 
-def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw) -> ScoredPairs:
+def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, plan, plan_notes,
+              human, norms) -> ScoredPairs:
     """Calibrate the raw scores and put table, columns, provenance and notes together."""
     frame = table.frame
     columns: dict[str, np.ndarray] = {}
-    provenance = _base_provenance(embedder, profile, encoding)
+    provenance = _base_provenance(embedder, profile, encoding, tuple(plan))
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
-    notes = list(table.notes) + profile.warnings()
+    notes = list(table.notes) + plan_notes + profile.warnings()
     if encoding.n_truncated:
         notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
                      f"({embedder.max_seq_length} tokens); only their beginning was scored")
+    lengths = np.linalg.norm(np.concatenate([emb_a, emb_b]), axis=1)
+    if len(lengths) and np.abs(lengths - 1).max() > UNIT_NORM_TOLERANCE:
+        notes.append(f"the model does not normalise its embeddings (lengths {lengths.min():.3g} to "
+                     f"{lengths.max():.3g}): dot and euclidean mix length with direction, cosine "
+                     "and angular do not")
 
     def full(values):
         out = np.full(len(frame), np.nan)
@@ -182,19 +275,35 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw) -> 
         return out
 
     saturation = {}
-    for name, values in raw.items():
-        columns[f"{name}_raw"] = full(values)
-        for form, calibrated in profile.calibrate(name, values).items():
-            columns[f"{name}_{form}"] = full(calibrated)
+    for g, names in plan.items():
+        references = profile.references(g)
+        reference = None
         if profile.query_reference is not None:
-            columns[f"{name}_query_zscore"] = full(
-                query_zscores(name, emb_a, emb_b, values, profile.query_reference))
-        if profile.has_background and len(values):
-            cut = profile.metrics[name].background.quantile(SATURATION_QUANTILE)
-            share = float((METRICS[name].as_similarity(values) > cut).mean())
-            saturation[name] = {"share_beyond_p99": share,
-                                "percentile_halfwidth": profile.metrics[name]
-                                .calibrators["bg_percentile"].halfwidth_}
+            reference = profile.transformed(profile.query_reference, g)
+            moved_a, moved_b = profile.transformed(emb_a, g), profile.transformed(emb_b, g)
+        for name in names:
+            values = raw[g, name]
+            columns[score_column(name, "raw", g)] = full(values)
+            for form, calibrated in profile.calibrate(name, values, g).items():
+                columns[score_column(name, form, g)] = full(calibrated)
+            if reference is not None:
+                columns[score_column(name, "query_zscore", g)] = full(
+                    query_zscores(name, moved_a, moved_b, values, reference))
+            if profile.has_background and len(values):
+                cut = references[name].background.quantile(SATURATION_QUANTILE)
+                share = float((METRICS[name].as_similarity(values) > cut).mean())
+                saturation[name if g == "none" else f"{name}@{g}"] = {
+                    "share_beyond_p99": share,
+                    "percentile_halfwidth": references[name].calibrators["bg_percentile"].halfwidth_}
+    for calibrator in human:
+        values = METRICS[calibrator.metric].as_similarity(raw[calibrator.geometry, calibrator.metric])
+        columns[score_column(calibrator.metric, "human", calibrator.geometry)] = full(
+            calibrator.transform(values))
+        provenance["columns"]["human"] = FORM_DESCRIPTIONS["human"]
+        provenance.setdefault("human", []).append({
+            "metric": calibrator.metric, "geometry": calibrator.geometry, "scale": calibrator.scale,
+            "model": calibrator.model, "pairs": calibrator.n_pairs_, "warnings": calibrator.warnings_})
+        notes += calibrator.warnings_
     if saturation:
         provenance["background_saturation"] = saturation
         worst = max(saturation.items(), key=lambda kv: kv[1]["share_beyond_p99"])
@@ -206,6 +315,9 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw) -> 
     if table.label is not None:
         provenance["agreement"] = _agreement(frame[table.label], columns)
     provenance["notes"] = notes
+    if norms:
+        columns[f"{table.text_a}_norm"] = full(np.linalg.norm(emb_a, axis=1))
+        columns[f"{table.text_b}_norm"] = full(np.linalg.norm(emb_b, axis=1))
     import pandas as pd
 
     out = pd.concat([frame.reset_index(drop=True), pd.DataFrame(columns)], axis=1)
@@ -228,40 +340,57 @@ def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
 
 
 def _higher_is_similar(column: str) -> bool:
-    metric, _, form = column.partition("_")
+    metric, form, _ = split_score_column(column)
     return form != "raw" or METRICS[metric].higher_is_similar
 
 
 def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str = "cosine",
-                 forms=("calibrated",), cache=None, batch_size: int = 64, block_rows: int = 1024,
-                 progress=None, should_stop=None) -> DocumentMatrix:
+                 forms=("calibrated",), geometry: str = "none", cache=None, batch_size: int = 64,
+                 block_rows: int = 1024, progress=None, should_stop=None) -> DocumentMatrix:
     """All-pairs scores of a `DocumentSet`, computed in row blocks (bounded memory).
 
-    Returns float32 matrices for "raw" and each requested form.
+    Returns float32 matrices for "raw" and each requested form, under `geometry` (one name;
+    the embeddings are transformed and calibrated against the background under that fix).
+    The form "csls" (cosine only, needs the profile's background sample) is the hubness-corrected
+    cosine of `calibsim_gui.core.hubness`, each text's neighbourhood taken among the
+    background sample under the same geometry.
     """
     profile.check_model(embedder.fingerprint)
     metric_ = get_metrics([metric])[0]
-    unknown = set(forms) - set(profile.forms())
+    references = profile.references(geometry)
+    if metric not in references:
+        raise InputError(f"geometry fix {geometry!r} has references only for {', '.join(references)}.",
+                         fix=f"choose --metric {next(iter(references))}")
+    offered = profile.forms()
+    if metric == "cosine" and profile.query_reference is not None:
+        offered += ("csls",)
+    unknown = set(forms) - set(offered)
     if unknown:
-        raise InputError(f"this profile has no {sorted(unknown)} calibration.",
-                         fix=f"choose --form from {', '.join(profile.forms())}")
+        raise InputError(f"this profile has no {sorted(unknown)} calibration for {metric}.",
+                         fix=f"choose --form from {', '.join(offered)}")
     encoding = encode_texts(embedder, documents.texts, batch_size=batch_size, cache=cache,
                             progress=progress, should_stop=should_stop)
-    emb = encoding.embeddings
+    emb = profile.transformed(encoding.embeddings, geometry)
     n = len(emb)
     matrices = {form: np.empty((n, n), dtype=np.float32) for form in ("raw",) + tuple(forms)}
-    calibrators = profile.metrics[metric].calibrators
+    calibrators = references[metric].calibrators
+    provenance = _base_provenance(embedder, profile, encoding, (geometry,))
+    if "csls" in forms:
+        background = profile.transformed(profile.query_reference, geometry)
+        neighbourhood = neighbourhood_similarity(emb, background)
+        provenance["csls"] = {"neighbours": CSLS_NEIGHBOURS, "background_texts": len(background)}
+        provenance["columns"]["csls"] = FORM_DESCRIPTIONS["csls"]
     for start, block in matrix_blocks(emb, metric_, block_rows=block_rows):
         rows = slice(start, start + len(block))
         matrices["raw"][rows] = block
         sim = metric_.as_similarity(block)
         for form in forms:
-            matrices[form][rows] = calibrators[form].transform(sim)
-    provenance = _base_provenance(embedder, profile, encoding)
+            matrices[form][rows] = (csls_matrix(block, neighbourhood[rows], neighbourhood)
+                                    if form == "csls" else calibrators[form].transform(sim))
     provenance["documents"] = {"files": [str(f) for f in documents.files], "count": n,
                                "empty_dropped": documents.n_empty,
                                "duplicates_dropped": documents.n_duplicates}
     provenance["metric"] = metric
     notes = list(documents.notes) + profile.warnings()
     provenance["notes"] = notes
-    return DocumentMatrix(documents.ids, metric, matrices, provenance, notes)
+    return DocumentMatrix(documents.ids, metric, matrices, provenance, notes, geometry)

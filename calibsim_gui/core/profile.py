@@ -4,11 +4,17 @@ A profile holds the model fingerprint, per metric the background distribution (m
 sketch + exact moments) and the fitted calibrators, the anchor ladder with its scores, a small
 sample of background embeddings for query-relative scores, and provenance. No pickle, no
 corpus text.
+
+Geometry fixes (`calibsim_gui.core.geometry`) are optional: for each one the profile holds the
+transform fitted on the background texts and, for the metrics it was built for (cosine by
+default), the same references computed on transformed embeddings, so a score under a fix is
+calibrated against the background under the same fix. Profiles written before geometry fixes
+existed have no ``"geometries"`` entry and offer only "none"; older calibsim versions ignore
+the entry, so the schema version stays 1.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,6 +34,14 @@ from calibsim_gui.core.calibrators import (
     ZScoreCalibrator,
 )
 from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.geometry import (
+    FIXES,
+    GeometryTransform,
+    apply_geometry,
+    decode_array,
+    encode_array,
+    get_geometries,
+)
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.models import ModelFingerprint
 from calibsim_gui.core.sketch import ScoreSketch
@@ -47,6 +61,10 @@ FORM_DESCRIPTIONS = {
     "bg_zscore": "standard deviations above the mean random background pair (higher = more similar)",
     "bg_surprise": "-log10 P(random pair scores at least this), tail fitted (higher = more similar)",
     "query_zscore": "z-score against each text's own similarities to background texts (higher = more similar)",
+    "human": "expected human similarity on a 0-1 scale (isotonic map fitted to labelled pairs; "
+             "higher = more similar)",
+    "csls": "cosine minus each text's mean cosine to its 10 nearest background texts, "
+            "hubness-corrected (CSLS; higher = more similar)",
 }
 
 
@@ -93,8 +111,31 @@ class MetricReference:
 
 
 @dataclass
+class GeometryReference:
+    """One geometry fix: its transform, fitted on the background texts, and the metric
+    references (anchor scores, background sketch, calibrators) computed under it."""
+
+    transform: GeometryTransform
+    metrics: dict[str, MetricReference]
+
+    def to_dict(self) -> dict:
+        return {"transform": self.transform.to_dict(),
+                "metrics": {name: {"orientation": METRICS[name].orientation, **ref.to_dict()}
+                            for name, ref in self.metrics.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GeometryReference":
+        return cls(GeometryTransform.from_dict(d["transform"]),
+                   {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()})
+
+
+@dataclass
 class ReferenceProfile:
-    """All references for one model; see the module docstring."""
+    """All references for one model; see the module docstring.
+
+    `metrics` are the references of the model's own embeddings (geometry "none");
+    `geometries` maps a geometry fix name ("center", "whiten", "abtt") to its references.
+    """
 
     fingerprint: ModelFingerprint
     dimension: int
@@ -102,6 +143,7 @@ class ReferenceProfile:
     metrics: dict[str, MetricReference]
     query_reference: np.ndarray | None = None     # (k, dim) float32 background embeddings
     provenance: dict = field(default_factory=dict)
+    geometries: dict[str, GeometryReference] = field(default_factory=dict)
 
     @property
     def has_background(self) -> bool:
@@ -117,16 +159,53 @@ class ReferenceProfile:
     def warnings(self) -> list[str]:
         """Plain-language caveats about these references."""
         out = []
+        if self.provenance.get("geometries_dropped"):
+            out.append(f"geometry fixes ({', '.join(self.provenance['geometries_dropped'])}) were "
+                       "dropped when profiles were merged; build one profile from all the "
+                       "background files to have them")
         if not self.has_background:
             out.append("no background profile: only anchor-based calibrations are available "
                        "(build one with `calibsim profile build --background FILES`)")
         elif self.background_pairs < MIN_BACKGROUND_PAIRS:
             out.append(f"the background has only {self.background_pairs} pairs (< "
                        f"{MIN_BACKGROUND_PAIRS}); percentiles are coarse")
-        for name, ref in self.metrics.items():
-            for violation in ref.calibrators["calibrated"].violations_:
-                out.append(f"{name}: anchor ladder not monotone ({violation}); those levels were pooled")
+        for geometry in self.geometry_names():
+            suffix = "" if geometry == "none" else f" (geometry {geometry})"
+            for name, ref in self.references(geometry).items():
+                for violation in ref.calibrators["calibrated"].violations_:
+                    out.append(f"{name}{suffix}: anchor ladder not monotone ({violation}); "
+                               "those levels were pooled")
+        for name, ref in self.geometries.items():
+            if getattr(ref.transform, "warning_", None):
+                out.append(f"geometry {name}: {ref.transform.warning_}")
         return out
+
+    def geometry_names(self) -> tuple[str, ...]:
+        """Geometries this profile can calibrate: "none" first, then its fixes."""
+        return ("none",) + tuple(self.geometries)
+
+    def references(self, geometry: str = "none") -> dict[str, MetricReference]:
+        """Metric references under `geometry` (only the metrics the fix was built for).
+
+        Raises InputError for an unknown name, ProfileError when this profile lacks the fix.
+        """
+        get_geometries(geometry)
+        if geometry == "none":
+            return self.metrics
+        if geometry not in self.geometries:
+            raise ProfileError(
+                f"this profile has no references for geometry fix {geometry!r} (it has "
+                f"{', '.join(self.geometry_names())}); rebuild it with `calibsim profile build`.")
+        return self.geometries[geometry].metrics
+
+    def transform(self, geometry: str = "none") -> GeometryTransform | None:
+        """The fitted transform of `geometry` (None for "none")."""
+        self.references(geometry)
+        return None if geometry == "none" else self.geometries[geometry].transform
+
+    def transformed(self, embeddings, geometry: str = "none") -> np.ndarray:
+        """`embeddings` under `geometry` (unchanged for "none")."""
+        return apply_geometry(self.transform(geometry), embeddings)
 
     def check_model(self, fingerprint: ModelFingerprint, *, source="this profile") -> None:
         """Refuse to apply the profile to a model other than the one it was built with."""
@@ -137,22 +216,25 @@ class ReferenceProfile:
                 f"--model to pick {self.fingerprint.name}, or build a profile for this model "
                 "with `calibsim profile build`.")
 
-    def calibrate(self, metric: str, raw) -> dict[str, np.ndarray]:
-        """Every calibrated form of `raw` scores of `metric` (raw in the metric's orientation)."""
+    def calibrate(self, metric: str, raw, geometry: str = "none") -> dict[str, np.ndarray]:
+        """Every calibrated form of `raw` scores of `metric` (raw in the metric's orientation,
+        computed on embeddings under `geometry`)."""
         sim = METRICS[metric].as_similarity(raw)
-        return {form: cal.transform(sim) for form, cal in self.metrics[metric].calibrators.items()}
+        references = self.references(geometry)
+        if metric not in references:
+            raise ProfileError(f"this profile has no {metric} references under geometry "
+                               f"{geometry!r} (it has {', '.join(references)}).")
+        return {form: cal.transform(sim) for form, cal in references[metric].calibrators.items()}
 
     def to_dict(self) -> dict:
-        qr = None
-        if self.query_reference is not None:
-            qr = {"dtype": "float32", "shape": list(self.query_reference.shape),
-                  "data": base64.b64encode(self.query_reference.astype("<f4").tobytes()).decode()}
+        qr = None if self.query_reference is None else encode_array(self.query_reference)
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION,
                 "model": {**self.fingerprint.to_dict(), "dimension": self.dimension},
                 "anchors": self.anchors.to_dict(),
                 "metrics": {name: {"orientation": METRICS[name].orientation, **ref.to_dict()}
                             for name, ref in self.metrics.items()},
                 "query_reference": qr,
+                "geometries": {name: ref.to_dict() for name, ref in self.geometries.items()},
                 "provenance": self.provenance}
 
     def save(self, path) -> Path:
@@ -164,6 +246,8 @@ class ReferenceProfile:
     @classmethod
     def from_dict(cls, d: dict, *, path=None) -> "ReferenceProfile":
         where = f"{path}: " if path else ""
+        if not isinstance(d, dict):
+            raise ProfileError(f"{where}not a calibsim profile (a JSON {type(d).__name__}, not an object).")
         if d.get("format") != FORMAT:
             raise ProfileError(f"{where}not a calibsim profile (format is {d.get('format')!r}).")
         if d.get("schema_version") != SCHEMA_VERSION:
@@ -172,20 +256,29 @@ class ReferenceProfile:
                                "the profile with `calibsim profile build`.")
         try:
             model = d["model"]
+            qr = d.get("query_reference")
             profile = cls(ModelFingerprint.from_dict(model), int(model["dimension"]),
                           AnchorSet.from_dict(d["anchors"], path=path),
                           {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()},
-                          _decode_array(d.get("query_reference")), d.get("provenance", {}))
+                          None if qr is None else decode_array(qr), d.get("provenance", {}),
+                          {name: GeometryReference.from_dict(g)
+                           for name, g in d.get("geometries", {}).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise ProfileError(f"{where}profile is damaged or hand-edited ({exc!r}); rebuild it "
                                "with `calibsim profile build`.") from None
         unknown = sorted(set(profile.metrics) - set(METRICS))
+        unknown += sorted({m for g in profile.geometries.values() for m in g.metrics} - set(METRICS))
         if unknown or not profile.metrics:
             raise ProfileError(f"{where}profile has unknown or no metrics {unknown}.")
         qr = profile.query_reference
         if qr is not None and (qr.ndim != 2 or qr.shape[1] != profile.dimension):
             raise ProfileError(f"{where}background sample has dimension {qr.shape[-1]}, the "
                                f"model has {profile.dimension}.")
+        bad = sorted(name for name, g in profile.geometries.items()
+                     if name not in FIXES or g.transform.dimension != profile.dimension)
+        if bad:
+            raise ProfileError(f"{where}profile has unknown geometry fixes or fixes for another "
+                               f"dimension ({', '.join(bad)}); rebuild it with `calibsim profile build`.")
         return profile
 
     @classmethod
@@ -199,7 +292,7 @@ class ReferenceProfile:
             raise ProfileError(f"{path}: cannot read the profile ({exc}).") from None
         try:
             data = json.loads(text, parse_constant=_reject_constant)
-        except (json.JSONDecodeError, ValueError) as exc:
+        except (json.JSONDecodeError, ValueError, RecursionError) as exc:
             raise ProfileError(f"{path}: not a valid profile file ({exc}).") from None
         return cls.from_dict(data, path=path)
 
@@ -208,18 +301,12 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not allowed in a profile")
 
 
-def _decode_array(d: dict | None) -> np.ndarray | None:
-    if d is None:
-        return None
-    data = np.frombuffer(base64.b64decode(d["data"]), dtype="<f4")
-    array = data.reshape([int(v) for v in d["shape"]]).astype(np.float32)
-    if not np.isfinite(array).all():
-        raise ValueError("background sample holds NaN or Inf")
-    return array
-
-
 def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> ReferenceProfile:
-    """One profile from two built with the same model, anchors and metrics on different texts."""
+    """One profile from two built with the same model, anchors and metrics on different texts.
+
+    Geometry fixes are not kept: each part's transform was fitted on its own texts, so their
+    background scores are not on one scale. The merged provenance lists the dropped fixes.
+    """
     second_name = second.provenance.get("name", "the second profile")
     first.check_model(second.fingerprint, source=second_name)
     if first.anchors.to_dict() != second.anchors.to_dict():
@@ -240,5 +327,8 @@ def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> Referen
         "merged_from": [first.provenance, second.provenance],
         "background_pairs": metrics[next(iter(metrics))].background.n,
     }
+    dropped = sorted(set(first.geometries) | set(second.geometries))
+    if dropped:
+        provenance["geometries_dropped"] = dropped
     return ReferenceProfile(first.fingerprint, first.dimension, first.anchors, metrics,
                             query_reference, provenance)

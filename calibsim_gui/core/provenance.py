@@ -9,8 +9,8 @@ from pathlib import Path
 
 import calibsim_gui
 
-_LIBRARIES = ("numpy", "scipy", "pandas", "datasketches", "torch", "sentence-transformers",
-              "transformers")
+_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "datasketches", "torch",
+              "sentence-transformers", "transformers")
 
 
 def library_versions() -> dict[str, str]:

@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, split_score_column
+from calibsim_gui.core.geometry import GEOMETRIES
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 
@@ -38,19 +39,15 @@ TOP_PAIRS = 10
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
 
 
-def split_score_column(name: str) -> tuple[str, str] | None:
-    """``"cosine_bg_percentile"`` -> ``("cosine", "bg_percentile")``; None for other columns."""
-    metric, _, form = str(name).partition("_")
-    return (metric, form) if metric in METRICS and form in FORM_DESCRIPTIONS else None
-
-
 def column_tooltip(name: str) -> str:
     """What a column holds, in words (score columns: form meaning and the metric's orientation)."""
     parts = split_score_column(name)
     if parts is None:
         return f"{name}: a column of your input"
-    metric, form = parts
+    metric, form, geometry = parts
     text = f"{name}: {metric}, {form} — {FORM_DESCRIPTIONS[form]}"
+    if geometry != "none":
+        text += f"; under the geometry fix '{GEOMETRIES[geometry].label}' ({GEOMETRIES[geometry].description})"
     if form == "raw":
         text += f". {METRICS[metric].description}; {METRICS[metric].orientation}"
     return text

@@ -2,7 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_matrix, score_pairs
+from calibsim_gui.core.analysis import score_column, score_matrix, score_pairs, split_score_column
+from calibsim_gui.core.errors import InputError, ProfileError
+from calibsim_gui.core.hubness import neighbourhood_similarity
+from calibsim_gui.core.human import HumanCalibrator
 from calibsim_gui.core.inputs import load_documents, load_pairs
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile_builder import build_profile
@@ -135,3 +138,78 @@ def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_pa
     np.testing.assert_allclose(streamed, result.frame["cosine_raw"])
     assert result.provenance["encoding"]["distinct_texts"] == 40
     assert embedder.calls == 1          # all 40 texts appear in the first chunk; later chunks reuse them
+
+
+def test_several_geometries_in_one_run_get_suffixed_columns(pairs_file, profile):
+    plain = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile).frame
+    both = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile, geometry=("none", "whiten"))
+    frame = both.frame
+    pd.testing.assert_frame_equal(frame[plain.columns], plain)          # "none" columns unchanged
+    for form in ("raw", "calibrated", "bg_percentile", "bg_surprise", "query_zscore"):
+        assert score_column("cosine", form, "whiten") == f"cosine_{form}@whiten" in frame.columns
+    assert not any(c.startswith("euclidean") and "@" in c for c in frame.columns)
+    assert split_score_column("cosine_bg_percentile@whiten") == ("cosine", "bg_percentile", "whiten")
+    assert split_score_column("sentence1") is None
+    assert list(both.provenance["geometry"]) == ["none", "whiten"]
+    assert "cosine@whiten" in both.provenance["background_saturation"]
+    assert "cosine_raw@whiten" in both.provenance["agreement"]["spearman_x100"]
+    # identical texts stay at the top under the fix; an unrelated pair falls to the middle
+    assert frame.loc[0, "cosine_calibrated@whiten"] == pytest.approx(1.0)
+    assert frame.loc[1, "cosine_raw@whiten"] < frame.loc[1, "cosine_raw"]
+
+
+def test_geometry_scores_equal_scoring_the_transformed_embeddings(pairs_file, profile):
+    table = load_pairs(pairs_file)
+    frame = score_pairs(table, FakeEmbedder(), profile, geometry="abtt").frame
+    assert "cosine_raw" not in frame and "cosine_raw@abtt" in frame
+    emb = FakeEmbedder().encode_batch(list(table.frame["sentence1"][[0, 1, 2, 4]]) +
+                                      list(table.frame["sentence2"][[0, 1, 2, 4]]))
+    moved = profile.transformed(emb, "abtt")
+    expected = METRICS["cosine"].pairs(moved[:4].astype(float), moved[4:].astype(float))
+    np.testing.assert_allclose(frame["cosine_raw@abtt"].to_numpy()[[0, 1, 2, 4]], expected, rtol=1e-6)
+
+
+def test_unknown_or_missing_geometry_is_refused_with_a_fix(pairs_file, profile):
+    with pytest.raises(InputError, match="unknown geometry"):
+        score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile, geometry="sphere")
+    with pytest.raises(InputError, match="under geometry 'whiten' the profile has references only for cosine"):
+        score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile, geometry="whiten", metrics=["dot"])
+    scored = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile, geometry=("none", "whiten"),
+                         metrics=["cosine", "dot"])
+    assert "dot_raw" in scored.frame and "dot_raw@whiten" not in scored.frame
+    assert any("dot: no references under geometry 'whiten'" in note for note in scored.notes)
+
+
+def test_human_calibration_and_norms_become_columns(pairs_file, profile):
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(-0.2, 1, 300)
+    human = HumanCalibrator(geometry="whiten", model=FakeEmbedder().fingerprint.id).fit(
+        scores, 5 * np.clip(scores, 0, 1))
+    table = load_pairs(pairs_file)
+    scored = score_pairs(table, FakeEmbedder(), profile, geometry=("none", "whiten"), human=[human],
+                         norms=True)
+    frame = scored.frame
+    np.testing.assert_allclose(frame["cosine_human@whiten"], human.transform(frame["cosine_raw@whiten"]))
+    assert scored.provenance["human"][0]["pairs"] == 300
+    np.testing.assert_allclose(frame["sentence1_norm"].dropna(), 1, atol=1e-5)    # the fake normalises
+    with pytest.raises(InputError, match="does not compute"):
+        score_pairs(table, FakeEmbedder(), profile, human=[human])
+    other = HumanCalibrator(model="another@1").fit(scores, 5 * np.clip(scores, 0, 1))
+    with pytest.raises(ProfileError, match="another@1"):
+        score_pairs(table, FakeEmbedder(), profile, human=[other])
+
+
+def test_matrix_under_a_geometry_fix_and_with_csls(tmp_path, profile):
+    path = tmp_path / "d.txt"
+    path.write_text("\n".join(random_sentences(30, seed=4)))
+    docs = load_documents(path)
+    result = score_matrix(docs, FakeEmbedder(), profile, forms=("calibrated", "csls"), geometry="whiten",
+                          block_rows=7)
+    assert result.geometry == "whiten" and list(result.provenance["geometry"]) == ["whiten"]
+    emb = profile.transformed(FakeEmbedder().encode_batch(docs.texts), "whiten")
+    cos = METRICS["cosine"].matrix(emb.astype(float), emb.astype(float))
+    np.testing.assert_allclose(result.matrices["raw"], cos, atol=1e-6)
+    r = neighbourhood_similarity(emb, profile.transformed(profile.query_reference, "whiten"))
+    np.testing.assert_allclose(result.matrices["csls"], 2 * cos - r[:, None] - r[None, :], atol=1e-5)
+    with pytest.raises(InputError, match="csls"):
+        score_matrix(docs, FakeEmbedder(), profile, metric="dot", forms=("csls",))

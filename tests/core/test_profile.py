@@ -112,3 +112,74 @@ def test_new_anchors_refit_the_ladder_and_keep_the_background(profile):
                                profile.calibrate("cosine", raw)["bg_percentile"])
     assert not np.allclose(changed.calibrate("cosine", raw)["calibrated"],
                            profile.calibrate("cosine", raw)["calibrated"])
+
+
+def test_geometry_fixes_are_fitted_on_the_background_and_calibrated_under_the_same_fix(profile):
+    assert profile.geometry_names() == ("none", "center", "whiten", "abtt")
+    assert profile.provenance["geometries"]["fitted_on_sentences"] == 4000
+    whiten = profile.references("whiten")
+    assert list(whiten) == ["cosine"]                  # fixes cover cosine by default
+    background = whiten["cosine"].background
+    assert background.n == 2000
+    # the same background pairs, scored under the fix: centred cosines are no longer crowded above 0
+    assert abs(background.mean) < 0.5 * profile.metrics["cosine"].background.mean
+    median = background.quantile(0.5)
+    assert profile.calibrate("cosine", [median], "whiten")["bg_percentile"][0] == pytest.approx(50, abs=1)
+    assert profile.calibrate("cosine", [median], "none")["bg_percentile"][0] < 20
+
+
+def test_geometry_references_survive_save_and_load(profile, tmp_path):
+    loaded = ReferenceProfile.load(profile.save(tmp_path / "g.calibsim-profile"))
+    assert loaded.geometry_names() == profile.geometry_names()
+    emb = FakeEmbedder().encode_batch(["a cat sat", "stocks fell", "rain tomorrow"])
+    for fix in ("center", "whiten", "abtt"):
+        np.testing.assert_array_equal(loaded.transformed(emb, fix), profile.transformed(emb, fix))
+        raw = np.linspace(-0.3, 1, 20)
+        for form, values in profile.calibrate("cosine", raw, fix).items():
+            np.testing.assert_allclose(loaded.calibrate("cosine", raw, fix)[form], values, err_msg=form)
+
+
+def test_a_profile_without_geometry_fixes_still_loads_and_says_what_is_missing(profile, tmp_path):
+    data = profile.to_dict()
+    del data["geometries"]                              # as written before geometry fixes existed
+    path = tmp_path / "old.calibsim-profile"
+    path.write_text(json.dumps(data))
+    old = ReferenceProfile.load(path)
+    assert old.geometry_names() == ("none",)
+    np.testing.assert_allclose(old.calibrate("cosine", [0.3])["calibrated"],
+                               profile.calibrate("cosine", [0.3])["calibrated"])
+    with pytest.raises(ProfileError, match="no references for geometry fix 'whiten'"):
+        old.calibrate("cosine", [0.3], "whiten")
+    with pytest.raises(ProfileError, match="no dot references under geometry 'whiten'"):
+        profile.calibrate("dot", [0.3], "whiten")
+
+
+def test_a_damaged_geometry_fix_is_refused(profile, tmp_path):
+    data = profile.to_dict()
+    data["geometries"]["whiten"]["transform"]["mean_"]["shape"] = [7]
+    path = tmp_path / "bad.calibsim-profile"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="damaged|another dimension"):
+        ReferenceProfile.load(path)
+
+
+def test_merging_drops_geometry_fixes_and_says_so(corpus):
+    emb = FakeEmbedder()
+    a = build_profile(emb, corpus[:1000], n_pairs=500, seed=1)
+    b = build_profile(emb, corpus[1000:2000], n_pairs=500, seed=2, geometries=())
+    merged = merge_profiles(a, b)
+    assert merged.geometry_names() == ("none",)
+    assert any("geometry fixes (abtt, center, whiten) were dropped" in w for w in merged.warnings())
+
+
+def test_new_anchors_refit_the_ladder_under_every_geometry_fix(profile):
+    from calibsim_gui.core.anchors import builtin_anchors
+    from calibsim_gui.core.profile_builder import with_anchors
+
+    anchors = builtin_anchors()
+    changed = with_anchors(profile, FakeEmbedder(), type(anchors)(
+        "fewer", anchors.levels, anchors.pairs[::2]))
+    for fix in ("whiten", "abtt"):
+        old, new = profile.references(fix)["cosine"], changed.references(fix)["cosine"]
+        assert new.background is old.background and len(new.anchor_scores) == len(old.anchor_scores[::2])
+        np.testing.assert_allclose(new.anchor_scores, old.anchor_scores[::2], atol=1e-6)

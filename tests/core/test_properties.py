@@ -101,8 +101,6 @@ def test_hand_edited_projects_raise_only_calibsim_errors(folder, fields):
     _only_our_errors(lambda: Project.load(path))
 
 
-@pytest.mark.xfail(strict=True, reason="needs fix in core/profile.py: ReferenceProfile.from_dict must "
-                                       "refuse a JSON value that is not an object")
 @SETTINGS
 @given(data=file_bytes)
 def test_profile_reader_raises_only_calibsim_errors(folder, data):
@@ -111,8 +109,6 @@ def test_profile_reader_raises_only_calibsim_errors(folder, data):
     _only_our_errors(lambda: ReferenceProfile.load(path))
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="needs fix in core/profile.py: "
-                   "ReferenceProfile.load must catch RecursionError from json.loads")
 def test_profile_reader_refuses_deeply_nested_json(folder):
     path = folder / "deep.calibsim-profile"
     path.write_text("[" * 100_000 + "]" * 100_000)

@@ -47,7 +47,9 @@ class RecordingProxy:
                 self.requests.append(line)
 
     def page_requests(self) -> list[str]:
-        return [r for r in self.requests if not any(host in r for host in BROWSER_SERVICE_HOSTS)]
+        """Requests for hosts other than the browser's own services (empty preconnects ignored)."""
+        return [r for r in self.requests
+                if r.strip() and not any(host in r for host in BROWSER_SERVICE_HOSTS)]
 
 
 def chromium(page, *args, proxy):

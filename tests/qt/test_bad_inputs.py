@@ -238,9 +238,7 @@ def damaged_profile(kind, window, path):
     ("schema version", "schema version 99"),
     ("missing keys", "damaged or hand-edited"),
     ("other model", "another-model"),
-    pytest.param("a json list", "not a calibsim profile", marks=pytest.mark.xfail(
-        strict=True, reason="needs fix in core/profile.py: ReferenceProfile.from_dict must refuse a JSON "
-                            "value that is not an object (now: 'Unexpected error: AttributeError')")),
+    ("a json list", "not a calibsim profile"),
 ])
 def test_a_corrupt_profile_opened_on_the_background_tab_is_refused_and_the_reference_stays(
         window, qtbot, tmp_path, good_results, kind, expected):

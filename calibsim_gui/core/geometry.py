@@ -1,0 +1,307 @@
+"""Geometry fixes: transforms of the embedding space, fitted on a background corpus.
+
+Raw sentence embeddings crowd into a narrow cone (every pair scores well above 0), so a few
+common directions dominate their cosines. Each fix here is fitted on *background* embeddings
+(never on the pairs being scored) and then applied to any embedding:
+
+- `MeanCentering` subtracts the background mean;
+- `Whitening` (Su et al. 2021) maps the background to identity covariance, then L2-normalises;
+- `AllButTheTop` (Mu & Viswanath 2018) centres and removes the top principal directions.
+
+scikit-learn habits: settings in ``__init__``, ``fit(embeddings)`` returns ``self``, learned
+state in attributes ending in ``_``, ``transform(embeddings)`` is pure, ``to_dict``/``from_dict``
+save arrays as base64 float32 (no pickle).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibsim_gui.core.errors import InputError, NotFittedError
+
+
+def encode_array(array: np.ndarray) -> dict:
+    """A float32 array as JSON: dtype, shape and base64 little-endian bytes."""
+    array = np.asarray(array, dtype="<f4")
+    return {"dtype": "float32", "shape": list(array.shape),
+            "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def decode_array(d: dict) -> np.ndarray:
+    """Inverse of `encode_array`; raises ValueError on a wrong shape or NaN/Inf."""
+    data = np.frombuffer(base64.b64decode(d["data"]), dtype="<f4")
+    array = data.reshape([int(v) for v in d["shape"]]).astype(np.float32)
+    if not np.isfinite(array).all():
+        raise ValueError("a stored array holds NaN or Inf")
+    return array
+
+
+def _as_embeddings(embeddings, *, fitting: bool = False) -> np.ndarray:
+    x = np.asarray(embeddings, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-d array (n_texts, dim), got shape {x.shape}")
+    if fitting:
+        if len(x) < 2:
+            raise ValueError("a geometry fix needs at least two background embeddings")
+        if not np.isfinite(x).all():
+            raise ValueError("background embeddings hold NaN or Inf")
+    return x
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms == 0, 1.0, norms)
+
+
+def _principal_axes(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors (columns) of the covariance of `centred` rows."""
+    covariance = centred.T @ centred / len(centred)
+    values, vectors = np.linalg.eigh(covariance)
+    return np.clip(values[::-1], 0.0, None), vectors[:, ::-1]
+
+
+class GeometryTransform:
+    """Shared plumbing: fitted-state check, dimension check, (de)serialisation."""
+
+    _settings: tuple[str, ...] = ()   # __init__ keywords
+    _arrays: tuple[str, ...] = ()     # learned ndarrays (stored as float32)
+    _state: tuple[str, ...] = ()      # other learned attributes (JSON values)
+
+    def _check_fitted(self) -> None:
+        if any(not hasattr(self, name) for name in self._arrays + self._state):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit() first")
+
+    @property
+    def dimension(self) -> int:
+        """Input dimension the transform was fitted for."""
+        self._check_fitted()
+        return len(self.mean_)
+
+    def _check_input(self, embeddings) -> np.ndarray:
+        self._check_fitted()
+        x = _as_embeddings(embeddings)
+        if x.shape[1] != self.dimension:
+            raise ValueError(f"{type(self).__name__} was fitted on {self.dimension}-d embeddings, "
+                             f"got {x.shape[1]}-d")
+        return x
+
+    def get_params(self) -> dict:
+        """The settings given to ``__init__``."""
+        return {k: getattr(self, k) for k in self._settings}
+
+    def to_dict(self) -> dict:
+        self._check_fitted()
+        out = {"type": type(self).__name__, **self.get_params()}
+        out.update({k: getattr(self, k) for k in self._state})
+        out.update({k: encode_array(getattr(self, k)) for k in self._arrays})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GeometryTransform":
+        kind = TRANSFORMS.get(d.get("type"))
+        if kind is None:
+            raise ValueError(f"unknown geometry transform {d.get('type')!r}")
+        obj = kind(**{k: d[k] for k in kind._settings})
+        for name in kind._state:
+            setattr(obj, name, d[name])
+        for name in kind._arrays:
+            setattr(obj, name, decode_array(d[name]))
+        return obj
+
+
+class MeanCentering(GeometryTransform):
+    """Subtract the background's mean embedding.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (dim,), float32
+    """
+
+    _arrays = ("mean_",)
+
+    def fit(self, embeddings) -> "MeanCentering":
+        """Fit on background embeddings of shape (n_texts, dim)."""
+        self.mean_ = _as_embeddings(embeddings, fitting=True).mean(axis=0).astype(np.float32)
+        return self
+
+    def transform(self, embeddings) -> np.ndarray:
+        """Centred embeddings, float32 of the input's shape."""
+        return (self._check_input(embeddings) - self.mean_).astype(np.float32)
+
+
+class Whitening(GeometryTransform):
+    """Whitening (Su et al. 2021): ``x -> (x - mu) W``, then L2-normalised.
+
+    With the background covariance ``Sigma = U Lambda U^T``, ``W = U Lambda^(-1/2)``, so the
+    background gets identity covariance; keeping the first `n_components` columns of ``W``
+    also reduces the dimension. Directions in which the background does not vary (eigenvalue
+    below ``rtol`` times the largest) are dropped rather than blown up. Some models never use
+    a few directions (all-MiniLM-L6-v2 spans 381 of its 384); a background with fewer texts
+    than dimensions always leaves some out, and ``warning_`` then says so.
+
+    Parameters
+    ----------
+    n_components : int or None
+        Dimensions kept (the top ones); None keeps every direction the background spans.
+    rtol : float
+        Relative eigenvalue floor below which a direction counts as empty.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (dim,), float32
+    matrix_ : ndarray of shape (dim, n_components_), float32
+        ``W`` (columns in order of decreasing background variance).
+    warning_ : str or None
+    """
+
+    _settings = ("n_components", "rtol")
+    _arrays = ("mean_", "matrix_")
+    _state = ("warning_",)
+
+    def __init__(self, *, n_components: int | None = None, rtol: float = 1e-5):
+        self.n_components = n_components
+        self.rtol = rtol
+
+    @property
+    def n_components_(self) -> int:
+        self._check_fitted()
+        return self.matrix_.shape[1]
+
+    def fit(self, embeddings) -> "Whitening":
+        """Fit on background embeddings of shape (n_texts, dim)."""
+        x = _as_embeddings(embeddings, fitting=True)
+        mean = x.mean(axis=0)
+        values, vectors = _principal_axes(x - mean)
+        spanned = int((values > self.rtol * values[0]).sum()) if values[0] > 0 else 0
+        if spanned == 0:
+            raise ValueError("the background embeddings do not vary; whitening is undefined")
+        wanted = x.shape[1] if self.n_components is None else int(self.n_components)
+        if wanted < 1:
+            raise ValueError("n_components must be at least 1")
+        keep = min(wanted, spanned)
+        self.warning_ = None
+        if keep < wanted and len(x) <= x.shape[1]:
+            self.warning_ = (f"the background has only {len(x)} texts for {x.shape[1]} dimensions; "
+                             f"whitening keeps the {keep} directions they span and ignores the "
+                             "rest — use a larger background corpus")
+        self.mean_ = mean.astype(np.float32)
+        self.matrix_ = (vectors[:, :keep] / np.sqrt(values[:keep])).astype(np.float32)
+        return self
+
+    def transform(self, embeddings) -> np.ndarray:
+        """Whitened, unit-length embeddings, float32 of shape (n_texts, n_components_)."""
+        x = self._check_input(embeddings)
+        return _unit((x - self.mean_) @ self.matrix_.astype(np.float64)).astype(np.float32)
+
+
+class AllButTheTop(GeometryTransform):
+    """All-but-the-top (Mu & Viswanath 2018): centre, then remove the top principal directions.
+
+    ``x -> v - sum_i (u_i . v) u_i`` with ``v = x - mu`` (the *centred* vector is projected) and
+    ``u_1..u_D`` the top principal directions of the centred background.
+
+    Parameters
+    ----------
+    n_directions : int or None
+        D; None means ``max(1, round(dim / 100))`` as the paper suggests.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (dim,), float32
+    components_ : ndarray of shape (D, dim), float32
+        Unit directions removed, by decreasing background variance.
+    """
+
+    _settings = ("n_directions",)
+    _arrays = ("mean_", "components_")
+
+    def __init__(self, *, n_directions: int | None = None):
+        self.n_directions = n_directions
+
+    def fit(self, embeddings) -> "AllButTheTop":
+        """Fit on background embeddings of shape (n_texts, dim)."""
+        x = _as_embeddings(embeddings, fitting=True)
+        d = max(1, round(x.shape[1] / 100)) if self.n_directions is None else int(self.n_directions)
+        if not 1 <= d < x.shape[1]:
+            raise ValueError(f"n_directions must be between 1 and {x.shape[1] - 1}")
+        mean = x.mean(axis=0)
+        _, vectors = _principal_axes(x - mean)
+        self.mean_ = mean.astype(np.float32)
+        self.components_ = vectors[:, :d].T.astype(np.float32)
+        return self
+
+    def transform(self, embeddings) -> np.ndarray:
+        """Embeddings without the top directions, float32 of the input's shape."""
+        v = self._check_input(embeddings) - self.mean_
+        u = self.components_.astype(np.float64)
+        return (v - (v @ u.T) @ u).astype(np.float32)
+
+
+TRANSFORMS = {c.__name__: c for c in (MeanCentering, Whitening, AllButTheTop)}
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """One choice of embedding geometry, as offered to users.
+
+    Attributes
+    ----------
+    name : str
+        Key used in profiles, APIs and column suffixes (``cosine_calibrated@whiten``).
+    label : str
+        Short name for menus and plot legends.
+    description : str
+        One line for tooltips and reports.
+    transform : GeometryTransform subclass, or None for the model's own embeddings
+    """
+
+    name: str
+    label: str
+    description: str
+    transform: type[GeometryTransform] | None
+
+    def make(self) -> GeometryTransform | None:
+        """A new, unfitted transform with default settings (None for "none")."""
+        return None if self.transform is None else self.transform()
+
+
+GEOMETRIES: dict[str, Geometry] = {g.name: g for g in (
+    Geometry("none", "raw", "the model's own embeddings, unchanged", None),
+    Geometry("center", "mean-centred",
+             "the background's mean embedding subtracted (removes the direction all texts share)",
+             MeanCentering),
+    Geometry("whiten", "whitened",
+             "centred, rotated and rescaled so the background has identity covariance, then "
+             "L2-normalised (Su et al. 2021)", Whitening),
+    Geometry("abtt", "all-but-the-top",
+             "centred, then the background's top principal directions removed (about dim/100 of "
+             "them; Mu & Viswanath 2018)", AllButTheTop),
+)}
+FIXES = tuple(name for name in GEOMETRIES if name != "none")
+
+
+def get_geometries(names) -> list[Geometry]:
+    """The geometries called `names` (a name or a sequence); unknown names raise InputError."""
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in GEOMETRIES]
+    if unknown:
+        raise InputError(f"unknown geometry fix(es) {unknown}.",
+                         fix=f"choose from {', '.join(GEOMETRIES)}")
+    return [GEOMETRIES[n] for n in names]
+
+
+def fit_geometries(background, names=FIXES) -> dict[str, GeometryTransform | None]:
+    """Each named geometry fitted on `background` embeddings (None for "none")."""
+    fitted = {}
+    for geometry in get_geometries(names):
+        transform = geometry.make()
+        fitted[geometry.name] = None if transform is None else transform.fit(background)
+    return fitted
+
+
+def apply_geometry(transform: GeometryTransform | None, embeddings) -> np.ndarray:
+    """`embeddings` under a fitted transform; unchanged when `transform` is None."""
+    return np.asarray(embeddings) if transform is None else transform.transform(embeddings)

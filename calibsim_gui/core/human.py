@@ -1,0 +1,390 @@
+"""Human-judgement calibration: a monotone map from a metric's score to expected human similarity.
+
+Fitted by isotonic regression on labelled pairs (STS-style scores on a declared scale such as
+0-5), checked by cross-validation split *by sentence* (no sentence is in both the fitted and the
+checked pairs), with a reliability diagram. A threshold helper picks the score at which pairs
+can be called "same meaning" with a chosen precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from calibsim_gui.core.calibrators import Calibrator
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.inputs import PairTable, load_pairs
+
+MIN_HUMAN_PAIRS = 100
+"""Fewer labelled pairs are refused: the map would follow their noise."""
+FEW_HUMAN_PAIRS = 300
+"""Fewer labelled pairs fit, with a warning."""
+
+
+def _check_scale(scale) -> tuple[float, float]:
+    low, high = (float(v) for v in scale)
+    if not (np.isfinite([low, high]).all() and high > low):
+        raise InputError(f"the declared human scale {low:g}-{high:g} is not a range.",
+                         fix="give the lowest and the highest possible score, e.g. 0 5")
+    return low, high
+
+
+def _isotonic(scores: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Thresholds (x, y) of the increasing isotonic fit of `targets` (in [0, 1]) on `scores`."""
+    from sklearn.isotonic import IsotonicRegression
+
+    fit = IsotonicRegression(increasing=True, out_of_bounds="clip", y_min=0.0, y_max=1.0)
+    fit.fit(scores, targets)
+    return fit.X_thresholds_.astype(np.float64), fit.y_thresholds_.astype(np.float64)
+
+
+class HumanCalibrator(Calibrator):
+    """Isotonic map from a metric score to expected human similarity in [0, 1].
+
+    Parameters
+    ----------
+    scale : (low, high)
+        The declared scale of the human scores (e.g. (0, 5) for STS); it maps to [0, 1].
+    metric, geometry : str
+        Which score the map was fitted on (``<metric>_raw`` under ``geometry``); recorded so
+        that it is applied to the same score.
+    model : str or None
+        Fingerprint id of the model whose scores were used (it is refused for another model).
+
+    Attributes
+    ----------
+    x_, y_ : ndarray of shape (n_thresholds,)
+        The fitted step function's thresholds: scores ("higher = more similar") and expected
+        human similarity in [0, 1]; linear in between, constant beyond the ends.
+    n_pairs_ : int
+    warnings_ : list of str
+    """
+
+    _settings = ("scale", "metric", "geometry", "model")
+    _state = ("x_", "y_", "n_pairs_", "warnings_")
+    _arrays = ("x_", "y_")
+
+    def __init__(self, *, scale=(0.0, 5.0), metric: str = "cosine", geometry: str = "none",
+                 model: str | None = None):
+        self.scale = tuple(float(v) for v in scale)
+        self.metric = metric
+        self.geometry = geometry
+        self.model = model
+
+    def fit(self, scores, human) -> "HumanCalibrator":
+        """Fit on labelled pairs.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_pairs,), "higher = more similar"
+        human : array-like of shape (n_pairs,), human scores on `scale`
+
+        Raises
+        ------
+        InputError
+            Fewer than `MIN_HUMAN_PAIRS` usable pairs, or human scores outside the scale.
+        """
+        scores, targets = self._targets(scores, human)
+        if len(scores) < MIN_HUMAN_PAIRS:
+            raise InputError(f"only {len(scores)} labelled pairs; a human calibration needs at "
+                             f"least {MIN_HUMAN_PAIRS} (a few hundred for a stable map).",
+                             fix="label more pairs")
+        self.warnings_ = []
+        if len(scores) < FEW_HUMAN_PAIRS:
+            self.warnings_.append(f"only {len(scores)} labelled pairs (< {FEW_HUMAN_PAIRS}); the "
+                                  "map is coarse and its steps follow individual pairs")
+        self.x_, self.y_ = _isotonic(scores, targets)
+        self.n_pairs_ = len(scores)
+        return self
+
+    def _targets(self, scores, human) -> tuple[np.ndarray, np.ndarray]:
+        """Finite (score, human on [0, 1]) pairs; human scores outside the scale are refused."""
+        scores, human = np.asarray(scores, dtype=np.float64), np.asarray(human, dtype=np.float64)
+        if scores.shape != human.shape or scores.ndim != 1:
+            raise ValueError(f"scores {scores.shape} and human scores {human.shape} must be 1-d "
+                             "and of equal length")
+        low, high = _check_scale(self.scale)
+        ok = np.isfinite(scores) & np.isfinite(human)
+        outside = np.flatnonzero(ok & ((human < low) | (human > high)))
+        if len(outside):
+            raise InputError(f"human score {human[outside[0]]:g} of pair {outside[0] + 1} is outside "
+                             f"the declared scale {low:g}-{high:g}.",
+                             fix="declare the scale the pairs were labelled on")
+        return scores[ok], (human[ok] - low) / (high - low)
+
+    def transform(self, scores) -> np.ndarray:
+        """Expected human similarity in [0, 1] of `scores` ("higher = more similar"); NaN kept."""
+        self._check_fitted()
+        s = np.asarray(scores, dtype=np.float64)
+        return np.where(np.isnan(s), np.nan, np.interp(s, self.x_, self.y_))
+
+    def transform_to_scale(self, scores) -> np.ndarray:
+        """Expected human score on the declared scale (e.g. 0-5)."""
+        low, high = self.scale
+        return low + (high - low) * self.transform(scores)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "HumanCalibrator":
+        if d.get("type") != cls.__name__:
+            raise ValueError(f"not a human calibration (type {d.get('type')!r})")
+        obj = cls(**{k: d[k] for k in cls._settings})
+        obj.x_, obj.y_ = (np.asarray(d[k], dtype=np.float64) for k in cls._arrays)
+        obj.n_pairs_, obj.warnings_ = int(d["n_pairs_"]), [str(w) for w in d["warnings_"]]
+        if len(obj.x_) != len(obj.y_) or not len(obj.x_) or np.any(np.diff(obj.y_) < 0):
+            raise ValueError("a human calibration needs increasing thresholds")
+        return obj
+
+
+def _sentence_key(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+def sentence_groups(texts_a, texts_b) -> np.ndarray:
+    """Group of each pair: connected components of the graph of sentences linked by pairs.
+
+    Two pairs sharing a sentence (compared ignoring case and whitespace), directly or through
+    other pairs, get the same group, so a split by group never puts a sentence on both sides.
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,), int
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    keys = [_sentence_key(t) for t in texts_a] + [_sentence_key(t) for t in texts_b]
+    codes, uniques = pd.factorize(pd.Series(keys))
+    n = len(keys) // 2
+    graph = coo_matrix((np.ones(n), (codes[:n], codes[n:])), shape=(len(uniques), len(uniques)))
+    _, component = connected_components(graph, directed=False)
+    return component[codes[:n]]
+
+
+def reliability_curve(predicted, observed, *, n_bins: int = 10) -> dict[str, list]:
+    """Reliability diagram data: mean observed vs mean predicted in equal-width bins of [0, 1].
+
+    Empty bins are left out. Returns lists ``bin_low``, ``bin_high``, ``count``,
+    ``mean_predicted``, ``mean_observed`` (JSON-able).
+    """
+    predicted, observed = np.asarray(predicted, dtype=float), np.asarray(observed, dtype=float)
+    edges = np.round(np.linspace(0.0, 1.0, n_bins + 1), 12)
+    index = np.clip(np.searchsorted(edges, predicted, side="right") - 1, 0, n_bins - 1)
+    bins = pd.DataFrame({"p": predicted, "o": observed}).groupby(index).agg(
+        count=("p", "size"), mean_predicted=("p", "mean"), mean_observed=("o", "mean"))
+    return {"bin_low": edges[bins.index].tolist(), "bin_high": edges[bins.index + 1].tolist(),
+            **{column: bins[column].tolist() for column in bins}}
+
+
+@dataclass(frozen=True)
+class HumanValidation:
+    """Cross-validated error of a human calibration, split by sentence.
+
+    Attributes
+    ----------
+    mae, rmse : float
+        Out-of-fold mean absolute / root mean squared error on the [0, 1] scale.
+    mae_folds : list of float
+    predicted, observed : ndarray of shape (n_pairs,)
+        Out-of-fold expected human similarity and the human scores, both on [0, 1].
+    folds : ndarray of int of shape (n_pairs,)
+        The fold in which each pair was checked.
+    n_groups, largest_group : int
+        Sentence groups (see `sentence_groups`) and the pairs in the largest one.
+    reliability : dict
+        `reliability_curve` of the out-of-fold predictions.
+    """
+
+    mae: float
+    rmse: float
+    mae_folds: list[float]
+    predicted: np.ndarray
+    observed: np.ndarray
+    folds: np.ndarray
+    n_splits: int
+    n_groups: int
+    largest_group: int
+    reliability: dict
+
+    def to_dict(self) -> dict:
+        """JSON-able summary (without the per-pair arrays)."""
+        return {"mae": self.mae, "rmse": self.rmse, "mae_folds": self.mae_folds,
+                "n_pairs": len(self.predicted), "n_splits": self.n_splits,
+                "n_groups": self.n_groups, "largest_group": self.largest_group,
+                "split": "by sentence (pairs sharing a sentence stay on one side)",
+                "reliability": self.reliability}
+
+
+def cross_validate_human(scores, human, texts_a, texts_b, *, scale=(0.0, 5.0), n_splits: int = 5,
+                         n_bins: int = 10) -> HumanValidation:
+    """Out-of-fold error of the isotonic map, folds split by sentence (sklearn `GroupKFold`).
+
+    Parameters
+    ----------
+    scores, human : array-like of shape (n_pairs,)
+        Metric scores ("higher = more similar") and human scores on `scale`.
+    texts_a, texts_b : sequences of str of shape (n_pairs,)
+        The pairs' sentences; they define the groups.
+    """
+    from sklearn.model_selection import GroupKFold
+
+    checker = HumanCalibrator(scale=scale)
+    scores, human = np.asarray(scores, dtype=np.float64), np.asarray(human, dtype=np.float64)
+    ok = np.isfinite(scores) & np.isfinite(human)
+    scores, targets = checker._targets(scores[ok], human[ok])
+    if len(scores) < MIN_HUMAN_PAIRS:
+        raise InputError(f"only {len(scores)} labelled pairs; checking a human calibration needs "
+                         f"at least {MIN_HUMAN_PAIRS}.", fix="label more pairs")
+    groups = sentence_groups(np.asarray(texts_a)[ok], np.asarray(texts_b)[ok])
+    n_groups = len(np.unique(groups))
+    if n_groups < n_splits:
+        raise InputError(f"the labelled pairs form only {n_groups} groups of pairs sharing "
+                         f"sentences; {n_splits}-fold checking needs at least {n_splits}.",
+                         fix="label pairs of more different sentences")
+    predicted, folds = np.empty(len(scores)), np.empty(len(scores), dtype=int)
+    for fold, (fit_rows, check_rows) in enumerate(GroupKFold(n_splits=n_splits).split(scores, targets, groups)):
+        x, y = _isotonic(scores[fit_rows], targets[fit_rows])
+        predicted[check_rows], folds[check_rows] = np.interp(scores[check_rows], x, y), fold
+    error = np.abs(predicted - targets)
+    return HumanValidation(float(error.mean()), float(np.sqrt((error ** 2).mean())),
+                           [float(error[folds == f].mean()) for f in range(n_splits)],
+                           predicted, targets, folds, n_splits, n_groups,
+                           int(np.bincount(groups).max()), reliability_curve(predicted, targets, n_bins=n_bins))
+
+
+@dataclass(frozen=True)
+class HumanPairs:
+    """Labelled pairs read from a file: the table (to score with `score_pairs`) and the
+    human scores of its usable rows.
+
+    Attributes
+    ----------
+    table : PairTable
+    rows : ndarray of int
+        Rows of ``table.frame`` with two texts and a human score.
+    human : ndarray of shape (len(rows),)
+        Their human scores, on `scale`.
+    scale : (low, high)
+    notes : tuple of str
+    """
+
+    table: PairTable
+    rows: np.ndarray
+    human: np.ndarray
+    scale: tuple[float, float]
+    notes: tuple[str, ...]
+
+    @property
+    def texts_a(self) -> np.ndarray:
+        return self.table.frame[self.table.text_a].to_numpy()[self.rows]
+
+    @property
+    def texts_b(self) -> np.ndarray:
+        return self.table.frame[self.table.text_b].to_numpy()[self.rows]
+
+
+def load_human_pairs(path, *, scale=(0.0, 5.0), text_a: str | None = None,
+                     text_b: str | None = None, label: str | None = None,
+                     encoding: str | None = None) -> HumanPairs:
+    """Read labelled pairs, e.g. a CSV ``score,sentence1,sentence2`` with scores on `scale`.
+
+    Columns are found as by `load_pairs`; the human-score column is required. Pairs with an
+    empty text or no score are left out (and counted in the notes); a score outside the
+    declared scale is refused with its pair number.
+    """
+    low, high = _check_scale(scale)
+    table = load_pairs(path, text_a=text_a, text_b=text_b, label=label, encoding=encoding)
+    if table.label is None:
+        raise InputError("has no column of human scores.", path=table.path,
+                         fix="add a numeric column named score (or name it with --label).")
+    human = pd.to_numeric(table.frame[table.label], errors="coerce").to_numpy(dtype=float)
+    usable = np.isfinite(human)
+    usable[list(table.empty_rows)] = False
+    outside = np.flatnonzero(usable & ((human < low) | (human > high)))
+    if len(outside):
+        raise InputError(f"pair {outside[0] + 1} has human score {human[outside[0]]:g}, outside the "
+                         f"declared scale {low:g}-{high:g}.", path=table.path,
+                         fix="declare the scale the pairs were labelled on (e.g. 0 5 or 1 5)")
+    rows = np.flatnonzero(usable)
+    notes = table.notes + (f"{len(rows)} labelled pairs on the scale {low:g}-{high:g}",)
+    return HumanPairs(table, rows, human[rows], (low, high), notes)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The score above which pairs are called "same meaning" at a chosen precision.
+
+    Attributes
+    ----------
+    threshold : float
+        Pairs scoring at least this are called "same meaning"; the lowest such score (most
+        recall) whose precision on the labelled pairs reaches `target_precision`.
+    precision, recall : float
+        Achieved on the labelled pairs.
+    interval : (float, float)
+        Bootstrap percentile interval of the threshold (pairs resampled), at `confidence`.
+    unreachable : int
+        Bootstrap samples in which no threshold reached the precision (left out of the interval).
+    """
+
+    threshold: float
+    precision: float
+    recall: float
+    target_precision: float
+    interval: tuple[float, float]
+    confidence: float
+    n_pairs: int
+    n_positive: int
+    n_boot: int
+    unreachable: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _lowest_threshold(scores: np.ndarray, same: np.ndarray, target: float) -> tuple[float, float, float]:
+    """(threshold, precision, recall) of the lowest score cut reaching `target` precision."""
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], same[order]
+    true_positives = np.cumsum(y)
+    called = np.arange(1, len(s) + 1)
+    ends = np.append(s[1:] < s[:-1], True)          # a cut may not split tied scores
+    reaching = np.flatnonzero(ends & (true_positives >= target * called))
+    if not len(reaching) or true_positives[-1] == 0:
+        return np.nan, np.nan, np.nan
+    k = reaching[-1]
+    return float(s[k]), float(true_positives[k] / called[k]), float(true_positives[k] / true_positives[-1])
+
+
+def threshold_at_precision(scores, same, *, precision: float = 0.9, confidence: float = 0.95,
+                           n_boot: int = 1000, seed: int = 0) -> Threshold:
+    """The lowest score threshold whose precision for "same meaning" reaches `precision`.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_pairs,), "higher = more similar"
+    same : array-like of bool of shape (n_pairs,), True where the pair means the same
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    same = np.asarray(same).astype(bool)
+    ok = np.isfinite(scores)
+    scores, same = scores[ok], same[ok]
+    if not 0 < precision <= 1:
+        raise ValueError("precision must be in (0, 1]")
+    if same.all() or not same.any():
+        raise InputError("the labels need pairs of both kinds (same meaning and not).",
+                         fix="label some pairs of each kind")
+    threshold, achieved, recall = _lowest_threshold(scores, same, precision)
+    if not np.isfinite(threshold):
+        raise InputError(f"no score threshold reaches a precision of {precision:.0%} on these pairs.",
+                         fix="choose a lower precision")
+    rng = np.random.default_rng(seed)
+    boot = np.array([_lowest_threshold(scores[i], same[i], precision)[0]
+                     for i in rng.integers(0, len(scores), size=(n_boot, len(scores)))])
+    found = boot[np.isfinite(boot)]
+    tail = (1 - confidence) / 2 * 100
+    interval = tuple(float(v) for v in np.percentile(found, [tail, 100 - tail])) if len(found) else (
+        np.nan, np.nan)
+    return Threshold(threshold, achieved, recall, precision, interval, confidence, len(scores),
+                     int(same.sum()), n_boot, int(n_boot - len(found)))

@@ -1,0 +1,102 @@
+import json
+
+import numpy as np
+import pytest
+
+from calibsim_gui.core.errors import InputError, NotFittedError
+from calibsim_gui.core.geometry import (
+    GEOMETRIES,
+    AllButTheTop,
+    GeometryTransform,
+    MeanCentering,
+    Whitening,
+    fit_geometries,
+    get_geometries,
+)
+
+
+@pytest.fixture(scope="module")
+def gaussian():
+    """20,000 draws of a correlated 6-d Gaussian with a large common offset."""
+    rng = np.random.default_rng(0)
+    mixing = rng.normal(size=(6, 6))
+    return rng.normal(size=(20_000, 6)) @ mixing + 5.0
+
+
+def test_centering_removes_the_background_mean(gaussian):
+    centred = MeanCentering().fit(gaussian).transform(gaussian)
+    np.testing.assert_allclose(centred.mean(axis=0), 0, atol=1e-4)
+    np.testing.assert_allclose(centred[:3], gaussian[:3] - gaussian.mean(axis=0), rtol=1e-5)
+
+
+def test_whitening_a_known_gaussian_gives_identity_covariance(gaussian):
+    whitening = Whitening().fit(gaussian)
+    assert whitening.matrix_.shape == (6, 6) and whitening.warning_ is None
+    # before the final L2 normalisation the background has exactly identity covariance
+    white = (gaussian - whitening.mean_) @ whitening.matrix_
+    np.testing.assert_allclose(np.cov(white.T, bias=True), np.eye(6), atol=1e-4)
+    out = whitening.transform(gaussian)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1, atol=1e-5)
+    # so new draws from the same Gaussian come out isotropic: equal variance in every direction
+    fresh = np.random.default_rng(1).normal(size=(20_000, 6)) @ np.linalg.cholesky(
+        np.cov(gaussian.T)).T + gaussian.mean(axis=0)
+    variances = np.linalg.eigvalsh(np.cov(whitening.transform(fresh).T))
+    assert variances.max() / variances.min() < 1.1
+
+
+def test_whitening_can_keep_only_the_top_directions(gaussian):
+    whitening = Whitening(n_components=2).fit(gaussian)
+    assert whitening.transform(gaussian[:5]).shape == (5, 2)
+    # W's columns are u_i / sqrt(lambda_i): the kept ones belong to the two largest variances
+    kept = np.linalg.norm(whitening.matrix_, axis=0) ** -2
+    np.testing.assert_allclose(kept, np.linalg.eigvalsh(np.cov(gaussian.T, bias=True))[::-1][:2], rtol=1e-4)
+
+
+def test_whitening_a_background_smaller_than_the_dimension_drops_empty_directions():
+    rng = np.random.default_rng(2)
+    small = rng.normal(size=(10, 40))             # 10 texts span at most 9 centred directions
+    whitening = Whitening().fit(small)
+    assert whitening.n_components_ == 9
+    assert "only 10 texts for 40 dimensions" in whitening.warning_
+    out = whitening.transform(rng.normal(size=(100, 40)))
+    assert np.isfinite(out).all() and np.abs(out).max() <= 1 + 1e-6
+
+
+def test_all_but_the_top_removes_a_planted_dominant_direction():
+    rng = np.random.default_rng(3)
+    direction = rng.normal(size=50)
+    direction /= np.linalg.norm(direction)
+    background = rng.normal(size=(5000, 50)) + rng.normal(scale=20, size=(5000, 1)) * direction + 3.0
+    abtt = AllButTheTop(n_directions=1).fit(background)
+    assert abs(abtt.components_[0] @ direction) > 0.999
+    out = abtt.transform(background)
+    assert np.abs(out @ direction).max() < 0.1 * np.abs((background - background.mean(0)) @ direction).max()
+    # the centred vector is projected, not the raw one: the output has mean 0
+    np.testing.assert_allclose(out.mean(axis=0), 0, atol=1e-3)
+
+
+def test_all_but_the_top_defaults_to_a_hundredth_of_the_dimension():
+    x = np.random.default_rng(4).normal(size=(500, 384))
+    assert AllButTheTop().fit(x).components_.shape == (4, 384)
+    assert AllButTheTop().fit(x[:, :48]).components_.shape == (1, 48)
+
+
+@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop])
+def test_transforms_round_trip_through_json_and_refuse_use_before_fit(kind, gaussian):
+    with pytest.raises(NotFittedError, match="fit"):
+        kind().transform(gaussian[:2])
+    fitted = kind().fit(gaussian)
+    loaded = GeometryTransform.from_dict(json.loads(json.dumps(fitted.to_dict())))
+    assert type(loaded) is kind
+    np.testing.assert_array_equal(loaded.transform(gaussian[:50]), fitted.transform(gaussian[:50]))
+    with pytest.raises(ValueError, match="fitted on 6-d"):
+        fitted.transform(np.zeros((1, 5)))
+
+
+def test_registry_names_every_fix_and_refuses_unknown_ones(gaussian):
+    assert list(GEOMETRIES) == ["none", "center", "whiten", "abtt"]
+    assert all(g.description and g.label for g in GEOMETRIES.values())
+    fitted = fit_geometries(gaussian, ["none", "whiten"])
+    assert fitted["none"] is None and isinstance(fitted["whiten"], Whitening)
+    with pytest.raises(InputError, match="unknown geometry"):
+        get_geometries(["sphere"])
