@@ -333,7 +333,7 @@ def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
     out = {}
     for name, values in columns.items():
         ok = np.isfinite(y) & np.isfinite(values)
-        if ok.sum() > 2:
+        if ok.sum() > 2 and np.ptp(values[ok]) > 0 and np.ptp(y[ok]) > 0:     # else: undefined
             rho = spearmanr(values[ok], y[ok]).statistic
             out[name] = round(float(rho) * 100 * (1 if _higher_is_similar(name) else -1), 3)
     return {"label": labels.name, "spearman_x100": out}

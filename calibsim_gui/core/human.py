@@ -9,6 +9,7 @@ can be called "same meaning" with a chosen precision.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -388,3 +389,73 @@ def threshold_at_precision(scores, same, *, precision: float = 0.9, confidence: 
         np.nan, np.nan)
     return Threshold(threshold, achieved, recall, precision, interval, confidence, len(scores),
                      int(same.sum()), n_boot, int(n_boot - len(found)))
+
+
+HUMAN_FORMAT = "calibsim-human-calibration"
+HUMAN_SUFFIX = ".calibsim-human"
+
+
+@dataclass
+class HumanFit:
+    """A fitted human calibration with its cross-validated check and where it came from."""
+
+    calibrator: HumanCalibrator
+    validation: dict          # HumanValidation.to_dict(): cross-validated error, reliability
+    source: dict
+
+    def save(self, path) -> Path:
+        """Write one JSON file (atomically): calibrator, validation, source file and digest."""
+        from calibsim_gui.core.atomic import write_text_atomic
+        from calibsim_gui.core.output import dump_json
+
+        path = Path(path)
+        write_text_atomic(path, dump_json({"format": HUMAN_FORMAT, "schema_version": 1,
+                                           "calibrator": self.calibrator.to_dict(),
+                                           "validation": self.validation,
+                                           "source": self.source}))
+        return path
+
+    @classmethod
+    def load(cls, path) -> "HumanFit":
+        """Read a saved human calibration; a damaged or foreign file raises InputError."""
+        import json
+
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or data.get("format") != HUMAN_FORMAT:
+                raise ValueError("not a calibsim human calibration")
+            calibrator = HumanCalibrator.from_dict(data["calibrator"])
+            validation = dict(data["validation"])
+        except FileNotFoundError:
+            raise InputError("no such file.", path=path, fix="check the name of the human calibration file")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise InputError(f"not a readable human calibration ({exc}).", path=path,
+                             fix="fit it again with `calibsim human fit` (or File ▸ Fit human calibration)")
+        return cls(calibrator, validation, data.get("source", {}))
+
+
+def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: str = "cosine",
+                          geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
+                          should_stop=None, **columns) -> HumanFit:
+    """Score the labelled pairs in `path` with `embedder`, fit the isotonic map and check it.
+
+    The check is a 5-fold cross-validation split by sentence (no sentence in both fit and check).
+    `columns` (text_a, text_b, label, encoding) are passed to `load_human_pairs`.
+    """
+    from calibsim_gui.core.analysis import score_column, score_pairs
+    from calibsim_gui.core.metrics import METRICS
+    from calibsim_gui.core.provenance import file_digest
+
+    pairs = load_human_pairs(path, scale=scale, **columns)
+    scored = score_pairs(pairs.table, embedder, profile, metrics=[metric], geometry=geometry, cache=cache,
+                         batch_size=batch_size, progress=progress, should_stop=should_stop)
+    raw = scored.frame[score_column(metric, "raw", geometry)].to_numpy(dtype=float)[pairs.rows]
+    similarity = METRICS[metric].as_similarity(raw)
+    calibrator = HumanCalibrator(scale=scale, metric=metric, geometry=geometry,
+                                 model=embedder.fingerprint.id).fit(similarity, pairs.human)
+    validation = cross_validate_human(similarity, pairs.human, pairs.texts_a, pairs.texts_b,
+                                      scale=scale).to_dict()
+    source = {"file": str(pairs.table.path), "sha256": file_digest(pairs.table.path),
+              "pairs": int(len(pairs.rows)), "notes": list(pairs.notes)}
+    return HumanFit(calibrator, validation, source)

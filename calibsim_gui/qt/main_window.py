@@ -104,8 +104,9 @@ class MainWindow(QMainWindow):
         self.input_runner = TaskRunner("reading input", self)
         self.score_runner = TaskRunner("scoring", self)
         self.export_runner = TaskRunner("exporting report", self)
+        self.human_runner = TaskRunner("fitting the human calibration", self)
         self.runners = [self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
-                        self.export_runner]
+                        self.export_runner, self.human_runner]
 
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
@@ -176,6 +177,12 @@ class MainWindow(QMainWindow):
         self._action(file, "&Export report…", self.export_report, "Ctrl+E",
                      "Write the results as an HTML/PDF report, XLSX, JSON or CSV")
         file.addSeparator()
+        self._action(file, "Fit &human calibration…", self.choose_human_pairs, "Ctrl+Shift+H",
+                     "Fit a map from scores to expected human similarity on pairs people scored")
+        self._action(file, "Open human cali&bration…", self.choose_human_file)
+        self.save_human_action = self._action(file, "Save human calibration…", self.save_human)
+        self.save_human_action.setEnabled(False)
+        file.addSeparator()
         self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view = self.menuBar().addMenu("&View")
         self.dark_action = self._action(view, "&Dark palette", self.toggle_palette, "Ctrl+Shift+D")
@@ -199,6 +206,8 @@ class MainWindow(QMainWindow):
         self.score_runner.partial.connect(self._scored_chunk)
         self.score_runner.finished.connect(self._scored)
         self.export_runner.finished.connect(self._exported)
+        self.human_runner.finished.connect(self._human_fitted)
+        self.state.human_changed.connect(self.rescore)
         self.models.load_requested.connect(self.load_model)
         self.anchors.anchors_applied.connect(self.apply_anchors)
         self.background.build_requested.connect(self.build_background)
@@ -443,10 +452,11 @@ class MainWindow(QMainWindow):
         self.distributions.reset()
         geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
         if isinstance(inputs, PairTable):
-            geometries = ("none",) if geometry == "none" else ("none", geometry)
+            human = [state.human.calibrator] if state.human is not None else []
+            geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
             self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
-                inputs, embedder, profile, geometry=geometries, cache=cache, should_stop=should_stop,
-                chunk_pairs=256))
+                inputs, embedder, profile, geometry=geometries, human=human, cache=cache,
+                should_stop=should_stop, chunk_pairs=256))
         else:
             self.score_runner.start(lambda progress, should_stop: score_matrix(
                 inputs, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
@@ -504,6 +514,87 @@ class MainWindow(QMainWindow):
     def _exported(self, written) -> None:
         extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
         self.status_label.setText(f"Exported {written[0]}{extra}")
+
+    # ------------------------------------------------------------------ human calibration
+
+    def choose_human_pairs(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        path, _ = QFileDialog.getOpenFileName(self, "Pairs scored by people", "",
+                                              "Pairs (*.csv *.tsv *.jsonl);;All files (*)")
+        if not path:
+            return
+        scale, ok = QInputDialog.getText(self, "Scale of the human scores",
+                                         "The scale the pairs were scored on (low,high):", text="0,5")
+        if ok:
+            self.fit_human(path, scale)
+
+    def fit_human(self, path: str, scale_text: str, metric: str = "cosine") -> None:
+        """Fit a human calibration of the current model on `path` (labelled pairs) in a worker."""
+        from calibsim_gui.core.human import fit_human_calibration
+
+        state = self.state
+        try:
+            low, high = (float(v) for v in scale_text.split(","))
+        except ValueError:
+            self.show_error("Scale not understood", f"{scale_text!r}: write the scale as low,high, e.g. 0,5.")
+            return
+        if state.embedder is None or state.profile is None:
+            self.show_error("No model", "Load a model before fitting a human calibration.")
+            return
+        embedder, profile, cache = state.embedder, state.profile, self.cache
+        self.human_runner.start(lambda progress, should_stop: fit_human_calibration(
+            path, embedder, profile, scale=(low, high), metric=metric, cache=cache, progress=progress,
+            should_stop=should_stop))
+
+    def _human_fitted(self, fit) -> None:
+        self.state.set_human(fit)
+        self.save_human_action.setEnabled(True)
+        v = fit.validation
+        text = (f"Fitted on {fit.source['pairs']:,} pairs of {Path(fit.source['file']).name}. "
+                f"Cross-validated error (split by sentence): {v['mae']:.3f} on the 0-1 scale. "
+                f"Results now have a {fit.calibrator.metric}_human column.")
+        for warning in fit.calibrator.warnings_:
+            text += f"\nWarning: {warning}"
+        self.status_label.setText(text.splitlines()[0])
+        box = QMessageBox(QMessageBox.Icon.Information, "Human calibration", text,
+                          QMessageBox.StandardButton.Ok, self)
+        box.setModal(False)
+        box.show()
+        self._last_error = box
+
+    def choose_human_file(self) -> None:
+        from calibsim_gui.core.errors import InputError
+        from calibsim_gui.core.human import HUMAN_SUFFIX, HumanFit
+
+        path, _ = QFileDialog.getOpenFileName(self, "Open human calibration", "",
+                                              f"Human calibrations (*{HUMAN_SUFFIX})")
+        if not path:
+            return
+        try:
+            fit = HumanFit.load(path)
+        except InputError as exc:
+            self.show_error("Cannot open the human calibration", str(exc))
+            return
+        embedder = self.state.embedder
+        if embedder is not None and fit.calibrator.model not in (None, embedder.fingerprint.id):
+            self.show_error("Another model's calibration",
+                            f"{path} was fitted on scores of {fit.calibrator.model}; the model in use is "
+                            f"{embedder.fingerprint.id}. Fit one for this model (File ▸ Fit human calibration).")
+            return
+        self.state.set_human(fit)
+        self.save_human_action.setEnabled(True)
+
+    def save_human(self) -> None:
+        from calibsim_gui.core.human import HUMAN_SUFFIX
+
+        if self.state.human is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Save human calibration", f"human{HUMAN_SUFFIX}",
+                                              f"Human calibrations (*{HUMAN_SUFFIX})")
+        if path:
+            self.state.human.save(path if path.endswith(HUMAN_SUFFIX) else path + HUMAN_SUFFIX)
+            self.status_label.setText(f"Saved the human calibration to {path}")
 
     # ------------------------------------------------------------------ projects
 

@@ -34,6 +34,8 @@ class AppState(QObject):
         Calibrated form shown next to raw ("calibrated", "bg_percentile" ...).
     geometry : str
         Geometry fix the input is also scored under ("none" = raw embeddings only).
+    human : HumanFit or None
+        A human calibration of the current model; adds ``<metric>_human`` to the results.
     selected_row : int or None
         Row of `results.frame` (pairs) selected in the table; highlighted in plots.
     """
@@ -45,6 +47,7 @@ class AppState(QObject):
     view_changed = Signal()              # metric or form changed
     selection_changed = Signal()
     geometry_changed = Signal()
+    human_changed = Signal()
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -58,12 +61,14 @@ class AppState(QObject):
         self.metric = "cosine"
         self.form = "calibrated"
         self.geometry = "none"
+        self.human = None
         self.selected_row = None
 
     def set_model(self, embedder, info) -> None:
         """A new model invalidates the profile and results (they belong to one model)."""
         self.embedder, self.model_info = embedder, info
         self.profile, self.profile_label = None, ""
+        self.human = None                     # fitted on another model's scores
         self.results = None
         self.model_changed.emit()
         self.profile_changed.emit()
@@ -103,6 +108,13 @@ class AppState(QObject):
             self.results = None
             self.geometry_changed.emit()
             self.results_changed.emit()
+
+    def set_human(self, fit) -> None:
+        """Use a human calibration (None: stop using it); results are computed again."""
+        self.human = fit
+        self.results = None
+        self.human_changed.emit()
+        self.results_changed.emit()
 
     def select_row(self, row: int | None) -> None:
         if row != self.selected_row:
