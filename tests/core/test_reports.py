@@ -207,3 +207,13 @@ def test_stopping_a_pdf_export_midway_leaves_no_file(report, tmp_path):
     with pytest.raises(Cancelled):
         write_report(report, tmp_path / "r.pdf", should_stop=stop_after_a_few)
     assert list(tmp_path.iterdir()) == [] and len(calls) == 6
+
+
+def test_reports_describe_the_space_raw_and_under_each_geometry_fix(report, tmp_path):
+    text = write_report(report, tmp_path / "r.html").read_text()
+    assert 'id="space"' in text
+    space = next(t for t in pd.read_html(io.StringIO(text)) if "measure" in t.columns)
+    assert {"raw", "whitened", "mean-centred", "all-but-the-top"} <= set(space.columns)
+    assert "IsoScore (0-1, 1 = isotropic)" in set(space["measure"])
+    data = json.loads(write_report(report, tmp_path / "r.json").read_text())
+    assert set(data["diagnostics"]) == {"none", "center", "whiten", "abtt"}

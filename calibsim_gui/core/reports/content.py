@@ -284,6 +284,28 @@ class Report:
         return out
 
     @functools.cached_property
+    def space(self):
+        """Diagnostics of the reference's background sample, raw and under each geometry fix
+        (a `SpaceReport`), or None when the reference has no background sample."""
+        from calibsim_gui.core.space import profile_space
+
+        if self.profile.query_reference is None or len(self.profile.query_reference) < 3:
+            return None
+        return profile_space(self.profile)
+
+    def space_table(self) -> pd.DataFrame | None:
+        """The diagnostics as a readable table: one row per measure, one column per geometry."""
+        from calibsim_gui.core.geometry import GEOMETRIES
+        from calibsim_gui.core.space import diagnostics_table
+
+        if self.space is None:
+            return None
+        names = list(self.space.diagnostics)
+        rows = [{"measure": label, **{GEOMETRIES[n].label: values[n] for n in names}}
+                for label, values in diagnostics_table(self.space)]
+        return pd.DataFrame(rows)
+
+    @functools.cached_property
     def figures(self) -> list:
         """The report's figures (drawn on first use: CSV, XLSX and JSON never need them)."""
         from calibsim_gui.core.reports.figures import report_figures

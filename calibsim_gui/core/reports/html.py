@@ -43,6 +43,7 @@ def render_html(report) -> str:
                              autoescape=True, keep_trailing_newline=True)
     table, note = report.results_table()
     agreement = report.agreement_table()
+    space = report.space_table()
     figures = [{"title": f.title, "caption": f.caption,
                 "png_base64": base64.b64encode(f.png).decode("ascii")} for f in report.figures]
     return env.get_template(TEMPLATE[1]).render(
@@ -50,4 +51,6 @@ def render_html(report) -> str:
         agreement=None if agreement is None else _table(agreement),
         metric=report.metric, anchors=_table(report.anchors_table()),
         table=_table(table), table_note=note, figures=figures,
-        how_to_read=report.how_to_read(), reproduce=report.reproduce())
+        how_to_read=report.how_to_read(), reproduce=report.reproduce(),
+        space=None if space is None else _table(space),
+        space_texts=None if report.space is None else report.space.texts)

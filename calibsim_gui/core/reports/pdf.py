@@ -121,6 +121,14 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
         scale = min(width / image.drawWidth, (page[1] - 2 * margin - 2 * cm) / image.drawHeight)
         image.drawWidth, image.drawHeight = image.drawWidth * scale, image.drawHeight * scale
         story.append(KeepTogether([image, Paragraph(escape(figure.caption), styles["caption"])]))
+    space = report.space_table()
+    if space is not None:
+        story += [Paragraph("The embedding space", styles["h2"]),
+                  Paragraph(f"How this model's embeddings fill the space, measured on {report.space.texts:,} "
+                            "background texts, raw and under each geometry fix (fitted on the background, "
+                            "never on your pairs). A high mean cosine of random pairs and much variance "
+                            "along few directions mean raw cosines crowd together.", styles["body"]),
+                  _table(space, styles, width, shares=[2] + [1] * (len(space.columns) - 1))]
     story.append(Paragraph("How to read these numbers", styles["h2"]))
     for form, text in report.how_to_read():
         story += [Paragraph(f"<b>{escape(report.metric)}_{escape(form)}</b>", styles["body"]),

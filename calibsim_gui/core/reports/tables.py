@@ -37,6 +37,7 @@ def report_json(report) -> str:
                         "scores": {m: report.profile.metrics[m].anchor_scores.tolist()
                                    for m in report.metrics if m in report.profile.metrics}},
             "calibrators": report.calibrators(),
+            "diagnostics": None if report.space is None else report.space.diagnostics,
             "reproduce": report.reproduce()}
     if report.kind == "pairs":
         body["rows"] = [{k: jsonable(v) for k, v in row.items()}
