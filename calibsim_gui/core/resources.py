@@ -14,4 +14,5 @@ def resources_dir() -> Path:
 
 
 def resource_path(*parts: str) -> Path:
+    """A file or folder inside `resources/`, e.g. ``resource_path("icons", "calibsim.png")``."""
     return resources_dir().joinpath(*parts)
