@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui import __version__
-from calibsim_gui.core.analysis import DocumentMatrix
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.anchor_editor import AnchorEditor
@@ -105,8 +105,9 @@ class MainWindow(QMainWindow):
         self.score_runner = TaskRunner("scoring", self)
         self.export_runner = TaskRunner("exporting report", self)
         self.human_runner = TaskRunner("fitting the human calibration", self)
+        self.compare_runner = TaskRunner("scoring with the other model", self)
         self.runners = [self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
-                        self.export_runner, self.human_runner]
+                        self.export_runner, self.human_runner, self.compare_runner]
 
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
@@ -182,6 +183,8 @@ class MainWindow(QMainWindow):
         self._action(file, "Open human cali&bration…", self.choose_human_file)
         self.save_human_action = self._action(file, "Save human calibration…", self.save_human)
         self.save_human_action.setEnabled(False)
+        self._action(file, "&Compare with another model…", self.choose_comparison_model, "Ctrl+Shift+M",
+                     "Score the same pairs with another model: raw scores disagree, calibrated agree?")
         file.addSeparator()
         self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view = self.menuBar().addMenu("&View")
@@ -207,6 +210,7 @@ class MainWindow(QMainWindow):
         self.score_runner.finished.connect(self._scored)
         self.export_runner.finished.connect(self._exported)
         self.human_runner.finished.connect(self._human_fitted)
+        self.compare_runner.finished.connect(self._compared)
         self.state.human_changed.connect(self.rescore)
         self.models.load_requested.connect(self.load_model)
         self.anchors.anchors_applied.connect(self.apply_anchors)
@@ -595,6 +599,57 @@ class MainWindow(QMainWindow):
         if path:
             self.state.human.save(path if path.endswith(HUMAN_SUFFIX) else path + HUMAN_SUFFIX)
             self.status_label.setText(f"Saved the human calibration to {path}")
+
+    # ------------------------------------------------------------------ model comparison
+
+    def choose_comparison_model(self) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        if not isinstance(self.state.results, ScoredPairs):
+            self.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
+            return
+        models = self.models.table_model.models          # as listed on the Model tab
+        current = self.state.model_info
+        names = [str(m.path) if m.source == "local" else m.name for m in models
+                 if current is None or m.path != current.path]
+        other = "Another folder…"
+        choice, ok = QInputDialog.getItem(self, "Compare with another model",
+                                          "Score the same pairs with:", names + [other], 0, False)
+        if not ok:
+            return
+        if choice == other:
+            choice = QFileDialog.getExistingDirectory(self, "A sentence-transformers model folder")
+            if not choice:
+                return
+        self.compare_with(choice)
+
+    def compare_with(self, spec: str) -> None:
+        """Score the current pairs with model `spec` (its own reference) and compare, in a worker."""
+        from calibsim_gui.core.analysis import score_pairs
+        from calibsim_gui.core.comparison import compare_models
+        from calibsim_gui.core.models import load_model
+        from calibsim_gui.core.profile_builder import default_profile
+
+        state = self.state
+        table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
+        metric, device = state.metric, state.device
+        mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
+
+        def task(progress, should_stop):
+            other = load_model(spec, device=device)
+            profile = default_profile(other, cache=cache, should_stop=should_stop)
+            theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
+                                 should_stop=should_stop)
+            return compare_models({embedder.fingerprint.id: ScoredPairs(mine_only_none, mine.provenance),
+                                   other.fingerprint.id: theirs}, metric=metric)
+
+        self.compare_runner.start(task)
+
+    def _compared(self, comparison) -> None:
+        from calibsim_gui.qt.comparison_view import ComparisonDialog
+
+        self.comparison_dialog = ComparisonDialog(comparison, self)
+        self.comparison_dialog.show()
 
     # ------------------------------------------------------------------ projects
 
