@@ -22,7 +22,7 @@ def open_window(qtbot):
     return window
 
 
-def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_path):
+def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_path, shared_stsb_cache):
     window = open_window(qtbot)
     assert window.state.profile.has_background           # built-in reference, no set-up
     mime = QMimeData()

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_every_format_from_the_command_line_and_the_recipe_reproduces_the_numbers(
-        stsb_test_path, tmp_path, monkeypatch):
+        stsb_test_path, tmp_path, monkeypatch, shared_stsb_cache):
     for suffix in (".html", ".pdf", ".xlsx", ".json", ".csv"):
         out = tmp_path / f"stsb{suffix}"
         assert cli.main(["score", str(stsb_test_path), "--out", str(out), "--quiet"]) == 0
