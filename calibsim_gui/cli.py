@@ -13,18 +13,27 @@ from calibsim_gui import __version__
 from calibsim_gui.core.errors import CalibsimError, InputError
 
 
-def _add_model_options(p: argparse.ArgumentParser) -> None:
+def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("--model", default=None,
-                   help="built-in (default), a local sentence-transformers folder, or a model in "
-                        "the Hugging Face cache (see `calibsim models`)")
+    if model:
+        g.add_argument("--model", default=None,
+                       help="built-in (default), a local sentence-transformers folder, or a model in "
+                            "the Hugging Face cache (see `calibsim models`)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    g.add_argument("--precision", default="auto", choices=["auto", "float32", "bfloat16"],
+                   help="auto (default): bfloat16 where the CPU or GPU runs it natively and the model "
+                        "keeps its accuracy, else float32")
     g.add_argument("--batch-size", type=int, default=64)
     g.add_argument("--allow-pickle", action="store_true",
                    help="allow models whose weights exist only as pickle (.bin) files; "
                         "only for models you trust")
     g.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summaries")
+
+
+def _add_report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--figures", action="store_true",
+                   help="also write each figure beside --out as <name>-<figure>.png and .svg")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", metavar="DIR",
                         help="open the app on the built-in demo, save a PNG of every main view "
                              "and timings.json into DIR, then exit")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check offline and headless that calibsim works (model, reference, "
+                             "scoring, reports, main window); exit 0 only if every step worked")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("models", help="list usable models")
@@ -64,27 +76,81 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score a list of text pairs")
     p.add_argument("pairs", help="CSV, TSV or JSONL file of pairs")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
-    p.add_argument("--out", help="output .csv/.tsv/.json ('-' for CSV on stdout)")
+    p.add_argument("--out", help="output by extension: .html/.pdf report, .xlsx, .json, .csv/.tsv table "
+                                 "('-' for CSV on stdout)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _add_report_options(p)
     p.add_argument("--text-a", help="column of the first text (default: auto-detected)")
     p.add_argument("--text-b", help="column of the second text (default: auto-detected)")
     p.add_argument("--label", help="column of human scores, to report agreement")
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
     p.add_argument("--metrics", type=lambda text: text.split(","),
                    help="comma-separated metrics, e.g. cosine,euclidean (default: all five)")
+    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+                   help="also score under a geometry fix fitted on the background: center, whiten "
+                        "or abtt (repeatable; adds <metric>_<form>@FIX columns)")
+    p.add_argument("--human", metavar="FILE",
+                   help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
+                        "expected human similarity on a 0-1 scale")
+    _add_model_options(p)
+
+    p = sub.add_parser("human", help="fit a monotone map from scores to human judgements")
+    hsub = p.add_subparsers(dest="human_command", metavar="ACTION", required=True)
+    h = hsub.add_parser("fit", help="fit on labelled pairs (e.g. score,sentence1,sentence2)")
+    h.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
+    h.add_argument("--scale", default="0,5", help="the scale the pairs were scored on (default 0,5)")
+    h.add_argument("--metric", default="cosine")
+    h.add_argument("--geometry", default="none", help="geometry fix the scores are taken under")
+    h.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    h.add_argument("--text-a")
+    h.add_argument("--text-b")
+    h.add_argument("--label", help="column of human scores (default: auto-detected)")
+    h.add_argument("--encoding")
+    h.add_argument("--out", required=True, help="file to write (.calibsim-human)")
+    h.add_argument("--force", action="store_true")
+    _add_model_options(h)
+
+    p = sub.add_parser("compare", help="score the same pairs with two or more models, side by side")
+    p.add_argument("pairs", help="CSV, TSV or JSONL file of pairs")
+    p.add_argument("--model", dest="models", action="append", required=True, metavar="MODEL",
+                   help="a model (repeat: at least two; 'builtin' for the built-in one); each is "
+                        "calibrated with its built-in reference, or the built-in anchors")
+    p.add_argument("--metric", default="cosine")
+    p.add_argument("--out", help="side-by-side table (.csv) and <out>.provenance.json")
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--text-a")
+    p.add_argument("--text-b")
+    p.add_argument("--encoding")
+    _add_model_options(p, model=False)
+
+    p = sub.add_parser("diagnose", help="how the model's embeddings fill the space, raw and under "
+                                        "each geometry fix")
+    p.add_argument("inputs", nargs="*",
+                   help="documents to diagnose (default: the reference's background sample)")
+    p.add_argument("--profile", help="reference profile whose geometry fixes are used "
+                                     "(default: the built-in reference)")
+    p.add_argument("--per-file", action="store_true", help="one document per file instead of per line")
+    p.add_argument("--column", help="text column of CSV/JSONL inputs")
+    p.add_argument("--encoding")
+    p.add_argument("--labels-from-files", action="store_true",
+                   help="label each document by its file, for the silhouette score")
+    p.add_argument("--out", help="also write the diagnostics as .json")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
     _add_model_options(p)
 
     p = sub.add_parser("matrix", help="score every document against every other")
     p.add_argument("inputs", nargs="+", help="text files, folders or CSV/JSONL files")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
-    p.add_argument("--out", required=True, help="output .csv/.tsv (square table) or .json")
-    p.add_argument("--force", action="store_true")
+    p.add_argument("--out", required=True,
+                   help="output by extension: .html/.pdf report, .xlsx, .json, .csv/.tsv (square table)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _add_report_options(p)
     p.add_argument("--per-file", action="store_true", help="one document per file instead of per line")
     p.add_argument("--column", help="text column of CSV/JSONL inputs")
     p.add_argument("--encoding")
     p.add_argument("--metric", default="cosine")
     p.add_argument("--form", default="calibrated",
-                   help="calibrated form written to a CSV (JSON holds raw and this form)")
+                   help="calibrated form computed next to raw (the one a CSV holds)")
     _add_model_options(p)
     return parser
 
@@ -121,9 +187,11 @@ def _load_model(args):
 
     info = resolve_model(args.model)
     _say(args, f"loading model {info.name} ({info.source}) ...")
-    embedder = load_model(info, device=args.device, allow_pickle=args.allow_pickle)
+    embedder = load_model(info, device=args.device, precision=args.precision,
+                          allow_pickle=args.allow_pickle)
     _say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
-               + (" (picked by --device auto)" if args.device == "auto" else ""))
+               + (" (picked by --device auto)" if args.device == "auto" else "")
+               + f" in {embedder.precision_note}")
     return embedder
 
 
@@ -251,19 +319,24 @@ def _print_score_summary(scored) -> None:
 def cmd_score(args) -> int:
     from calibsim_gui.core.analysis import score_pairs
     from calibsim_gui.core.inputs import load_pairs
-    from calibsim_gui.core.output import check_output_path, sidecar_path, write_scored_pairs
 
     if args.out and args.out != "-":
-        check_output_path(args.out, inputs=[args.pairs], force=args.force)
+        _check_outputs(args, [args.pairs])
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
                        encoding=args.encoding)
+    human = []
+    if args.human:
+        from calibsim_gui.core.human import HumanFit
+
+        human = [HumanFit.load(args.human).calibrator]
     embedder = _load_model(args)
     cache = _cache(args)
     profile = _profile(args, embedder, cache)
+    geometry = tuple(dict.fromkeys(["none", *args.geometry]))
     progress = _Progress(args.quiet)
     try:
-        scored = score_pairs(table, embedder, profile, metrics=args.metrics, cache=cache,
-                             batch_size=args.batch_size, progress=progress)
+        scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
+                             human=human, cache=cache, batch_size=args.batch_size, progress=progress)
     finally:
         progress.close()
     if args.out == "-":
@@ -272,20 +345,42 @@ def cmd_score(args) -> int:
     if not args.quiet:
         _print_score_summary(scored)
     if not args.out:
-        print("(add --out FILE.csv to save the scores)")
+        print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save the scores)")
         return 0
-    written = write_scored_pairs(scored, args.out)
-    sidecar = "" if written.suffix.lower() == ".json" else f" and {sidecar_path(written)}"
-    print(f"wrote {written}{sidecar}")
+    return _write_outputs(args, scored, profile, inputs=[args.pairs], metric=(args.metrics or [None])[0])
+
+
+def _check_outputs(args, inputs) -> None:
+    """Refuse a bad --out (or an existing figure file) before any model is loaded."""
+    from calibsim_gui.core.output import check_output_path, figure_paths
+
+    check_output_path(args.out, inputs=inputs, force=args.force)
+    existing = [p for p in figure_paths(args.out) if p.exists()] if args.figures else []
+    if existing and not args.force:
+        raise InputError("a figure file exists already.", path=existing[0],
+                         fix="choose another --out name, or add --force to replace it")
+
+
+def _write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated") -> int:
+    """Write --out (format by extension) and, with --figures, the figures beside it."""
+    from calibsim_gui.core.output import sidecar_path
+    from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
+
+    report = build_report(result, profile, metric=metric, form=form)
+    written = write_report(report, args.out, force=args.force, inputs=inputs)
+    extra = f" and {sidecar_path(written)}" if written.suffix.lower() in TABLE_SUFFIXES else ""
+    print(f"wrote {written}{extra}")
+    if args.figures:
+        for path in write_figures(report, written, force=args.force):
+            print(f"wrote {path}")
     return 0
 
 
 def cmd_matrix(args) -> int:
     from calibsim_gui.core.analysis import score_matrix
     from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.output import check_output_path, write_matrix
 
-    check_output_path(args.out, inputs=args.inputs, force=args.force)
+    _check_outputs(args, args.inputs)
     docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
                           encoding=args.encoding)
     for note in docs.notes:
@@ -299,19 +394,159 @@ def cmd_matrix(args) -> int:
                               cache=cache, batch_size=args.batch_size, progress=progress)
     finally:
         progress.close()
-    write_matrix(result, args.out, form=args.form)
-    print(f"wrote {args.out}: {len(result.ids)} x {len(result.ids)} {args.metric}_{args.form}")
+    _say(args, f"{len(result.ids)} x {len(result.ids)} documents, {args.metric} raw and {args.form}")
+    return _write_outputs(args, result, profile, inputs=args.inputs, metric=args.metric, form=args.form)
+
+
+def _scale(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--scale {text!r} is not two numbers.", fix="write it as LOW,HIGH, e.g. --scale 0,5")
+    return low, high
+
+
+def cmd_human(args) -> int:
+    from calibsim_gui.core.human import HUMAN_SUFFIX, fit_human_calibration
+    from calibsim_gui.core.output import check_output_path
+
+    out = Path(args.out if Path(args.out).suffix else args.out + HUMAN_SUFFIX)
+    if out.exists() and not args.force:
+        raise InputError("the file exists already.", path=out,
+                         fix="choose another --out name or add --force to replace it")
+    check_output_path(out.with_suffix(".json"), inputs=[args.pairs], force=True)
+    scale = _scale(args.scale)
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    progress = _Progress(args.quiet)
+    try:
+        fit = fit_human_calibration(args.pairs, embedder, profile, scale=scale, metric=args.metric,
+                                    geometry=args.geometry, cache=cache, batch_size=args.batch_size,
+                                    progress=progress, text_a=args.text_a, text_b=args.text_b,
+                                    label=args.label, encoding=args.encoding)
+    finally:
+        progress.close()
+    fit.save(out)
+    v = fit.validation
+    print(f"fitted {args.metric} (geometry {args.geometry}) -> expected human similarity on "
+          f"{fit.source['pairs']:,} pairs; scale {scale[0]:g}-{scale[1]:g} maps to 0-1")
+    print(f"cross-validated ({v['n_splits']} folds, {v['split']}): mean absolute error "
+          f"{v['mae']:.3f}, RMSE {v['rmse']:.3f} on the 0-1 scale")
+    rel = v["reliability"]
+    print("reliability (predicted -> observed, pairs):")
+    for pred, obs, count in zip(rel["mean_predicted"], rel["mean_observed"], rel["count"]):
+        print(f"  {pred:.2f} -> {obs:.2f}  ({count})")
+    for warning in fit.calibrator.warnings_:
+        print(f"warning: {warning}")
+    print(f"wrote {out}; use it with `calibsim score PAIRS --human {out}`")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from calibsim_gui.core.analysis import score_pairs
+    from calibsim_gui.core.comparison import compare_models
+    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.output import check_output_path, write_scored_pairs
+
+    if args.out:
+        check_output_path(args.out, inputs=[args.pairs], force=args.force)
+        if Path(args.out).suffix.lower() not in (".csv", ".tsv"):
+            raise InputError("a comparison is written as a table.", path=args.out, fix="end --out with .csv")
+    if len(args.models) < 2:
+        raise InputError("a comparison needs at least two models.", fix="repeat --model, e.g. "
+                                                                        "--model builtin --model ./other")
+    table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding)
+    cache = _cache(args)
+    results = {}
+    for spec in args.models:
+        args.model, args.profile = spec, None
+        embedder = _load_model(args)
+        profile = _profile(args, embedder, cache)
+        progress = _Progress(args.quiet)
+        try:
+            results[embedder.fingerprint.id] = score_pairs(table, embedder, profile, metrics=[args.metric],
+                                                           cache=cache, batch_size=args.batch_size,
+                                                           progress=progress)
+        finally:
+            progress.close()
+    comparison = compare_models(results, metric=args.metric)
+    print(f"mean absolute difference between models on {len(table.frame):,} pairs ({args.metric}):")
+    for form, diff in comparison.differences.items():
+        print(f"  {form:<14} {diff['mean_abs_diff']:.4f}  ({diff['unit']})")
+    for note in comparison.notes:
+        print(f"note: {note}")
+    if args.out:
+        from calibsim_gui.core.analysis import ScoredPairs
+
+        provenance = {"models": {m: r.provenance for m, r in results.items()},
+                      "differences": comparison.differences}
+        write_scored_pairs(ScoredPairs(comparison.frame, provenance), args.out)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_diagnose(args) -> int:
+    from calibsim_gui.core.atomic import write_text_atomic
+    from calibsim_gui.core.encoding import encode_texts
+    from calibsim_gui.core.geometry import GEOMETRIES
+    from calibsim_gui.core.output import check_output_path, dump_json
+    from calibsim_gui.core.space import diagnostics_table, profile_space
+
+    if args.out:
+        out = check_output_path(args.out, inputs=args.inputs, force=args.force)
+        if out.suffix.lower() != ".json":
+            raise InputError("diagnostics are written as JSON.", path=out, fix="end --out with .json")
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    embeddings = labels = None
+    what = f"{len(profile.query_reference) if profile.query_reference is not None else 0:,} " \
+           "background texts of the reference"
+    if args.inputs:
+        from calibsim_gui.core.inputs import load_documents
+
+        docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
+                              encoding=args.encoding)
+        progress = _Progress(args.quiet)
+        try:
+            embeddings = encode_texts(embedder, docs.texts, batch_size=args.batch_size, cache=cache,
+                                      progress=progress).embeddings
+        finally:
+            progress.close()
+        labels = [str(d.source) for d in docs.documents] if args.labels_from_files else None
+        what = f"{len(docs.documents):,} documents from {len(docs.files)} file(s)"
+    space = profile_space(profile, embeddings, labels=labels)
+    names = list(space.diagnostics)
+    print(f"diagnostics of {what}; geometry fixes fitted on the reference's background")
+    header = [GEOMETRIES[n].label for n in names]
+    rows = diagnostics_table(space)
+    width = max(len(label) for label, _ in rows) + 2
+    print("".ljust(width) + "".join(h.rjust(18) for h in header))
+    for label, values in rows:
+        print(label.ljust(width) + "".join(values[n].rjust(18) for n in names))
+    if args.out:
+        write_text_atomic(out, dump_json({"format": "calibsim-diagnostics", "schema_version": 1,
+                                          "model": embedder.fingerprint.to_dict(),
+                                          "reference": profile.provenance.get("name"), "texts": what,
+                                          "geometries": space.diagnostics}))
+        print(f"wrote {out}")
     return 0
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.self_test:
+        from calibsim_gui.selftest import run_self_test
+
+        return run_self_test()
     if args.command is None:
         from calibsim_gui.qt.app import run_app
 
         return run_app(screenshot_dir=args.screenshot)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
-               "matrix": cmd_matrix}[args.command]
+               "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
+               "compare": cmd_compare}[args.command]
     try:
         return command(args)
     except CalibsimError as exc:

@@ -1,4 +1,4 @@
-"""SQLite cache of text embeddings, keyed by model fingerprint id and the text's sha256."""
+"""SQLite cache of text embeddings, keyed by model (fingerprint id and precision) and the text's sha256."""
 
 from __future__ import annotations
 
@@ -35,13 +35,24 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("calibsim", appauthor=False))
 
 
+def cache_key(embedder) -> str:
+    """The model key of `embedder`'s vectors: its fingerprint id, plus its precision unless float32.
+
+    float32 and bfloat16 vectors of one model differ slightly, so they never share entries;
+    float32 keeps the bare id that caches written before precisions existed used.
+    """
+    precision = getattr(embedder, "precision", "float32")
+    fingerprint_id = embedder.fingerprint.id
+    return fingerprint_id if precision == "float32" else f"{fingerprint_id}+{precision}"
+
+
 def text_digest(text: str) -> bytes:
     """sha256 (32 bytes) of the text's UTF-8 bytes (lone surrogates kept as-is)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 class EmbeddingCache:
-    """Persistent store of float32 embeddings per (model fingerprint id, text).
+    """Persistent store of float32 embeddings per (model key, text); see `cache_key`.
 
     A corrupt cache file is moved aside to ``<name>.corrupt-<timestamp>`` with a warning and
     replaced by an empty cache. Each `store` is one transaction. Methods may be called from
@@ -99,13 +110,13 @@ class EmbeddingCache:
             stacklevel=3,
         )
 
-    def lookup(self, fingerprint_id: str, texts: list[str], *, dimension: int | None = None) -> dict[str, np.ndarray]:
+    def lookup(self, model_key: str, texts: list[str], *, dimension: int | None = None) -> dict[str, np.ndarray]:
         """Cached vectors of those `texts` that are in the cache for this model.
 
         Parameters
         ----------
-        fingerprint_id : str
-            `ModelFingerprint.id` of the model.
+        model_key : str
+            `cache_key` of the model.
         texts : list of str
         dimension : int, optional
             If given, vectors of another length are treated as absent.
@@ -126,7 +137,7 @@ class EmbeddingCache:
                 rows = self._conn.execute(
                     "SELECT digest, dim, vector FROM embeddings WHERE model = ? AND digest IN "
                     f"({','.join('?' * len(chunk))})",
-                    [fingerprint_id, *chunk],
+                    [model_key, *chunk],
                 )
                 for digest, dim, blob in rows:
                     if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
@@ -136,32 +147,32 @@ class EmbeddingCache:
                         found[text] = vector
         return found
 
-    def store(self, fingerprint_id: str, texts: list[str], vectors: np.ndarray) -> None:
+    def store(self, model_key: str, texts: list[str], vectors: np.ndarray) -> None:
         """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"vectors of shape {vectors.shape} do not match {len(texts)} texts")
         dim = vectors.shape[1]
-        rows = ((fingerprint_id, text_digest(t), dim, v.tobytes()) for t, v in zip(texts, vectors))
+        rows = ((model_key, text_digest(t), dim, v.tobytes()) for t, v in zip(texts, vectors))
         with self._lock, self._conn:
             self._conn.executemany(
                 "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector) VALUES (?, ?, ?, ?)", rows
             )
 
-    def count(self, fingerprint_id: str | None = None) -> int:
+    def count(self, model_key: str | None = None) -> int:
         """Number of cached vectors, for one model or all."""
         with self._lock:
-            if fingerprint_id is None:
+            if model_key is None:
                 return self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-            return self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (fingerprint_id,)).fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model_key,)).fetchone()[0]
 
-    def clear(self, fingerprint_id: str | None = None) -> None:
+    def clear(self, model_key: str | None = None) -> None:
         """Delete cached vectors, for one model or all."""
         with self._lock, self._conn:
-            if fingerprint_id is None:
+            if model_key is None:
                 self._conn.execute("DELETE FROM embeddings")
             else:
-                self._conn.execute("DELETE FROM embeddings WHERE model = ?", (fingerprint_id,))
+                self._conn.execute("DELETE FROM embeddings WHERE model = ?", (model_key,))
 
     def close(self) -> None:
         """Close the database (safe to call twice)."""

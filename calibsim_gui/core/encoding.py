@@ -7,10 +7,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from calibsim_gui.core.cache import cache_key
 from calibsim_gui.core.errors import Cancelled
 
 Progress = Callable[[int, int, str], None]
 ShouldStop = Callable[[], bool]
+
+# Tokenizers give an ASCII text at most one token per character, plus a few special tokens
+# ([CLS], [SEP], a sentencepiece word start): shorter texts need no tokenizing to know they fit.
+SPECIAL_TOKEN_ROOM = 8
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,14 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
                  ) -> EncodingResult:
     """Encode `texts` with `embedder`, each distinct text once.
 
-    Distinct texts already in `cache` (an `EmbeddingCache`) are not re-encoded; new ones are
-    encoded in batches of similar length (less padding) and stored in the cache.
+    Distinct texts already in `cache` (an `EmbeddingCache`, keyed by `cache_key`) are not
+    re-encoded; new ones are encoded in batches of similar length (less padding) and stored in
+    the cache.
 
     Parameters
     ----------
-    embedder : object with ``fingerprint.id``, ``max_seq_length``, ``encode_batch(texts)`` and
-        ``token_counts(texts)``
+    embedder : object with ``fingerprint.id``, ``dimension``, ``max_seq_length``,
+        ``encode_batch(texts)``, ``token_counts(texts)`` and optionally ``precision``
     progress : callable ``progress(done, total, message)``, called after each batch
     should_stop : callable returning True to cancel; checked before each batch
 
@@ -64,15 +70,22 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
     """
     progress = progress or _no_progress
     should_stop = should_stop or (lambda: False)
-    unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
-    unique = [str(t) for t in unique]
-    key = embedder.fingerprint.id
+    positions: dict[str, int] = {}                 # distinct text -> its row in `table`
+    rows = np.fromiter((positions.setdefault(str(t), len(positions)) for t in texts), dtype=np.int64)
+    unique = list(positions)
+    key = cache_key(embedder)
+    table = np.empty((len(unique), embedder.dimension), dtype=np.float32)
 
-    found = cache.lookup(key, unique) if cache is not None else {}
+    found = cache.lookup(key, unique, dimension=embedder.dimension) if cache is not None else {}
+    for text, vector in found.items():
+        table[positions[text]] = vector
     missing = [t for t in unique if t not in found]
     n_truncated = 0
-    if embedder.max_seq_length and unique:
-        n_truncated = int((embedder.token_counts(unique) > embedder.max_seq_length).sum())
+    limit = embedder.max_seq_length
+    if limit:
+        may_exceed = [t for t in unique if not (t.isascii() and len(t) + SPECIAL_TOKEN_ROOM <= limit)]
+        if may_exceed:
+            n_truncated = int((embedder.token_counts(may_exceed) > limit).sum())
 
     missing.sort(key=len)
     total = len(missing)
@@ -82,15 +95,12 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
             raise Cancelled(f"encoding stopped after {start} of {total} texts")
         batch = missing[start:start + batch_size]
         vectors = np.asarray(embedder.encode_batch(batch), dtype=np.float32)
-        found.update(zip(batch, vectors))
+        table[[positions[t] for t in batch]] = vectors
         if cache is not None:
             cache.store(key, batch, vectors)
         done = min(start + batch_size, total)
         progress(done, total, f"encoded {done} of {total} texts")
 
-    if unique:
-        table = np.stack([found[t] for t in unique]).astype(np.float32, copy=False)
-        embeddings = table[inverse.reshape(-1)]
-    else:
-        embeddings = np.zeros((0, embedder.dimension), dtype=np.float32)
+    # Distinct inputs (a background corpus, a document set) already are the table: no copy.
+    embeddings = table if len(rows) == len(unique) else table[rows]
     return EncodingResult(embeddings, len(unique), len(unique) - total, n_truncated)

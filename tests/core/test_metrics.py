@@ -45,3 +45,15 @@ def test_every_metric_declares_orientation_and_similarity_view_ranks_closer_pair
 def test_unknown_metric_is_named():
     with pytest.raises(InputError, match="cosinus.*cosine, dot"):
         get_metrics(["cosinus"])
+
+
+def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
+    from calibsim_gui.core import metrics
+
+    a, b = vectors
+    whole = pair_scores(a, b)
+    monkeypatch.setattr(metrics, "PAIR_BLOCK", 3)
+    blocked = pair_scores(a, b)
+    for name in METRICS:
+        np.testing.assert_allclose(blocked[name], whole[name], rtol=1e-12)
+        assert blocked[name].dtype == np.float64 and blocked[name].shape == (7,)

@@ -324,3 +324,84 @@ def test_broken_weights_become_model_error(tmp_path):
     with pytest.raises(ModelError, match="Could not load") as err:
         load_model(str(folder), device="cpu")
     assert str(folder) in str(err.value)
+
+
+# --------------------------------------------------------------------------- precision
+
+
+class _TinyTransformer:
+    def __init__(self):
+        self.dtype, self.hooks = "float32", []
+
+    def to(self, dtype):
+        self.dtype = str(dtype).rsplit(".", 1)[-1]
+        return self
+
+    def register_forward_hook(self, hook):
+        self.hooks.append(hook)
+
+
+class _TinySentenceModel:
+    """Stands in for a SentenceTransformer: a transformer at [0] and `encode`; bfloat16 adds `noise`."""
+
+    def __init__(self, noise: float):
+        self.noise, self.transformer = noise, _TinyTransformer()
+
+    def __getitem__(self, index):
+        return [self.transformer][index]
+
+    @property
+    def dtype(self):
+        return self.transformer.dtype
+
+    def encode(self, texts, **_):
+        seeds = [int.from_bytes(t.encode()[:8].ljust(8, b"\0"), "little") for t in texts]
+        vectors = np.stack([np.random.default_rng(s).standard_normal(16) for s in seeds])
+        if self.dtype == "bfloat16":
+            vectors = vectors + self.noise * np.random.default_rng(0).standard_normal(vectors.shape)
+        return vectors.astype(np.float32)
+
+
+def test_unknown_precision_is_refused_with_the_choices():
+    with pytest.raises(ModelError, match="float16.*auto, float32, bfloat16"):
+        load_model(None, precision="float16")
+
+
+def test_auto_precision_keeps_float32_without_native_bfloat16(monkeypatch):
+    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: [])
+    model = _TinySentenceModel(noise=0.0)
+    chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
+    assert (chosen, precision, model.dtype) == (model, "float32", "float32")
+    assert "no bfloat16 instructions" in note
+    _, precision, note = models._choose_precision(model, "bfloat16", "cpu", "0" * 64)
+    assert precision == model.dtype == "bfloat16" and "slower than float32" in note
+
+
+@pytest.mark.parametrize("noise, expected", [(1e-4, "bfloat16"), (0.5, "float32")])
+def test_auto_precision_checks_other_models_on_the_anchors(monkeypatch, noise, expected):
+    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: ["AMX-BF16"])
+    model = _TinySentenceModel(noise)
+    chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
+    assert precision == expected == chosen.dtype
+    assert "anchor scores" in note
+    assert model.dtype == "float32"                      # the float32 model itself is left as it was
+
+
+def test_auto_precision_trusts_the_verified_builtin_model(monkeypatch):
+    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: ["AVX512-BF16"])
+    digest = fingerprint_folder(builtin_model_path()).digest
+    model = _TinySentenceModel(noise=1.0)                # would fail the anchor check
+    _, precision, note = models._choose_precision(model, "auto", "cpu", digest)
+    assert precision == "bfloat16" and "verified on STS-B" in note
+
+
+@pytest.mark.slow
+def test_builtin_in_bfloat16_gives_float32_vectors_close_to_float32(embedder):
+    bf16 = load_model(None, device="cpu", precision="bfloat16")
+    texts = ["A cat sits on the mat.", "Stock markets fell sharply on Monday."]
+    vectors, reference = bf16.encode_batch(texts), embedder.encode_batch(texts)
+    assert (bf16.precision, embedder.precision) == ("bfloat16", "float32")
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 384)
+    cosines = (vectors * reference).sum(axis=1) / np.linalg.norm(vectors, axis=1)
+    assert cosines.min() > 0.999 and not np.array_equal(vectors, reference)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)   # normalised in float32

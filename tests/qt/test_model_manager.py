@@ -168,3 +168,23 @@ def test_keyboard_shortcuts_load_and_rescan(qtbot, devices):
         qtbot.keyClick(manager.table, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
     with qtbot.waitSignal(manager.discovery.finished, timeout=10_000):
         qtbot.keyClick(manager.table, Qt.Key.Key_F5)
+
+
+def test_precision_choice_is_offered_and_remembered_for_the_next_start(qtbot, devices):
+    manager = make_manager(qtbot)
+    assert manager.precision() == "auto"
+    assert [manager.precision_combo.itemData(i) for i in range(manager.precision_combo.count())] == \
+        ["auto", "float32", "bfloat16"]
+    assert "bfloat16" in manager.precision_combo.toolTip()
+    manager.precision_combo.setCurrentIndex(manager.precision_combo.findData("float32"))
+    assert make_manager(qtbot).precision() == "float32"
+
+
+def test_loaded_model_shows_its_precision_and_why(qtbot, devices):
+    state = AppState()
+    manager = make_manager(qtbot, state)
+    embedder = FakeEmbedder()
+    embedder.precision, embedder.precision_note = "bfloat16", "bfloat16 (auto: native support, verified)"
+    state.set_model(embedder, manager.table_model.models[0])
+    assert "in <b>bfloat16</b>" in manager.loaded_label.text()
+    assert manager.loaded_label.toolTip() == embedder.precision_note

@@ -1,0 +1,54 @@
+"""Every benchmark script runs in its --quick form and writes the JSON its README describes.
+
+Timings are never asserted (benchmarks measure, tests check behaviour): only that each script
+finishes, says what it measured, and saves figures with the machine they came from.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+MACHINE_KEYS = {"cpu", "cores", "torch", "torch_threads", "python", "bfloat16", "load_average_1m"}
+
+# script -> keys its JSON must hold (besides benchmark, quick, date and machine)
+SCRIPTS = {
+    "calibration_throughput": {"timing", "scores_per_metric", "seconds_per_form_all_metrics", "target_met",
+                               "percentiles_equal_binary_search"},
+    "encode_overhead": {"timing", "texts", "target_met"},
+    "notebook_vs_calibsim": {"timing", "speedup", "max_raw_score_difference", "target_met"},
+    "embedding_cache": {"runs", "survives_restart", "target_met"},
+    "background_build": {"timing", "memory_precomputed"},
+    "document_matrix": {"per_metric", "encode_s", "matrices_total_s"},
+    "throughput": {"ceiling", "cheap_wins", "auto_precision"},
+    "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met"},
+    "gui_stall": {"launch", "encode_pairs_file", "background_build", "targets_met"},
+}
+USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput"}
+
+
+def run_quick(name: str, results: Path) -> dict:
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", "--results-dir",
+                           str(results)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"wrote {results / f'{name}_quick.json'}" in proc.stdout
+    return json.loads((results / f"{name}_quick.json").read_text())
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in USES_REAL_MODEL else n
+                                  for n in SCRIPTS])
+def test_quick_run_saves_its_figures_with_the_machine(name, tmp_path):
+    result = run_quick(name, tmp_path)
+    assert result["benchmark"] == name and result["quick"] is True
+    assert MACHINE_KEYS <= set(result["machine"])
+    assert SCRIPTS[name] <= set(result)
+
+
+def test_every_script_is_tested_and_described_in_the_readme():
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py")} - {"common"}
+    assert scripts == set(SCRIPTS)
+    readme = (BENCHMARKS / "README.md").read_text()
+    assert all(f"`{name}.py`" in readme for name in scripts)
