@@ -582,6 +582,9 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = "auto",
             f"Refusing to load {info.path}: the model needs custom code from its folder "
             "(trust_remote_code), which calibsim never runs."
         )
+    if not any(file.suffix in (".safetensors", ".bin") for _, file in _model_files(Path(info.path))):
+        raise ModelError(f"Cannot load {info.path}: it holds no weights (model.safetensors). Copy the "
+                         "whole model folder, weights included.")
     if not info.safe_weights and not allow_pickle:
         raise ModelError(
             f"Refusing to load {info.path}: its weights are stored as pickles (*.bin), which can "

@@ -28,8 +28,6 @@ def builtin_copy(folder, **config_changes):
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason="needs fix in core/models.py: load_model calls a folder without "
-                                       "weights 'stored as pickles'")
 def test_a_folder_without_weights_says_the_weights_are_missing(tmp_path):
     folder = make_st_folder(tmp_path / "no-weights", weights=())
     with pytest.raises(ModelError, match="no weights|weights are missing") as err:
