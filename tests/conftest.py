@@ -78,3 +78,16 @@ def stsb_test_path():
         pytest.fail(f"{path} is missing: the tests need ../shared/data beside the checkout")
     return path
 
+
+@pytest.fixture
+def labelled_pairs(tmp_path):
+    """150 labelled pairs on a 0-5 scale: a text with itself scores 5, with another text 0."""
+    import pandas as pd
+
+    from tests.fakes import random_sentences
+
+    texts = random_sentences(300, seed=21)
+    rows = [(5.0 if i % 2 else 0.0, texts[i], texts[i] if i % 2 else texts[i + 150]) for i in range(150)]
+    path = tmp_path / "labelled.csv"
+    pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
+    return path

@@ -185,19 +185,9 @@ def test_diagnose_without_a_background_says_how_to_get_one(capsys):
     assert "background" in capsys.readouterr().err
 
 
-@pytest.fixture
-def labelled(tmp_path):
-    """150 labelled pairs: a text with itself scores 5, with another text 0."""
-    texts = random_sentences(300, seed=21)
-    rows = [(5.0 if i % 2 else 0.0, texts[i], texts[i] if i % 2 else texts[i + 150]) for i in range(150)]
-    path = tmp_path / "labelled.csv"
-    pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
-    return path
-
-
-def test_human_fit_then_score_with_it(labelled, pairs, tmp_path, capsys):
+def test_human_fit_then_score_with_it(labelled_pairs, pairs, tmp_path, capsys):
     cal = tmp_path / "stsb"
-    assert cli.main(["human", "fit", str(labelled), "--scale", "0,5", "--out", str(cal), "-q"]) == 0
+    assert cli.main(["human", "fit", str(labelled_pairs), "--scale", "0,5", "--out", str(cal), "-q"]) == 0
     out = capsys.readouterr().out
     assert "cross-validated" in out and "by sentence" in out and "warning: only 150 labelled pairs" in out
     saved = tmp_path / "stsb.calibsim-human"
@@ -208,8 +198,8 @@ def test_human_fit_then_score_with_it(labelled, pairs, tmp_path, capsys):
     assert human.between(0, 1).all() and human[2] == pytest.approx(1.0)     # "Same text." twice
 
 
-def test_human_fit_refuses_a_wrong_scale_and_too_few_pairs(labelled, pairs, tmp_path, capsys):
-    assert cli.main(["human", "fit", str(labelled), "--scale", "0,1", "--out", str(tmp_path / "a"), "-q"]) == 2
+def test_human_fit_refuses_a_wrong_scale_and_too_few_pairs(labelled_pairs, pairs, tmp_path, capsys):
+    assert cli.main(["human", "fit", str(labelled_pairs), "--scale", "0,1", "--out", str(tmp_path / "a"), "-q"]) == 2
     assert "outside the declared scale" in capsys.readouterr().err
     assert cli.main(["human", "fit", str(pairs), "--out", str(tmp_path / "b"), "-q"]) == 2
     assert "at least 100" in capsys.readouterr().err

@@ -1,27 +1,15 @@
 """Fitting a human calibration in the app: a worker fits it, results gain <metric>_human."""
 
-import pandas as pd
-import pytest
 
 from calibsim_gui.core.human import HumanFit
-from tests.fakes import random_sentences
 
 
-@pytest.fixture
-def labelled(tmp_path):
-    texts = random_sentences(300, seed=21)
-    rows = [(5.0 if i % 2 else 0.0, texts[i], texts[i] if i % 2 else texts[i + 150]) for i in range(150)]
-    path = tmp_path / "labelled.csv"
-    pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
-    return path
-
-
-def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled, pairs_csv, tmp_path,
+def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled_pairs, pairs_csv, tmp_path,
                                                         monkeypatch):
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=30_000):
-        window.fit_human(str(labelled), "0,5")
+        window.fit_human(str(labelled_pairs), "0,5")
     assert "Cross-validated error" in window._last_error.text()
     human = window.state.results.frame["cosine_human"]
     assert human.between(0, 1).all()
@@ -32,8 +20,8 @@ def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled,
     assert HumanFit.load(saved).calibrator.model == window.state.embedder.fingerprint.id
 
 
-def test_a_bad_scale_is_explained(window, labelled, monkeypatch):
+def test_a_bad_scale_is_explained(window, labelled_pairs, monkeypatch):
     shown = []
     monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
-    window.fit_human(str(labelled), "five")
+    window.fit_human(str(labelled_pairs), "five")
     assert "low,high" in shown[0]
