@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--geometry", action="append", default=[], metavar="FIX",
                    help="also score under a geometry fix fitted on the background: center, whiten "
                         "or abtt (repeatable; adds <metric>_<form>@FIX columns)")
+    p.add_argument("--norms", action="store_true",
+                   help="add each text's vector length (<text column>_norm) next to dot products, for "
+                        "models that do not normalise their embeddings")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
                         "expected human similarity on a 0-1 scale")
@@ -150,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoding")
     p.add_argument("--metric", default="cosine")
     p.add_argument("--form", default="calibrated",
-                   help="calibrated form computed next to raw (the one a CSV holds)")
+                   help="calibrated form computed next to raw (the one a CSV holds); csls: cosine "
+                        "corrected for hubness against the background (CSLS, K = 10)")
     _add_model_options(p)
     return parser
 
@@ -336,7 +340,8 @@ def cmd_score(args) -> int:
     progress = _Progress(args.quiet)
     try:
         scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
-                             human=human, cache=cache, batch_size=args.batch_size, progress=progress)
+                             human=human, norms=args.norms, cache=cache, batch_size=args.batch_size,
+                             progress=progress)
     finally:
         progress.close()
     if args.out == "-":

@@ -226,3 +226,20 @@ def test_compare_two_models_side_by_side(pairs, tmp_path, monkeypatch, capsys):
     assert "mean absolute difference" in text and "calibrated" in text
     frame = pd.read_csv(out)
     assert any("fake-small" in c for c in frame.columns) and any("fake-bow" in c for c in frame.columns)
+
+
+def test_norms_and_csls_views(pairs, background, tmp_path):
+    out = tmp_path / "scored.csv"
+    assert cli.main(["score", str(pairs), "--norms", "--metrics", "dot", "--out", str(out), "-q"]) == 0
+    frame = pd.read_csv(out)
+    assert {"sentence1_norm", "sentence2_norm", "dot_raw"} <= set(frame.columns)
+    assert frame["sentence1_norm"].gt(0).all()
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
+                     "--out", str(profile), "-q"]) == 0
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(random_sentences(20, seed=3)))
+    matrix = tmp_path / "csls.json"
+    assert cli.main(["matrix", str(docs), "--profile", str(profile), "--form", "csls", "--out", str(matrix),
+                     "-q"]) == 0
+    assert "csls" in json.loads(matrix.read_text())["matrices"]
