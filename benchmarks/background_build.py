@@ -80,7 +80,7 @@ def memory_child(n: int, pairs: int) -> dict:
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="200 sentences, 2,000 pairs; memory runs with 1,000 and 3,000")
+    args = common.arguments(__doc__, quick_help="200 sentences, 2,000 pairs; memory with 1,000 and 3,000")
     if args.child:
         common.child_answer(memory_child(**json.loads(args.child)))
         return

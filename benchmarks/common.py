@@ -32,6 +32,9 @@ if str(REPO) not in sys.path:      # run from anywhere, without installing calib
     sys.path.insert(0, str(REPO))
 
 
+LOAD_AT_START = os.getloadavg()[0]       # the machine is shared: say how busy it was
+
+
 def arguments(doc: str, *, quick_help: str) -> argparse.Namespace:
     """``--quick`` (tiny sizes: proves the script works) and ``--results-dir``."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
@@ -65,7 +68,7 @@ def machine_info() -> dict:
 
     return {
         "cpu": cpu_model(), "machine": platform.machine(), "cores": os.cpu_count(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
+        "load_average_1m": round(LOAD_AT_START, 2),
         "bfloat16": bfloat16_support("cpu") or "native",
         "python": platform.python_version(), "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
@@ -144,15 +147,17 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 
 
 def interleaved(variants: dict, repeats: int) -> dict[str, dict]:
-    """Time each variant `repeats` times in turn (A B A B ...), so load changes hit all alike.
+    """Time each variant `repeats` times in turn (A B C, C B A, A B C ...), so that changes in
+    load, and going first or last, hit all alike.
 
     `variants` maps a name to a no-argument callable. Returns per name the best and median
     seconds and the last result.
     """
     times: dict[str, list[float]] = {name: [] for name in variants}
     results = {}
-    for _ in range(repeats):
-        for name, fn in variants.items():
+    for round_ in range(repeats):
+        order = list(variants.items())
+        for name, fn in order if round_ % 2 == 0 else order[::-1]:
             seconds, results[name] = timed(fn)
             times[name].append(seconds)
     return {name: {"best_s": round(min(t), 4), "median_s": round(statistics.median(t), 4),

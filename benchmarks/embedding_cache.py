@@ -86,7 +86,8 @@ def main() -> None:
           f"stage alone is {breakdown['encoding_stage_speedup']}x faster than cold), query z-scores "
           f"{breakdown['query_zscores_s']} s")
     common.save("embedding_cache", args, {
-        "pairs": n, "runs": runs, "warm_breakdown": breakdown, "cache_mb": round(cache_file.stat().st_size / 1e6, 1),
+        "pairs": n, "runs": runs, "warm_breakdown": breakdown,
+        "cache_mb": round(cache_file.stat().st_size / 1e6, 1),
         "target_speedup": TARGET, "target_met": worst >= TARGET, "survives_restart": survived,
     })
 

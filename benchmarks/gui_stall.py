@@ -40,7 +40,8 @@ from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 
 def shown():
-    files = {getattr(m, attr, None) for m in list(sys.modules.values()) for attr in ("__file__", "__cached__")}
+    modules = list(sys.modules.values())
+    files = {getattr(m, attr, None) for m in modules for attr in ("__file__", "__cached__")}
     with open("/proc/self/maps") as maps:
         files |= {line.split(None, 5)[-1].strip() for line in maps if "/" in line}
     print(json.dumps({"torch_imported": "torch" in sys.modules,

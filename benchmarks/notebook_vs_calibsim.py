@@ -1,11 +1,12 @@
 """The notebook way vs calibsim: scoring and calibrating 1,000 STS-B pairs.
 
 The notebook way, as the original notebooks do it: read the CSV, then for each pair encode
-each sentence separately with ``SentenceTransformer.encode`` (the model object calibsim wraps) and compute the five metrics one
-pair at a time with ``scipy.spatial.distance``; finally calibrate the score columns with the
-built-in reference profile. calibsim: ``load_pairs`` + ``score_pairs`` (each distinct text
-encoded once, in length-sorted batches of 64, vectorised metrics, every calibration including
-query z-scores). No embedding cache in either. Target: calibsim >= 10x faster.
+each sentence separately with ``SentenceTransformer.encode`` (the model object calibsim wraps)
+and compute the five metrics one pair at a time with ``scipy.spatial.distance``; finally
+calibrate the score columns with the built-in reference profile. calibsim: ``load_pairs`` +
+``score_pairs`` (each distinct text encoded once, in length-sorted batches of 64, vectorised
+metrics, every calibration including query z-scores). No embedding cache in either.
+Target: calibsim >= 10x faster.
 
     .venv/bin/python benchmarks/notebook_vs_calibsim.py [--quick]
 """
@@ -66,8 +67,8 @@ def main() -> None:
                    for name in metric_names}
     speedup = round(timing["notebook way"]["best_s"] / timing["calibsim score_pairs"]["best_s"], 2)
     texts = pd.concat([calibsim["sentence1"], calibsim["sentence2"]])
-    common.print_table([{"path": name, "pairs": n, "seconds": t["best_s"], "pairs/s": round(n / t["best_s"], 1)}
-                        for name, t in timing.items()])
+    common.print_table([{"path": name, "pairs": n, "seconds": t["best_s"],
+                         "pairs/s": round(n / t["best_s"], 1)} for name, t in timing.items()])
     print(f"speed-up {speedup}x (target >= {TARGET}x: {'met' if speedup >= TARGET else 'NOT met'}); "
           f"{texts.nunique()} distinct of {len(texts)} texts; largest raw-score difference "
           f"{max(differences.values()):.2e}")
