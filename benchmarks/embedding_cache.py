@@ -38,17 +38,19 @@ def warm_breakdown(articles, cache_file, embedder, profile) -> dict:
     """Seconds of the warm run's two largest parts: reading the vectors, query z-scores."""
     import numpy as np
 
-    from calibsim_gui.core.analysis import query_zscores
     from calibsim_gui.core.cache import EmbeddingCache
     from calibsim_gui.core.encoding import encode_texts
     from calibsim_gui.core.metrics import pair_scores
+    from calibsim_gui.core.query_scale import query_zscores
 
     texts = [a for a, _ in articles] + [b for _, b in articles]
     with EmbeddingCache(cache_file) as cache:
         read_s, encoding = common.timed(encode_texts, embedder, texts, cache=cache)
-    a, b = np.split(encoding.embeddings, 2)
-    raw = pair_scores(a, b)
-    query_s, _ = common.timed(lambda: [query_zscores(m, a, b, raw[m], profile.query_reference) for m in raw])
+    first, second = np.split(np.arange(len(texts)), 2)
+    vectors = encoding.embeddings
+    raw = pair_scores(vectors[first], vectors[second])
+    query_s, _ = common.timed(lambda: [query_zscores(m, vectors, first, second, raw[m], profile.query_reference)
+                                       for m in raw])
     return {"vectors_from_cache_s": round(read_s, 3), "query_zscores_s": round(query_s, 3)}
 
 

@@ -28,7 +28,19 @@ def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> Non
                    help="allow models whose weights exist only as pickle (.bin) files; "
                         "only for models you trust")
     g.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    g.add_argument("--memory-budget", type=_memory_size, default=None, metavar="SIZE",
+                   help="most memory a run may hold, e.g. 8G (default: half the physical memory, "
+                        "or CALIBSIM_MEMORY_BUDGET); a larger run is refused before it starts")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summaries")
+
+
+def _memory_size(text: str) -> int:
+    from calibsim_gui.core.memory import parse_size
+
+    try:
+        return parse_size(text)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_report_options(p: argparse.ArgumentParser) -> None:
@@ -341,7 +353,7 @@ def cmd_score(args) -> int:
     try:
         scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
                              human=human, norms=args.norms, cache=cache, batch_size=args.batch_size,
-                             progress=progress)
+                             progress=progress, memory_budget=args.memory_budget)
     finally:
         progress.close()
     if args.out == "-":
@@ -396,7 +408,8 @@ def cmd_matrix(args) -> int:
     progress = _Progress(args.quiet)
     try:
         result = score_matrix(docs, embedder, profile, metric=args.metric, forms=(args.form,),
-                              cache=cache, batch_size=args.batch_size, progress=progress)
+                              cache=cache, batch_size=args.batch_size, progress=progress,
+                              memory_budget=args.memory_budget)
     finally:
         progress.close()
     _say(args, f"{len(result.ids)} x {len(result.ids)} documents, {args.metric} raw and {args.form}")
@@ -472,7 +485,8 @@ def cmd_compare(args) -> int:
         try:
             results[embedder.fingerprint.id] = score_pairs(table, embedder, profile, metrics=[args.metric],
                                                            cache=cache, batch_size=args.batch_size,
-                                                           progress=progress)
+                                                           progress=progress,
+                                                           memory_budget=args.memory_budget)
         finally:
             progress.close()
     comparison = compare_models(results, metric=args.metric)

@@ -15,9 +15,11 @@ from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
 from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
+from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_bytes
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
+from calibsim_gui.core.query_scale import query_zscores
 
 SATURATION_QUANTILE = 0.99
 UNIT_NORM_TOLERANCE = 1e-3
@@ -59,27 +61,6 @@ class DocumentMatrix:
     provenance: dict
     notes: list[str] = field(default_factory=list)
     geometry: str = "none"
-
-
-def query_zscores(metric: str, emb_a: np.ndarray, emb_b: np.ndarray, raw: np.ndarray,
-                  reference: np.ndarray, *, block_rows: int = 2048) -> np.ndarray:
-    """Pair score as a z-score against each text's own scores with background texts.
-
-    For a pair (a, b) the score is compared with the scores of a with every reference text and
-    of b with every reference text; the result is the mean of the two z-scores. It says how
-    unusual b is *for a* (and a for b): a local, per-query scale, computed in row blocks.
-    """
-    metric_ = METRICS[metric]
-    reference = reference.astype(np.float64)
-    sim = metric_.as_similarity(raw)
-    out = np.zeros(len(sim))
-    for emb in (emb_a, emb_b):
-        for start in range(0, len(emb), block_rows):
-            rows = slice(start, start + block_rows)
-            scores = metric_.as_similarity(metric_.matrix(emb[rows].astype(np.float64), reference))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out[rows] += (sim[rows] - scores.mean(axis=1)) / scores.std(axis=1) / 2
-    return out
 
 
 def _base_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("none",)) -> dict:
@@ -165,7 +146,7 @@ class PairChunk:
 
 def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
                      human=(), norms: bool = False, cache=None, batch_size: int = 64,
-                     chunk_pairs: int = 512, should_stop=None):
+                     chunk_pairs: int = 512, memory_budget: int | None = None, should_stop=None):
     """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
 
     Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
@@ -175,7 +156,12 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     ------
     Cancelled
         When `should_stop()` returns True (checked before every batch).
+    InputError
+        Before any work, when the run's memory estimate exceeds `memory_budget` (bytes; None:
+        `calibsim_gui.core.memory.default_budget()`).
     """
+    import pandas as pd
+
     profile.check_model(embedder.fingerprint)
     plan, plan_notes = _plan(profile, geometry, metrics)
     _check_human(human, plan, embedder)
@@ -185,9 +171,15 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     rows = np.flatnonzero(scored)
     texts_a = frame[table.text_a].to_numpy()
     texts_b = frame[table.text_b].to_numpy()
-    known: dict[str, np.ndarray] = {}
-    emb_a = np.zeros((len(rows), embedder.dimension), dtype=np.float32)
-    emb_b = np.zeros_like(emb_a)
+    n_texts = len(pd.unique(np.concatenate([texts_a[rows], texts_b[rows]])))
+    per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
+    n_columns = per_metric * sum(map(len, plan.values())) + len(human) + 2 * norms
+    check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
+                 memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
+                 fix="split the pairs file into parts or choose fewer metrics")
+    known: dict[str, int] = {}              # distinct text -> its row in `vectors`
+    vectors = np.zeros((n_texts, embedder.dimension), dtype=np.float32)
+    first, second = np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.int64)
     raw = {(g, m): np.zeros(len(rows)) for g, names in plan.items() for m in names}
     primary = next(iter(plan))
     n_cached = n_truncated = 0
@@ -198,28 +190,29 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
                                  if t not in known))
         result = encode_texts(embedder, new, batch_size=batch_size, cache=cache,
                               should_stop=should_stop)
-        known.update(zip(new, result.embeddings))
+        vectors[len(known):len(known) + len(new)] = result.embeddings
+        known.update(zip(new, range(len(known), len(known) + len(new))))
         n_cached += result.n_cached
         n_truncated += result.n_truncated
-        emb_a[chunk] = [known[t] for t in texts_a[chunk_rows]]
-        emb_b[chunk] = [known[t] for t in texts_b[chunk_rows]]
+        first[chunk] = [known[t] for t in texts_a[chunk_rows]]
+        second[chunk] = [known[t] for t in texts_b[chunk_rows]]
         chunk_raw = {}
         for g, names in plan.items():
-            scores = pair_scores(profile.transformed(emb_a[chunk], g), profile.transformed(emb_b[chunk], g),
-                                 names)
+            scores = pair_scores(profile.transformed(vectors[first[chunk]], g),
+                                 profile.transformed(vectors[second[chunk]], g), names)
             for name in names:
                 raw[g, name][chunk] = scores[name]
             chunk_raw[g] = scores
         yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw[primary],
                         primary)
     encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
-    return _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, plan,
-                     plan_notes, human, norms)
+    return _assemble(table, scored, embedder, profile, encoding, vectors, first, second,
+                     raw, plan, plan_notes, human, norms)
 
 
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
                 human=(), norms: bool = False, cache=None, batch_size: int = 64, progress=None,
-                should_stop=None) -> ScoredPairs:
+                memory_budget: int | None = None, should_stop=None) -> ScoredPairs:
     """Score every pair of `table` (a `PairTable`) with every metric and calibration.
 
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
@@ -239,10 +232,12 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
         Each adds ``<metric>_human[@<geometry>]``: expected human similarity in [0, 1].
     norms : bool
         Add ``<text column>_norm`` for both texts (vector lengths, before any geometry fix).
+    memory_budget : int or None
+        Bytes the run may hold at once; see `iter_score_pairs`.
     """
     steps = iter_score_pairs(table, embedder, profile, metrics=metrics, geometry=geometry,
                              human=human, norms=norms, cache=cache, batch_size=batch_size,
-                             should_stop=should_stop)
+                             memory_budget=memory_budget, should_stop=should_stop)
     while True:
         try:
             chunk = next(steps)
@@ -252,9 +247,12 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
             progress(chunk.done, chunk.total, f"scored {chunk.done} of {chunk.total} pairs")
 
 
-def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, plan, plan_notes,
-              human, norms) -> ScoredPairs:
-    """Calibrate the raw scores and put table, columns, provenance and notes together."""
+def _assemble(table, scored, embedder, profile, encoding, vectors, first, second, raw, plan,
+              plan_notes, human, norms) -> ScoredPairs:
+    """Calibrate the raw scores and put table, columns, provenance and notes together.
+
+    `vectors` holds the distinct texts' embeddings; pair i is ``vectors[first[i]], vectors[second[i]]``.
+    """
     frame = table.frame
     columns: dict[str, np.ndarray] = {}
     provenance = _base_provenance(embedder, profile, encoding, tuple(plan))
@@ -263,7 +261,7 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, pla
     if encoding.n_truncated:
         notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
                      f"({embedder.max_seq_length} tokens); only their beginning was scored")
-    lengths = np.linalg.norm(np.concatenate([emb_a, emb_b]), axis=1)
+    lengths = np.linalg.norm(vectors, axis=1)
     if len(lengths) and np.abs(lengths - 1).max() > UNIT_NORM_TOLERANCE:
         notes.append(f"the model does not normalise its embeddings (lengths {lengths.min():.3g} to "
                      f"{lengths.max():.3g}): dot and euclidean mix length with direction, cosine "
@@ -280,7 +278,7 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, pla
         reference = None
         if profile.query_reference is not None:
             reference = profile.transformed(profile.query_reference, g)
-            moved_a, moved_b = profile.transformed(emb_a, g), profile.transformed(emb_b, g)
+            moved = profile.transformed(vectors, g)
         for name in names:
             values = raw[g, name]
             columns[score_column(name, "raw", g)] = full(values)
@@ -288,7 +286,7 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, pla
                 columns[score_column(name, form, g)] = full(calibrated)
             if reference is not None:
                 columns[score_column(name, "query_zscore", g)] = full(
-                    query_zscores(name, moved_a, moved_b, values, reference))
+                    query_zscores(name, moved, first, second, values, reference))
             if profile.has_background and len(values):
                 cut = references[name].background.quantile(SATURATION_QUANTILE)
                 share = float((METRICS[name].as_similarity(values) > cut).mean())
@@ -316,8 +314,8 @@ def _assemble(table, scored, embedder, profile, encoding, emb_a, emb_b, raw, pla
         provenance["agreement"] = _agreement(frame[table.label], columns)
     provenance["notes"] = notes
     if norms:
-        columns[f"{table.text_a}_norm"] = full(np.linalg.norm(emb_a, axis=1))
-        columns[f"{table.text_b}_norm"] = full(np.linalg.norm(emb_b, axis=1))
+        columns[f"{table.text_a}_norm"] = full(lengths[first])
+        columns[f"{table.text_b}_norm"] = full(lengths[second])
     import pandas as pd
 
     out = pd.concat([frame.reset_index(drop=True), pd.DataFrame(columns)], axis=1)
@@ -346,14 +344,16 @@ def _higher_is_similar(column: str) -> bool:
 
 def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str = "cosine",
                  forms=("calibrated",), geometry: str = "none", cache=None, batch_size: int = 64,
-                 block_rows: int = 1024, progress=None, should_stop=None) -> DocumentMatrix:
+                 block_rows: int = 1024, progress=None, memory_budget: int | None = None,
+                 should_stop=None) -> DocumentMatrix:
     """All-pairs scores of a `DocumentSet`, computed in row blocks (bounded memory).
 
     Returns float32 matrices for "raw" and each requested form, under `geometry` (one name;
     the embeddings are transformed and calibrated against the background under that fix).
     The form "csls" (cosine only, needs the profile's background sample) is the hubness-corrected
     cosine of `calibsim_gui.core.hubness`, each text's neighbourhood taken among the
-    background sample under the same geometry.
+    background sample under the same geometry. A run whose matrices would not fit in
+    `memory_budget` (bytes; None: the default budget) raises InputError before any work.
     """
     profile.check_model(embedder.fingerprint)
     metric_ = get_metrics([metric])[0]
@@ -368,6 +368,9 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     if unknown:
         raise InputError(f"this profile has no {sorted(unknown)} calibration for {metric}.",
                          fix=f"choose --form from {', '.join(offered)}")
+    n_docs = len(documents.texts)
+    check_budget(matrix_run_bytes(n_docs, embedder.dimension, 1 + len(forms)), memory_budget,
+                 what=f"the {n_docs:,} x {n_docs:,} matrix", fix="score fewer documents at a time")
     encoding = encode_texts(embedder, documents.texts, batch_size=batch_size, cache=cache,
                             progress=progress, should_stop=should_stop)
     emb = profile.transformed(encoding.embeddings, geometry)

@@ -64,6 +64,9 @@ class Metric:
     description: str
     pairs: Callable[[np.ndarray, np.ndarray], np.ndarray]
     matrix: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    bilinear_map: Callable[[np.ndarray], np.ndarray] | None = None
+    """For scores that are the dot product of mapped vectors (cosine: unit vectors, dot: the
+    vectors themselves): the map. Means and variances over many texts then need no matrix."""
 
     @property
     def orientation(self) -> str:
@@ -79,9 +82,9 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
         Metric("cosine", True, "cosine of the angle between the embeddings (-1..1)",
-               _cosine_pairs, _cosine_matrix),
+               _cosine_pairs, _cosine_matrix, _unit),
         Metric("dot", True, "dot product of the embeddings (unbounded)",
-               lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T),
+               lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T, lambda x: x),
         Metric("euclidean", False, "euclidean distance between the embeddings",
                lambda a, b: np.linalg.norm(a - b, axis=1), _euclidean_matrix),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -37,6 +38,7 @@ from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 MAX_RECENT = 8
+MEMORY_BUDGET_KEY = "memory/budget_bytes"     # 0 or absent: the default budget
 
 
 def _load_and_warm_up(info_or_spec, device, precision, *, progress, should_stop):
@@ -149,7 +151,11 @@ class MainWindow(QMainWindow):
         self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
         self.cancel_button.hide()
         self.cancel_button.clicked.connect(self.cancel_all)
+        self.memory_label = QLabel()
+        self.memory_label.setToolTip("Runs that would need more memory are refused before they "
+                                     "start (Settings ▸ Memory budget)")
         bar.addWidget(self.status_label, 1)
+        bar.addPermanentWidget(self.memory_label)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
 
@@ -190,6 +196,9 @@ class MainWindow(QMainWindow):
         view = self.menuBar().addMenu("&View")
         self.dark_action = self._action(view, "&Dark palette", self.toggle_palette, "Ctrl+Shift+D")
         self.dark_action.setCheckable(True)
+        settings = self.menuBar().addMenu("&Settings")
+        self._action(settings, "&Memory budget…", self.choose_memory_budget, None,
+                     "The most memory one run may hold; larger runs are refused before they start")
         help_ = self.menuBar().addMenu("&Help")
         self._action(help_, "&About calibsim", self.about)
         self._refresh_recent()
@@ -453,6 +462,7 @@ class MainWindow(QMainWindow):
         if self.profile_runner.running or self._awaiting_profile:
             return                     # new references are on their way; they rescore when ready
         inputs, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
+        budget = self.memory_budget()
         self.distributions.reset()
         geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
         if isinstance(inputs, PairTable):
@@ -460,11 +470,11 @@ class MainWindow(QMainWindow):
             geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
             self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
                 inputs, embedder, profile, geometry=geometries, human=human, cache=cache,
-                should_stop=should_stop, chunk_pairs=256))
+                should_stop=should_stop, chunk_pairs=256, memory_budget=budget))
         else:
             self.score_runner.start(lambda progress, should_stop: score_matrix(
                 inputs, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
-                cache=cache, progress=progress, should_stop=should_stop))
+                cache=cache, progress=progress, should_stop=should_stop, memory_budget=budget))
 
     def _view_changed(self) -> None:
         """A document matrix holds one metric: compute it again when another is chosen."""
@@ -633,13 +643,14 @@ class MainWindow(QMainWindow):
         state = self.state
         table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
         metric, device, precision = state.metric, state.device, self.models.precision()
+        budget = self.memory_budget()
         mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
 
         def task(progress, should_stop):
             other = load_model(spec, device=device, precision=precision)
             profile = default_profile(other, cache=cache, should_stop=should_stop)
             theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
-                                 should_stop=should_stop)
+                                 should_stop=should_stop, memory_budget=budget)
             return compare_models({embedder.fingerprint.id: ScoredPairs(mine_only_none, mine.provenance),
                                    other.fingerprint.id: theirs}, metric=metric)
 
@@ -847,6 +858,32 @@ class MainWindow(QMainWindow):
         palettes.apply(QApplication.instance(), dark)
         self.settings.setValue("view/dark", dark)
 
+    def memory_budget(self) -> int:
+        """Bytes one run may hold: the user's setting, else the default budget."""
+        from calibsim_gui.core.memory import default_budget
+
+        return int(self.settings.value(MEMORY_BUDGET_KEY, 0, type=int)) or default_budget()
+
+    def set_memory_budget(self, n_bytes: int | None) -> None:
+        """Remember the budget (None: back to the default) and show it in the status bar."""
+        from calibsim_gui.core.memory import format_size
+
+        self.settings.setValue(MEMORY_BUDGET_KEY, int(n_bytes or 0))
+        chosen = "" if n_bytes else " (default)"
+        self.memory_label.setText(f"Memory budget {format_size(self.memory_budget())}{chosen}")
+
+    def choose_memory_budget(self) -> None:
+        from calibsim_gui.core.memory import format_size, physical_memory
+
+        total = physical_memory()
+        gigabytes, ok = QInputDialog.getDouble(
+            self, "Memory budget",
+            f"Most memory one run may hold, in GB (this computer has {format_size(total)}).\n"
+            "0 restores the default, half of it.",
+            self.settings.value(MEMORY_BUDGET_KEY, 0, type=int) / 1e9, 0.0, total / 1e9, 1)
+        if ok:
+            self.set_memory_budget(int(gigabytes * 1e9) or None)
+
     def about(self) -> None:
         QMessageBox.about(self, "About calibsim",
                           f"<b>calibsim {__version__}</b><p>Calibrated, globally interpretable "
@@ -858,6 +895,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1180, 760)
+        self.set_memory_budget(self.settings.value(MEMORY_BUDGET_KEY, 0, type=int) or None)
         dark = self.settings.value("view/dark", False, type=bool)
         self.dark_action.setChecked(dark)
         palettes.apply(QApplication.instance(), dark)

@@ -243,3 +243,19 @@ def test_norms_and_csls_views(pairs, background, tmp_path):
     assert cli.main(["matrix", str(docs), "--profile", str(profile), "--form", "csls", "--out", str(matrix),
                      "-q"]) == 0
     assert "csls" in json.loads(matrix.read_text())["matrices"]
+
+
+def test_memory_budget_refuses_a_run_that_would_not_fit_and_says_how_much(pairs, tmp_path, capsys,
+                                                                        monkeypatch):
+    out = tmp_path / "o.csv"
+    assert cli.main(["score", str(pairs), "--out", str(out), "--memory-budget", "1M"]) == 2
+    err = capsys.readouterr().err
+    assert "scoring 3 pairs" in err and "more than the memory budget of 1.0 MB" in err
+    assert not out.exists()
+    monkeypatch.setenv("CALIBSIM_MEMORY_BUDGET", "2M")
+    assert cli.main(["matrix", str(pairs), "--column", "sentence1", "--out", str(out)]) == 2
+    assert "budget of 2.0 MB" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["score", str(pairs), "--memory-budget", "plenty"])
+    assert "write it like 4G" in capsys.readouterr().err
+    assert cli.main(["score", str(pairs), "--out", str(out), "--memory-budget", "4G", "-q"]) == 0

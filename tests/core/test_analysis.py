@@ -103,17 +103,19 @@ def test_matrix_blocks_agree_with_a_single_block(tmp_path, profile):
 
 
 def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference():
-    from calibsim_gui.core.analysis import query_zscores
+    from calibsim_gui.core.query_scale import query_zscores
 
     rng = np.random.default_rng(0)
-    a, b, reference = rng.normal(size=(5, 8)), rng.normal(size=(5, 8)), rng.normal(size=(30, 8))
-    raw = METRICS["euclidean"].pairs(a, b)
-    expected = []
-    for x, y, d in zip(a, b, raw):
-        za = (-d - (-np.linalg.norm(reference - x, axis=1)).mean()) / np.linalg.norm(reference - x, axis=1).std()
-        zb = (-d - (-np.linalg.norm(reference - y, axis=1)).mean()) / np.linalg.norm(reference - y, axis=1).std()
-        expected.append((za + zb) / 2)
-    np.testing.assert_allclose(query_zscores("euclidean", a, b, raw, reference, block_rows=2), expected)
+    vectors, reference = rng.normal(size=(6, 8)), rng.normal(size=(30, 8))
+    first, second = np.array([0, 1, 2, 3, 0]), np.array([4, 5, 5, 1, 1])     # texts recur
+    for name, metric in METRICS.items():
+        raw = metric.pairs(vectors[first], vectors[second])
+        expected = []
+        for x, y, score in zip(vectors[first], vectors[second], metric.as_similarity(raw)):
+            own = [metric.as_similarity(metric.pairs(np.tile(v, (30, 1)), reference)) for v in (x, y)]
+            expected.append(np.mean([(score - s.mean()) / s.std() for s in own]))
+        np.testing.assert_allclose(query_zscores(name, vectors, first, second, raw, reference,
+                                                 block_rows=2), expected, err_msg=name)
 
 
 def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):

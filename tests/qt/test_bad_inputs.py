@@ -144,6 +144,22 @@ def test_the_size_limit_refuses_before_reading(window, qtbot, tmp_path, monkeypa
     good_results()
 
 
+def test_a_run_over_the_memory_budget_is_refused_and_the_budget_is_shown_and_remembered(
+        window, qtbot, pairs_csv, good_results):
+    assert "(default)" in window.memory_label.text()
+    window.set_memory_budget(1_000_000)
+    assert window.memory_label.text() == "Memory budget 1.0 MB"
+    drop(window, [pairs_csv])
+    message = shown_error(window, qtbot)
+    assert "scoring 30 pairs (30 distinct texts) needs about" in message
+    assert "Settings ▸ Memory budget" in message
+    assert window.state.results is None
+    assert window.settings.value(main_window.MEMORY_BUDGET_KEY, type=int) == 1_000_000
+    window.set_memory_budget(None)
+    assert "(default)" in window.memory_label.text()
+    good_results()
+
+
 # --------------------------------------------------------------------------- odd but usable files
 
 

@@ -1,0 +1,72 @@
+"""Memory budget: how much a run will hold at once, checked before the run starts.
+
+Pair metrics and matrices are computed in blocks, but some things are held whole: the embedding
+of every distinct text, the output columns, a document matrix. A run whose estimate exceeds the
+budget is refused with the estimate, so the machine never starts swapping halfway through.
+The budget is half the physical memory unless the user sets it (``--memory-budget``, the app's
+Settings menu, or the ``CALIBSIM_MEMORY_BUDGET`` environment variable).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from calibsim_gui.core.errors import InputError
+
+BUDGET_ENV = "CALIBSIM_MEMORY_BUDGET"
+DEFAULT_SHARE = 0.5                     # of physical memory
+WORKING_BYTES = 200_000_000             # blocks, temporaries and libraries' own buffers
+_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def parse_size(text: str) -> int:
+    """``"4G"``, ``"512 MB"``, ``"1.5GB"`` or a plain number of bytes -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*", str(text), flags=re.IGNORECASE)
+    if not match or float(match[1]) <= 0:
+        raise InputError(f"{text!r} is not a memory size.", fix="write it like 4G, 512M or 1.5GB")
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def format_size(n_bytes: float) -> str:
+    """Bytes in the largest unit that keeps the number >= 1, e.g. ``"1.2 GB"``."""
+    for unit in ("TB", "GB", "MB", "KB"):
+        if n_bytes >= _UNITS[unit[0]]:
+            return f"{n_bytes / _UNITS[unit[0]]:.1f} {unit}"
+    return f"{int(n_bytes)} B"
+
+
+def physical_memory() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def default_budget() -> int:
+    """``CALIBSIM_MEMORY_BUDGET`` when set, else half the physical memory."""
+    if os.environ.get(BUDGET_ENV):
+        return parse_size(os.environ[BUDGET_ENV])
+    return int(physical_memory() * DEFAULT_SHARE)
+
+
+def pair_run_bytes(n_rows: int, n_texts: int, dim: int, n_columns: int, n_geometries: int = 1) -> int:
+    """Peak estimate for scoring `n_rows` pairs of `n_texts` distinct texts into `n_columns`
+    score columns: the float32 vectors, a float64 copy per geometry fix and the query-scale
+    work, the float64 columns (twice: arrays, then the output table)."""
+    vectors = n_texts * dim * (4 + 8 * (n_geometries + 1))
+    return int(vectors + n_rows * 8 * (2 * n_columns + 2) + WORKING_BYTES)
+
+
+def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
+    """Peak estimate for an all-pairs run: `n_matrices` float32 n x n matrices plus vectors."""
+    return int(n_docs * n_docs * 4 * n_matrices + n_docs * dim * 12 + WORKING_BYTES)
+
+
+def check_budget(needed: int, budget: int | None, *, what: str, fix: str) -> None:
+    """Raise InputError when `needed` bytes exceed `budget` (None: the default budget)."""
+    budget = default_budget() if budget is None else budget
+    if needed > budget:
+        raise InputError(f"{what} needs about {format_size(needed)} of memory, more than the memory "
+                         f"budget of {format_size(budget)}.",
+                         fix=f"{fix}, or raise the memory budget (--memory-budget, Settings ▸ "
+                             f"Memory budget in the app, or {BUDGET_ENV})")
