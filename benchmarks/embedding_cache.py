@@ -4,8 +4,9 @@
 them with an empty embedding cache (every text encoded, then stored); the warm run scores the
 same file again in the same process; the restart run does it in a new process that loads the
 model and opens the same cache file. Each run is a full ``score_pairs`` (five metrics, every
-calibration, query z-scores), timed without loading the model. The warm run's two largest parts
-(reading the vectors from the cache, query z-scores) are timed apart. Target: warm >= 50x
+calibration, query z-scores), timed without loading the model. The warm run's largest parts
+(reading the vectors and each text's query scale from the cache) are timed apart, and so is
+computing the query scales without the cache. Target: warm >= 50x
 faster than cold; the restart run takes every vector from the cache.
 
     .venv/bin/python benchmarks/embedding_cache.py [--quick]
@@ -35,23 +36,22 @@ def score(path, cache_file, embedder, profile) -> dict:
 
 
 def warm_breakdown(articles, cache_file, embedder, profile) -> dict:
-    """Seconds of the warm run's two largest parts: reading the vectors, query z-scores."""
-    import numpy as np
-
-    from calibsim_gui.core.cache import EmbeddingCache
+    """Seconds of the warm run's largest parts (vectors and query scales read from the cache),
+    and what computing the query scales costs without the cache."""
+    from calibsim_gui.core.cache import EmbeddingCache, cache_key
     from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.metrics import pair_scores
-    from calibsim_gui.core.query_scale import query_zscores
+    from calibsim_gui.core.metrics import METRICS
+    from calibsim_gui.core.query_scale import text_scales
 
-    texts = [a for a, _ in articles] + [b for _, b in articles]
+    texts = list(dict.fromkeys([a for a, _ in articles] + [b for _, b in articles]))
+    reference = profile.query_reference
     with EmbeddingCache(cache_file) as cache:
         read_s, encoding = common.timed(encode_texts, embedder, texts, cache=cache)
-    first, second = np.split(np.arange(len(texts)), 2)
-    vectors = encoding.embeddings
-    raw = pair_scores(vectors[first], vectors[second])
-    query_s, _ = common.timed(lambda: [query_zscores(m, vectors, first, second, raw[m], profile.query_reference)
-                                       for m in raw])
-    return {"vectors_from_cache_s": round(read_s, 3), "query_zscores_s": round(query_s, 3)}
+        scales_s, _ = common.timed(text_scales, list(METRICS), encoding.embeddings, reference,
+                                   texts=texts, cache=cache, model_key=cache_key(embedder))
+    computed_s, _ = common.timed(text_scales, list(METRICS), encoding.embeddings, reference)
+    return {"vectors_from_cache_s": round(read_s, 3), "query_scales_from_cache_s": round(scales_s, 3),
+            "query_scales_computed_s": round(computed_s, 3)}
 
 
 def main() -> None:
@@ -85,8 +85,9 @@ def main() -> None:
     cold_encoding = cold - runs["warm (same process)"]["seconds"] + breakdown["vectors_from_cache_s"]
     breakdown["encoding_stage_speedup"] = round(cold_encoding / breakdown["vectors_from_cache_s"], 1)
     print(f"warm run parts: vectors from the cache {breakdown['vectors_from_cache_s']} s (the encoding "
-          f"stage alone is {breakdown['encoding_stage_speedup']}x faster than cold), query z-scores "
-          f"{breakdown['query_zscores_s']} s")
+          f"stage alone is {breakdown['encoding_stage_speedup']}x faster than cold), query scales "
+          f"from the cache {breakdown['query_scales_from_cache_s']} s (computing them: "
+          f"{breakdown['query_scales_computed_s']} s)")
     common.save("embedding_cache", args, {
         "pairs": n, "runs": runs, "warm_breakdown": breakdown,
         "cache_mb": round(cache_file.stat().st_size / 1e6, 1),

@@ -11,6 +11,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
+from calibsim_gui.core.cache import cache_key
 from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
@@ -19,7 +20,7 @@ from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_by
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
-from calibsim_gui.core.query_scale import query_zscores
+from calibsim_gui.core.query_scale import pair_zscores, text_scales
 
 SATURATION_QUANTILE = 0.99
 UNIT_NORM_TOLERANCE = 1e-3
@@ -206,8 +207,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
         yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw[primary],
                         primary)
     encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
-    return _assemble(table, scored, embedder, profile, encoding, vectors, first, second,
-                     raw, plan, plan_notes, human, norms)
+    return _assemble(table, scored, embedder, profile, encoding, (list(known), vectors), first, second,
+                     raw, plan, plan_notes, human, norms, cache)
 
 
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
@@ -247,12 +248,14 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
             progress(chunk.done, chunk.total, f"scored {chunk.done} of {chunk.total} pairs")
 
 
-def _assemble(table, scored, embedder, profile, encoding, vectors, first, second, raw, plan,
-              plan_notes, human, norms) -> ScoredPairs:
+def _assemble(table, scored, embedder, profile, encoding, distinct, first, second, raw, plan,
+              plan_notes, human, norms, cache) -> ScoredPairs:
     """Calibrate the raw scores and put table, columns, provenance and notes together.
 
-    `vectors` holds the distinct texts' embeddings; pair i is ``vectors[first[i]], vectors[second[i]]``.
+    `distinct` is ``(texts, vectors)`` of the distinct texts; pair i is rows ``first[i]`` and
+    ``second[i]``. The texts' query scales are kept in `cache` (if any) beside their vectors.
     """
+    texts, vectors = distinct
     frame = table.frame
     columns: dict[str, np.ndarray] = {}
     provenance = _base_provenance(embedder, profile, encoding, tuple(plan))
@@ -278,7 +281,8 @@ def _assemble(table, scored, embedder, profile, encoding, vectors, first, second
         reference = None
         if profile.query_reference is not None:
             reference = profile.transformed(profile.query_reference, g)
-            moved = profile.transformed(vectors, g)
+            scales = text_scales(names, profile.transformed(vectors, g), reference, texts=texts,
+                                 cache=cache, model_key=cache_key(embedder))
         for name in names:
             values = raw[g, name]
             columns[score_column(name, "raw", g)] = full(values)
@@ -286,7 +290,7 @@ def _assemble(table, scored, embedder, profile, encoding, vectors, first, second
                 columns[score_column(name, form, g)] = full(calibrated)
             if reference is not None:
                 columns[score_column(name, "query_zscore", g)] = full(
-                    query_zscores(name, moved, first, second, values, reference))
+                    pair_zscores(METRICS[name].as_similarity(values), scales[name], first, second))
             if profile.has_background and len(values):
                 cut = references[name].background.quantile(SATURATION_QUANTILE)
                 share = float((METRICS[name].as_similarity(values) > cut).mean())

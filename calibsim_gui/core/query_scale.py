@@ -3,11 +3,13 @@
 A query z-score compares a pair's score with the scores of each of its texts against a sample
 of background texts. Only each distinct text's mean and standard deviation over that sample are
 needed, so they are computed once per distinct text: in closed form for the metrics that are a
-dot product (cosine, dot), and in row blocks on all cores for the others.
+dot product (cosine, dot), and in row blocks on all cores for the others; with an embedding
+cache they are kept beside the text's vector, so re-scoring a text costs nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -58,8 +60,48 @@ def reference_stats(metric: str, vectors: np.ndarray, reference: np.ndarray, *,
     return mean, std
 
 
+def text_scales(metrics, vectors: np.ndarray, reference: np.ndarray, *, texts=None, cache=None,
+                model_key: str = "") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """`reference_stats` of every metric, per row of `vectors` (rounded to float32).
+
+    With an `EmbeddingCache`, the texts of the rows (`texts`, in row order) and the model's
+    cache key, the scales are looked up first and the missing ones stored; they are keyed by
+    the metrics and a digest of `reference`, so another reference or geometry never reuses them.
+    Cached or not, the values are the same: both are rounded to float32.
+    """
+    metrics = list(metrics)
+    reference = np.asarray(reference, dtype=np.float64)
+    table = np.empty((len(vectors), 2 * len(metrics)), dtype=np.float32)
+    missing = np.arange(len(vectors))
+    if cache is not None and texts is not None:
+        texts = list(texts)
+        digest = hashlib.sha256(reference.tobytes()).hexdigest()[:32]
+        key = f"{model_key}|query-scale|{','.join(metrics)}|{digest}"
+        found = cache.lookup(key, texts, dimension=2 * len(metrics))
+        is_found = np.array([text in found for text in texts], dtype=bool)
+        if is_found.any():
+            table[is_found] = [found[text] for text, hit in zip(texts, is_found) if hit]
+        missing = np.flatnonzero(~is_found)
+    if len(missing):
+        for k, metric in enumerate(metrics):
+            table[missing, 2 * k], table[missing, 2 * k + 1] = reference_stats(
+                metric, vectors[missing], reference)
+        if cache is not None and texts is not None:
+            cache.store(key, [texts[i] for i in missing], table[missing])
+    table = table.astype(np.float64)
+    return {metric: (table[:, 2 * k], table[:, 2 * k + 1]) for k, metric in enumerate(metrics)}
+
+
+def pair_zscores(similarity: np.ndarray, scales: tuple[np.ndarray, np.ndarray], first: np.ndarray,
+                 second: np.ndarray) -> np.ndarray:
+    """Mean of the pair's z-scores on its two texts' scales (`text_scales` of one metric)."""
+    mean, std = scales
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ((similarity - mean[first]) / std[first] + (similarity - mean[second]) / std[second]) / 2
+
+
 def query_zscores(metric: str, vectors: np.ndarray, first: np.ndarray, second: np.ndarray,
-                  raw: np.ndarray, reference: np.ndarray, *, block_rows: int = 1024) -> np.ndarray:
+                  raw: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Pair score as a z-score against each text's own scores with the reference texts.
 
     For a pair (a, b) the score is compared with the scores of a with every reference text and
@@ -75,7 +117,5 @@ def query_zscores(metric: str, vectors: np.ndarray, first: np.ndarray, second: n
     raw : ndarray of shape (n_pairs,)
         The pairs' scores in the metric's own orientation.
     """
-    mean, std = reference_stats(metric, vectors, reference, block_rows=block_rows)
-    sim = METRICS[metric].as_similarity(raw)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ((sim - mean[first]) / std[first] + (sim - mean[second]) / std[second]) / 2
+    scales = text_scales([metric], vectors, reference)[metric]
+    return pair_zscores(METRICS[metric].as_similarity(raw), scales, first, second)

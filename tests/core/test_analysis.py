@@ -103,7 +103,7 @@ def test_matrix_blocks_agree_with_a_single_block(tmp_path, profile):
 
 
 def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference():
-    from calibsim_gui.core.query_scale import query_zscores
+    from calibsim_gui.core.query_scale import query_zscores, reference_stats
 
     rng = np.random.default_rng(0)
     vectors, reference = rng.normal(size=(6, 8)), rng.normal(size=(30, 8))
@@ -114,8 +114,10 @@ def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference()
         for x, y, score in zip(vectors[first], vectors[second], metric.as_similarity(raw)):
             own = [metric.as_similarity(metric.pairs(np.tile(v, (30, 1)), reference)) for v in (x, y)]
             expected.append(np.mean([(score - s.mean()) / s.std() for s in own]))
-        np.testing.assert_allclose(query_zscores(name, vectors, first, second, raw, reference,
-                                                 block_rows=2), expected, err_msg=name)
+        np.testing.assert_allclose(query_zscores(name, vectors, first, second, raw, reference),
+                                   expected, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(reference_stats(name, vectors, reference, block_rows=2),
+                                   reference_stats(name, vectors, reference), err_msg=name)
 
 
 def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):
@@ -215,3 +217,22 @@ def test_matrix_under_a_geometry_fix_and_with_csls(tmp_path, profile):
     np.testing.assert_allclose(result.matrices["csls"], 2 * cos - r[:, None] - r[None, :], atol=1e-5)
     with pytest.raises(InputError, match="csls"):
         score_matrix(docs, FakeEmbedder(), profile, metric="dot", forms=("csls",))
+
+
+def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores(
+        tmp_path, pairs_file, profile, monkeypatch):
+    from calibsim_gui.core import query_scale
+    from calibsim_gui.core.cache import EmbeddingCache
+
+    table = load_pairs(pairs_file)
+    with EmbeddingCache(tmp_path / "cache.sqlite") as cache:
+        cold = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
+        computed = []
+        monkeypatch.setattr(query_scale, "reference_stats",
+                            lambda *args, **kw: computed.append(args[0]) or (_ for _ in ()).throw(
+                                AssertionError("scales were computed again")))
+        warm = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
+        pd.testing.assert_frame_equal(cold, warm)
+        other = build_profile(FakeEmbedder(), random_sentences(500, seed=9), n_pairs=300)
+        with pytest.raises(AssertionError, match="computed again"):
+            score_pairs(table, FakeEmbedder(), other, cache=cache)     # another reference
