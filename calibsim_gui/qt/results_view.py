@@ -80,14 +80,16 @@ class ResultsTableModel(QAbstractTableModel):
         self.set_frame(frame)
 
     def set_frame(self, frame: pd.DataFrame | None) -> None:
-        import pandas as pd
-
+        """Show `frame` (None: an empty table; pandas is not imported for it, which keeps the
+        window's start-up short)."""
         self.beginResetModel()
-        self.frame = frame if frame is not None else pd.DataFrame()
-        self._columns = [str(c) for c in self.frame.columns]
+        self.frame = frame
+        self._columns = [] if frame is None else [str(c) for c in frame.columns]
         self._numbers, self._texts, self._decimals = [], [], []
-        for name in self.frame.columns:
-            column = self.frame[name]
+        if frame is not None:
+            import pandas as pd
+        for name in [] if frame is None else frame.columns:
+            column = frame[name]
             parts = split_score_column(name)
             is_text = parts is None and not pd.api.types.is_numeric_dtype(column)
             numbers = _as_numbers(column) if is_text else column.to_numpy(dtype=np.float64)
@@ -95,7 +97,7 @@ class ResultsTableModel(QAbstractTableModel):
             self._texts.append(column.astype(str).to_numpy() if is_text else None)
             self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
         self._lowered: dict[int, pd.Series] = {}
-        self._order = np.arange(len(self.frame))      # frame rows in sort order
+        self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
         self._keep = None                             # filter mask over frame rows (None: all)
         self._rows = self._order                      # frame rows shown, in order
         self.endResetModel()
@@ -133,7 +135,7 @@ class ResultsTableModel(QAbstractTableModel):
 
     def contains(self, text: str) -> np.ndarray:
         """Per frame row: does any text column contain `text` (case-insensitive)?"""
-        hit = np.zeros(len(self.frame), dtype=bool)
+        hit = np.zeros(len(self._order), dtype=bool)
         for column in self.text_columns():
             hit |= self._lower(column).str.contains(text.lower(), regex=False).to_numpy()
         return hit
@@ -162,7 +164,7 @@ class ResultsTableModel(QAbstractTableModel):
             if descending:
                 self._order = self._order[::-1]
         self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
-        where = np.empty(len(self.frame), dtype=np.int64)
+        where = np.empty(len(self._order), dtype=np.int64)
         where[self._rows] = np.arange(len(self._rows))
         persistent = self.persistentIndexList()
         self.changePersistentIndexList(
