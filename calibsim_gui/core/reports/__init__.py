@@ -52,6 +52,10 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     check = _stopper(should_stop)
     suffix = path.suffix.lower()
     progress(0, 3, f"writing {path.name}")
+    if suffix in (".html", ".pdf"):
+        progress(1, 3, "drawing figures")
+        report.figures          # drawn before the write, whose OSErrors are about the output file
+        check()
     try:
         if suffix in TABLE_SUFFIXES:
             if report.kind == "pairs":
@@ -62,9 +66,6 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
         elif suffix == ".json":
             write_text_atomic(path, tables.report_json(report))
         elif suffix == ".html":
-            progress(1, 3, "drawing figures")
-            report.figures                       # drawn now, so progress can say so
-            check()
             progress(2, 3, "writing HTML")
             write_text_atomic(path, html.render_html(report))
         else:
