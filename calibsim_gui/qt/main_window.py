@@ -866,11 +866,15 @@ class MainWindow(QMainWindow):
 
     def set_memory_budget(self, n_bytes: int | None) -> None:
         """Remember the budget (None: back to the default) and show it in the status bar."""
+        self.settings.setValue(MEMORY_BUDGET_KEY, int(n_bytes or 0))
+        self._show_memory_budget()
+
+    def _show_memory_budget(self) -> None:
         from calibsim_gui.core.memory import format_size
 
-        self.settings.setValue(MEMORY_BUDGET_KEY, int(n_bytes or 0))
-        chosen = "" if n_bytes else " (default)"
-        self.memory_label.setText(f"Memory budget {format_size(self.memory_budget())}{chosen}")
+        chosen = self.settings.value(MEMORY_BUDGET_KEY, 0, type=int)
+        self.memory_label.setText(f"Memory budget {format_size(self.memory_budget())}"
+                                  + ("" if chosen else " (default)"))
 
     def choose_memory_budget(self) -> None:
         from calibsim_gui.core.memory import format_size, physical_memory
@@ -895,7 +899,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1180, 760)
-        self.set_memory_budget(self.settings.value(MEMORY_BUDGET_KEY, 0, type=int) or None)
+        self._show_memory_budget()
         dark = self.settings.value("view/dark", False, type=bool)
         self.dark_action.setChecked(dark)
         palettes.apply(QApplication.instance(), dark)
