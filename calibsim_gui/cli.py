@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     psub = p.add_subparsers(dest="profile_command", metavar="ACTION", required=True)
     b = psub.add_parser("build", help="build a profile from a background corpus and anchors")
     b.add_argument("--background", nargs="+", default=[], metavar="FILE",
-                   help="background corpus: .txt/.md (one sentence per line), folders, CSV/JSONL")
+                   help="background corpus: .txt/.md (one sentence per line), folders, CSV/JSONL; "
+                        "with --engine ray also quoted globs and s3://... URIs")
     b.add_argument("--column", help="text column of CSV/JSONL background files")
     b.add_argument("--anchors", help="anchor ladder (.json or .csv); default: the built-in STS ladder")
     b.add_argument("--pairs", type=int, default=20_000, help="random background pairs (default 20000)")
@@ -77,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--encoding", help="text encoding of the background files (default: UTF-8/UTF-16 with BOM)")
     b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
     b.add_argument("--force", action="store_true", help="replace an existing profile")
+    b.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local (default): this process; ray: encode the background on a Ray cluster "
+                        "(pip install 'calibsim[cluster]')")
+    b.add_argument("--address", help="with --engine ray: address of a running Ray cluster (e.g. "
+                                     "auto, or ray://head:10001); default: start a local Ray instance")
+    b.add_argument("--workers", type=int, metavar="N",
+                   help="with --engine ray: encoder workers (default: the cluster's GPUs, else its "
+                        "CPUs; a local instance gets N CPUs)")
     _add_model_options(b)
     m = psub.add_parser("merge", help="merge profiles built with one model from parts of a corpus")
     m.add_argument("profiles", nargs="+", metavar="PROFILE")
@@ -284,8 +293,18 @@ def _build_profile(args, out: Path) -> int:
     from calibsim_gui.core.inputs import load_documents
     from calibsim_gui.core.profile_builder import build_profile
 
+    on_ray = args.engine == "ray"
+    if not on_ray and (args.address or args.workers):
+        raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
+    if on_ray and not args.background:
+        raise InputError("--engine ray builds a background: give it files with --background.",
+                         fix="add --background FILES, or leave out --engine ray for an anchors-only profile")
+    if on_ray:
+        from calibsim_gui.core.cluster import import_ray
+
+        import_ray()
     docs = load_documents(args.background, column=args.column, encoding=args.encoding) \
-        if args.background else None
+        if args.background and not on_ray else None
     if docs is not None:
         for note in docs.notes:
             _say(args, f"background: {note}")
@@ -293,11 +312,33 @@ def _build_profile(args, out: Path) -> int:
     anchors = load_anchors(args.anchors) if args.anchors else None
     embedder = _load_model(args)
     progress = _Progress(args.quiet)
+    options = dict(anchors=anchors, n_pairs=args.pairs, seed=args.seed, name=out.name,
+                   cache=_cache(args), batch_size=args.batch_size)
     try:
-        profile = build_profile(embedder, docs.texts if docs else None, anchors=anchors,
-                                n_pairs=args.pairs, seed=args.seed,
-                                sources=docs.files if docs else (), name=out.name,
-                                cache=_cache(args), batch_size=args.batch_size, progress=progress)
+        if on_ray:
+            from calibsim_gui.core.cluster import build_profile_on_ray
+
+            def progress_with_rate(done, total, message):
+                progress(done, total, message)
+                if progress.bar is not None:
+                    progress.bar.set_postfix_str(message)
+
+            _say(args, "background: reading and encoding on Ray "
+                       + (f"at {args.address}" if args.address else "(a local instance)"))
+            info = embedder.info
+            profile = build_profile_on_ray(
+                embedder, args.background, model=None if info.source == "built-in" else str(info.path),
+                device=args.device, precision=embedder.precision, allow_pickle=args.allow_pickle,
+                column=args.column, encoding=args.encoding, workers=args.workers,
+                address=args.address, progress=progress_with_rate, **options)
+            ray_info = profile.provenance["ray"]
+            _say(args, f"background: {profile.provenance['background']['sentences']:,} distinct "
+                       f"sentences of {ray_info['sentences_read']:,} read, {ray_info['blocks']} blocks "
+                       f"on {ray_info['workers']} {ray_info['worker_device']} workers")
+        else:
+            profile = build_profile(embedder, docs.texts if docs else None,
+                                    sources=docs.files if docs else (), progress=progress,
+                                    memory_budget=args.memory_budget, **options)
     finally:
         progress.close()
     profile.save(out)

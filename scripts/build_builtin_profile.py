@@ -2,7 +2,9 @@
 
 Background: the AG News sentences in ../shared/data/agnews (train + test, titles and
 descriptions, cleaned of the corpus's backslash line breaks and HTML-entity remnants);
-20,000 random disjoint pairs, seed 0. Anchors: resources/anchors/builtin-ladder.json.
+20,000 background pairs drawn by the seeded text-key scheme of calibsim_gui.core.background
+(seed 0; the same pairs `calibsim profile build --engine ray` draws from the same sentences).
+Anchors: resources/anchors/builtin-ladder.json.
 Geometry fixes (mean-centering, whitening, all-but-the-top) are fitted on all background
 sentences, with cosine references under each. The profile stores statistics only (sketches,
 moments, calibrators, fitted transforms, 1,000 embeddings), never corpus text.

@@ -26,6 +26,7 @@ SCRIPTS = {
     "throughput": {"ceiling", "cheap_wins", "auto_precision"},
     "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met"},
     "gui_stall": {"launch", "encode_pairs_file", "background_build", "targets_met"},
+    "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput"}
 

@@ -10,7 +10,9 @@ common directions dominate their cosines. Each fix here is fitted on *background
 
 scikit-learn habits: settings in ``__init__``, ``fit(embeddings)`` returns ``self``, learned
 state in attributes ending in ``_``, ``transform(embeddings)`` is pure, ``to_dict``/``from_dict``
-save arrays as base64 float32 (no pickle).
+save arrays as base64 float32 (no pickle). Every fix depends on the background only through its
+first two moments, so ``fit_moments(n, total, cross)`` fits it from sums that add up across
+machines (`embedding_moments` of each block, summed); ``fit(embeddings)`` is exactly that.
 """
 
 from __future__ import annotations
@@ -39,16 +41,44 @@ def decode_array(d: dict) -> np.ndarray:
     return array
 
 
-def _as_embeddings(embeddings, *, fitting: bool = False) -> np.ndarray:
+def _as_embeddings(embeddings) -> np.ndarray:
     x = np.asarray(embeddings, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"embeddings must be a 2-d array (n_texts, dim), got shape {x.shape}")
-    if fitting:
-        if len(x) < 2:
-            raise ValueError("a geometry fix needs at least two background embeddings")
-        if not np.isfinite(x).all():
-            raise ValueError("background embeddings hold NaN or Inf")
     return x
+
+
+def embedding_moments(embeddings) -> tuple[int, np.ndarray, np.ndarray]:
+    """Count, sum and sum of outer products of embeddings, in float64.
+
+    Moments of parts of a corpus add up to the moments of the whole.
+
+    Returns
+    -------
+    n : int
+    total : ndarray of shape (dim,)
+    cross : ndarray of shape (dim, dim)
+        ``X^T X``.
+    """
+    x = _as_embeddings(embeddings)
+    if not np.isfinite(x).all():
+        raise ValueError("background embeddings hold NaN or Inf")
+    return len(x), x.sum(axis=0), x.T @ x
+
+
+def _mean_and_covariance(n, total, cross) -> tuple[np.ndarray, np.ndarray]:
+    """Background mean and (biased) covariance from `embedding_moments`."""
+    total = np.asarray(total, dtype=np.float64)
+    cross = np.asarray(cross, dtype=np.float64)
+    if total.ndim != 1 or cross.shape != (len(total), len(total)):
+        raise ValueError(f"moments do not fit together: sum {total.shape}, cross-products {cross.shape}")
+    if n < 2:
+        raise ValueError("a geometry fix needs at least two background embeddings")
+    if not (np.isfinite(total).all() and np.isfinite(cross).all()):
+        raise ValueError("background embeddings hold NaN or Inf")
+    mean = total / n
+    covariance = cross / n - np.outer(mean, mean)
+    return mean, (covariance + covariance.T) / 2
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -56,9 +86,8 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms == 0, 1.0, norms)
 
 
-def _principal_axes(centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (descending) and eigenvectors (columns) of the covariance of `centred` rows."""
-    covariance = centred.T @ centred / len(centred)
+def _principal_axes(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors (columns) of a covariance matrix."""
     values, vectors = np.linalg.eigh(covariance)
     return np.clip(values[::-1], 0.0, None), vectors[:, ::-1]
 
@@ -87,6 +116,14 @@ class GeometryTransform:
             raise ValueError(f"{type(self).__name__} was fitted on {self.dimension}-d embeddings, "
                              f"got {x.shape[1]}-d")
         return x
+
+    def fit(self, embeddings) -> "GeometryTransform":
+        """Fit on background embeddings of shape (n_texts, dim)."""
+        return self.fit_moments(*embedding_moments(embeddings))
+
+    def fit_moments(self, n: int, total, cross) -> "GeometryTransform":
+        """Fit from `embedding_moments` of the background (summed over its parts)."""
+        raise NotImplementedError
 
     def get_params(self) -> dict:
         """The settings given to ``__init__``."""
@@ -122,9 +159,9 @@ class MeanCentering(GeometryTransform):
 
     _arrays = ("mean_",)
 
-    def fit(self, embeddings) -> "MeanCentering":
-        """Fit on background embeddings of shape (n_texts, dim)."""
-        self.mean_ = _as_embeddings(embeddings, fitting=True).mean(axis=0).astype(np.float32)
+    def fit_moments(self, n: int, total, cross) -> "MeanCentering":
+        mean, _ = _mean_and_covariance(n, total, cross)
+        self.mean_ = mean.astype(np.float32)
         return self
 
     def transform(self, embeddings) -> np.ndarray:
@@ -170,21 +207,20 @@ class Whitening(GeometryTransform):
         self._check_fitted()
         return self.matrix_.shape[1]
 
-    def fit(self, embeddings) -> "Whitening":
-        """Fit on background embeddings of shape (n_texts, dim)."""
-        x = _as_embeddings(embeddings, fitting=True)
-        mean = x.mean(axis=0)
-        values, vectors = _principal_axes(x - mean)
+    def fit_moments(self, n: int, total, cross) -> "Whitening":
+        mean, covariance = _mean_and_covariance(n, total, cross)
+        dim = len(mean)
+        values, vectors = _principal_axes(covariance)
         spanned = int((values > self.rtol * values[0]).sum()) if values[0] > 0 else 0
         if spanned == 0:
             raise ValueError("the background embeddings do not vary; whitening is undefined")
-        wanted = x.shape[1] if self.n_components is None else int(self.n_components)
+        wanted = dim if self.n_components is None else int(self.n_components)
         if wanted < 1:
             raise ValueError("n_components must be at least 1")
         keep = min(wanted, spanned)
         self.warning_ = None
-        if keep < wanted and len(x) <= x.shape[1]:
-            self.warning_ = (f"the background has only {len(x)} texts for {x.shape[1]} dimensions; "
+        if keep < wanted and n <= dim:
+            self.warning_ = (f"the background has only {n} texts for {dim} dimensions; "
                              f"whitening keeps the {keep} directions they span and ignores the "
                              "rest — use a larger background corpus")
         self.mean_ = mean.astype(np.float32)
@@ -221,14 +257,13 @@ class AllButTheTop(GeometryTransform):
     def __init__(self, *, n_directions: int | None = None):
         self.n_directions = n_directions
 
-    def fit(self, embeddings) -> "AllButTheTop":
-        """Fit on background embeddings of shape (n_texts, dim)."""
-        x = _as_embeddings(embeddings, fitting=True)
-        d = max(1, round(x.shape[1] / 100)) if self.n_directions is None else int(self.n_directions)
-        if not 1 <= d < x.shape[1]:
-            raise ValueError(f"n_directions must be between 1 and {x.shape[1] - 1}")
-        mean = x.mean(axis=0)
-        _, vectors = _principal_axes(x - mean)
+    def fit_moments(self, n: int, total, cross) -> "AllButTheTop":
+        mean, covariance = _mean_and_covariance(n, total, cross)
+        dim = len(mean)
+        d = max(1, round(dim / 100)) if self.n_directions is None else int(self.n_directions)
+        if not 1 <= d < dim:
+            raise ValueError(f"n_directions must be between 1 and {dim - 1}")
+        _, vectors = _principal_axes(covariance)
         self.mean_ = mean.astype(np.float32)
         self.components_ = vectors[:, :d].T.astype(np.float32)
         return self
@@ -295,10 +330,15 @@ def get_geometries(names) -> list[Geometry]:
 
 def fit_geometries(background, names=FIXES) -> dict[str, GeometryTransform | None]:
     """Each named geometry fitted on `background` embeddings (None for "none")."""
+    return fit_geometries_from_moments(embedding_moments(background), names)
+
+
+def fit_geometries_from_moments(moments, names=FIXES) -> dict[str, GeometryTransform | None]:
+    """Each named geometry fitted from `embedding_moments` ``(n, total, cross)`` (None for "none")."""
     fitted = {}
     for geometry in get_geometries(names):
         transform = geometry.make()
-        fitted[geometry.name] = None if transform is None else transform.fit(background)
+        fitted[geometry.name] = None if transform is None else transform.fit_moments(*moments)
     return fitted
 
 

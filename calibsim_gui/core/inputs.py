@@ -43,8 +43,8 @@ _MAGIC = {
 _SNIFF_BYTES = 8192
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
-_TABLE_SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": None, ".ndjson": None}
-_TEXT_SUFFIXES = (".txt", ".md")
+TABLE_SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": None, ".ndjson": None}
+TEXT_SUFFIXES = (".txt", ".md")
 
 _PAIR_NAMES = (
     ("sentence1", "sentence2"), ("text1", "text2"), ("text_a", "text_b"), ("texta", "textb"),
@@ -145,16 +145,16 @@ def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[st
     """Read a CSV/TSV/JSONL file with a header into an all-string frame; return it and notes."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in _TABLE_SEPARATORS:
+    if suffix not in TABLE_SEPARATORS:
         raise InputError(
             f"has an unsupported extension {suffix or '(none)'!r}; tables must be "
-            f"{', '.join(_TABLE_SEPARATORS)}.", path=path,
+            f"{', '.join(TABLE_SEPARATORS)}.", path=path,
             fix="save the pairs as .csv (with a header line) or .jsonl.",
         )
     text = read_text_file(path, encoding)
-    if _TABLE_SEPARATORS[suffix] is None:
+    if TABLE_SEPARATORS[suffix] is None:
         return _parse_jsonl(path, text), []
-    sep = _TABLE_SEPARATORS[suffix]
+    sep = TABLE_SEPARATORS[suffix]
     if sep == ",":
         header = text.split("\n", 1)[0]
         if "," not in header:
@@ -499,7 +499,7 @@ def load_documents(
     files: dict[Path, str] = {}  # file -> id prefix
     for given in inputs:
         if given.is_dir():
-            found = _folder_files(given)
+            found = folder_files(given)
             if not found:
                 notes.append(f"{given} holds no .txt or .md files")
             for file in found:
@@ -536,14 +536,14 @@ def load_documents(
     )
 
 
-def _folder_files(folder: Path) -> list[Path]:
+def folder_files(folder: Path) -> list[Path]:
     """.txt/.md files under `folder`, hidden files and folders skipped, in sorted order."""
     found = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         found += [
             Path(root, n) for n in names
-            if not n.startswith(".") and Path(n).suffix.lower() in _TEXT_SUFFIXES
+            if not n.startswith(".") and Path(n).suffix.lower() in TEXT_SUFFIXES
         ]
     return sorted(found)  # paths sort part by part: "a/z.md" before "a.txt"
 
@@ -551,14 +551,14 @@ def _folder_files(folder: Path) -> list[Path]:
 def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encoding):
     """Yield (id, stripped text, unit) for every candidate document of one file."""
     suffix = file.suffix.lower()
-    if suffix in _TABLE_SEPARATORS:
+    if suffix in TABLE_SEPARATORS:
         frame, _ = read_table(file, encoding)
         if frame.empty:
             return
-        column = _document_column(frame, file, column)
+        column = document_column(frame, file, column)
         for row, text in enumerate(frame[column]):
             yield f"{name}:row {row + 1}", text.strip(), "row"
-    elif suffix in _TEXT_SUFFIXES:
+    elif suffix in TEXT_SUFFIXES:
         text = read_text_file(file, encoding)
         if per_file:
             yield name, text.strip(), "file"
@@ -571,12 +571,13 @@ def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encod
     else:
         raise InputError(
             f"has an unsupported extension {suffix or '(none)'!r}; corpora are read from "
-            f"{', '.join(_TEXT_SUFFIXES + tuple(_TABLE_SEPARATORS))} files or folders.",
+            f"{', '.join(TEXT_SUFFIXES + tuple(TABLE_SEPARATORS))} files or folders.",
             path=file, fix="save the texts as .txt with one text per line.",
         )
 
 
-def _document_column(frame: pd.DataFrame, path: Path, column: str | None) -> str:
+def document_column(frame: pd.DataFrame, path: Path, column: str | None) -> str:
+    """The text column of a document table: `column`, else a known name, else the only text column."""
     if column is not None:
         return _column(frame, column, path, "--column")
     keys = _by_key(frame)

@@ -57,6 +57,12 @@ def pair_run_bytes(n_rows: int, n_texts: int, dim: int, n_columns: int, n_geomet
     return int(vectors + n_rows * 8 * (2 * n_columns + 2) + WORKING_BYTES)
 
 
+def profile_build_bytes(n_texts: int, dim: int) -> int:
+    """Peak estimate for a local background build: the float32 embeddings of every sentence and
+    the float64 copy their moments are summed from (`calibsim_gui.core.geometry`)."""
+    return int(n_texts * dim * 12 + WORKING_BYTES)
+
+
 def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
     """Peak estimate for an all-pairs run: `n_matrices` float32 n x n matrices plus vectors."""
     return int(n_docs * n_docs * 4 * n_matrices + n_docs * dim * 12 + WORKING_BYTES)

@@ -1,28 +1,80 @@
-"""Building reference profiles from a background corpus and an anchor ladder."""
+"""Building reference profiles from a background corpus and an anchor ladder.
+
+`build_profile` builds one on this machine; `calibsim_gui.core.cluster` computes the background
+part on a Ray cluster. Both draw the same pairs (`background.key_pairs`), fit the geometry fixes
+from the background's moments and hand a `BackgroundStatistics` to `assemble_profile`.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from calibsim_gui.core.anchors import AnchorSet, builtin_anchors
-from calibsim_gui.core.background import DEFAULT_PAIRS, random_pairs
+from calibsim_gui.core.background import (
+    DEFAULT_PAIRS,
+    PAIR_SCHEME,
+    QUERY_SCHEME,
+    key_pairs,
+    query_sample,
+    text_keys,
+)
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
 from calibsim_gui.core.encoding import encode_texts
 from calibsim_gui.core.errors import ProfileError
-from calibsim_gui.core.geometry import FIXES, GEOMETRIES, apply_geometry, get_geometries
+from calibsim_gui.core.geometry import (
+    FIXES,
+    GEOMETRIES,
+    GeometryTransform,
+    apply_geometry,
+    embedding_moments,
+    fit_geometries_from_moments,
+    get_geometries,
+)
+from calibsim_gui.core.memory import check_budget, profile_build_bytes
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
 from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
 from calibsim_gui.core.resources import resource_path
 from calibsim_gui.core.sketch import ScoreSketch
 
-QUERY_REFERENCE_SIZE = 1000
 GEOMETRY_METRICS = ("cosine",)
 """Metrics that get references under each geometry fix: cosine, the similarity the fixes were
 designed for (angular, and dot/euclidean of whitened unit vectors, only re-express it)."""
+
+
+@dataclass
+class BackgroundStatistics:
+    """What a profile keeps of a background corpus, however and wherever it was computed.
+
+    Attributes
+    ----------
+    sentences : int
+        Distinct background sentences.
+    pairs : int
+        Background pairs scored.
+    truncated : int
+        Sentences longer than the model's max sequence length.
+    transforms : dict of str to GeometryTransform
+        Geometry fixes fitted on every background sentence.
+    sketches : dict of str to dict of str to ScoreSketch
+        Geometry ("none" or a fix) -> metric -> distribution of the pairs' similarities.
+    query_reference : ndarray of shape (k, dim), float32
+        Embeddings of the `background.query_sample` texts.
+    provenance : dict
+        Top-level provenance entries naming how it was computed (``{"engine": "local"}``, ...).
+    """
+
+    sentences: int
+    pairs: int
+    truncated: int
+    transforms: dict[str, GeometryTransform]
+    sketches: dict[str, dict[str, ScoreSketch]]
+    query_reference: np.ndarray
+    provenance: dict = field(default_factory=lambda: {"engine": "local"})
 
 
 def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[np.ndarray]:
@@ -36,85 +88,127 @@ def _similarities(a: np.ndarray, b: np.ndarray, metrics) -> dict[str, np.ndarray
     return {name: METRICS[name].as_similarity(values) for name, values in pair_scores(a, b, metrics).items()}
 
 
+def pair_sketches(a: np.ndarray, b: np.ndarray, metrics, transforms: dict[str, GeometryTransform],
+                  fixed_metrics) -> dict[str, dict[str, ScoreSketch]]:
+    """Sketches of background pairs: `metrics` on the embeddings, `fixed_metrics` under each fix.
+
+    `a`, `b` are row-aligned pair embeddings of shape (n_pairs, dim); sketches of chunks of the
+    pairs merge (`ScoreSketch.merge`) into the sketches of all of them.
+    """
+    sketches = {"none": {m: ScoreSketch.of(v) for m, v in _similarities(a, b, metrics).items()}}
+    for fix, transform in transforms.items():
+        scores = _similarities(transform.transform(a), transform.transform(b), fixed_metrics)
+        sketches[fix] = {m: ScoreSketch.of(v) for m, v in scores.items()}
+    return sketches
+
+
+def profile_settings(metrics, geometries, geometry_metrics) -> tuple[list[str], list[str], list[str]]:
+    """Metric names, geometry fixes to fit (none when no metric is scored under them) and the
+    metrics scored under the fixes."""
+    metrics = [m.name for m in get_metrics(metrics)]
+    fixed_metrics = [m for m in metrics if m in geometry_metrics]
+    fixes = [g.name for g in get_geometries(geometries) if g.name != "none"] if fixed_metrics else []
+    return metrics, fixes, fixed_metrics
+
+
 def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None = None,
                   n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None,
                   geometries=FIXES, geometry_metrics=GEOMETRY_METRICS, sources=(),
                   name: str | None = None, cache=None, batch_size: int = 64, progress=None,
-                  should_stop=None) -> ReferenceProfile:
+                  memory_budget: int | None = None, should_stop=None) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 
     Parameters
     ----------
     background_texts : list of str or None
-        Distinct background sentences; None builds an anchors-only profile (no geometry fixes).
+        Background sentences (duplicates are used once); None builds an anchors-only profile
+        (no geometry fixes).
     anchors : AnchorSet, default the built-in STS ladder
     n_pairs : int
-        Random disjoint background pairs to draw (fewer if the corpus is small).
+        Background pairs to draw (`background.key_pairs`; fewer if the corpus is small).
     geometries : names of geometry fixes to fit on the background texts ("center", "whiten",
         "abtt"); for each, `geometry_metrics` (those of `metrics`) get references computed on
         transformed embeddings with the same background pairs.
     sources : paths of the background files, recorded with their digests in the provenance.
     progress, should_stop : see `encode_texts`.
+    memory_budget : int or None
+        Bytes the build may hold (None: the default budget); a larger background raises
+        InputError before anything is encoded.
+    """
+    metrics, fixes, fixed_metrics = profile_settings(metrics, geometries, geometry_metrics)
+    options = dict(cache=cache, batch_size=batch_size, should_stop=should_stop)
+    background = None
+    if background_texts is not None:
+        texts = list(dict.fromkeys(background_texts))
+        check_budget(profile_build_bytes(len(texts), embedder.dimension), memory_budget,
+                     what=f"a background of {len(texts):,} sentences",
+                     fix="use a sample of the corpus, or build on several machines with --engine ray")
+        encoding = encode_texts(embedder, texts, progress=progress, **options)
+        keys = text_keys(texts, seed)
+        first, second = key_pairs(keys, n_pairs)
+        if len(first) < 2:
+            raise ProfileError("the background corpus needs at least three distinct sentences.")
+        emb = encoding.embeddings
+        transforms = fit_geometries_from_moments(embedding_moments(emb), fixes)
+        background = BackgroundStatistics(
+            len(texts), len(first), encoding.n_truncated, transforms,
+            pair_sketches(emb[first], emb[second], metrics, transforms, fixed_metrics),
+            emb[query_sample(keys)])
+    return assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
+                            fixed_metrics=fixed_metrics, seed=seed,
+                            files=[{"name": Path(s).name, "sha256": file_digest(s)} for s in sources],
+                            name=name, **options)
+
+
+def assemble_profile(embedder, background: BackgroundStatistics | None, *,
+                     anchors: AnchorSet | None, metrics: list[str], fixed_metrics: list[str],
+                     seed: int, files=(), name: str | None = None,
+                     **encode_options) -> ReferenceProfile:
+    """A profile from background statistics and the anchors (encoded here) with its provenance.
+
+    `files` are the background sources as ``{"name", "sha256"}`` (or ``{"path"}``) entries;
+    `encode_options` go to `encode_texts` for the anchors.
     """
     anchors = anchors or builtin_anchors()
-    metrics = [m.name for m in get_metrics(metrics)]
-    fixes = [g.name for g in get_geometries(geometries) if g.name != "none"]
-    fixed_metrics = [m for m in metrics if m in geometry_metrics]
-    options = dict(cache=cache, batch_size=batch_size, should_stop=should_stop)
-    anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **options)
+    anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
     anchor_scores = _similarities(anchor_a, anchor_b, metrics)
     references = {m: MetricReference(anchor_scores[m]) for m in metrics}
-    geometry_references = {}
     provenance = {
         "name": name or "anchors only",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "engine": "local",
+        **(background.provenance if background else {"engine": "local"}),
         "model": embedder.fingerprint.to_dict(),
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
         "versions": library_versions(),
     }
+    geometry_references = {}
     query_reference = None
-    if background_texts is not None:
-        texts = list(dict.fromkeys(background_texts))
-        encoding = encode_texts(embedder, texts, progress=progress, **options)
-        first, second = random_pairs(len(texts), n_pairs, seed=seed)
-        if len(first) < 2:
-            raise ProfileError("the background corpus needs at least three distinct sentences.")
-        emb = encoding.embeddings
-        for m, values in _similarities(emb[first], emb[second], metrics).items():
-            references[m].background = ScoreSketch.of(values)
-        for fix in fixes if fixed_metrics else ():
-            transform = GEOMETRIES[fix].make().fit(emb)
-            moved = transform.transform(emb)
+    if background is not None:
+        for m in metrics:
+            references[m].background = background.sketches["none"][m]
+        for fix, transform in background.transforms.items():
             scores = _similarities(transform.transform(anchor_a), transform.transform(anchor_b),
                                    fixed_metrics)
-            background = _similarities(moved[first], moved[second], fixed_metrics)
             geometry_references[fix] = GeometryReference(transform, {
-                m: MetricReference(scores[m], ScoreSketch.of(background[m])).fit(anchors)
+                m: MetricReference(scores[m], background.sketches[fix][m]).fit(anchors)
                 for m in fixed_metrics})
-        rng = np.random.default_rng(seed)
-        sample = rng.choice(len(texts), size=min(QUERY_REFERENCE_SIZE, len(texts)), replace=False)
-        query_reference = encoding.embeddings[np.sort(sample)]
-        provenance.update({
-            "background": {
-                "files": [{"name": Path(s).name, "sha256": file_digest(s)} for s in sources],
-                "sentences": len(texts), "pairs": len(first), "seed": seed,
-                "truncated": encoding.n_truncated,
-                "pair_scheme": "rounds of seeded random permutations; neighbours paired; "
-                               "no text twice within a round, no pair twice",
-            },
-        })
+        query_reference = background.query_reference
+        provenance["background"] = {
+            "files": list(files), "sentences": background.sentences, "pairs": background.pairs,
+            "seed": seed, "truncated": background.truncated,
+            "pair_scheme": PAIR_SCHEME, "query_reference": QUERY_SCHEME,
+        }
         if geometry_references:
             provenance["geometries"] = {
-                "fitted_on_sentences": len(texts), "metrics": fixed_metrics,
+                "fitted_on_sentences": background.sentences, "metrics": fixed_metrics,
                 "fixes": {fix: {"description": GEOMETRIES[fix].description,
                                 "settings": ref.transform.get_params(),
                                 "warning": getattr(ref.transform, "warning_", None)}
                           for fix, ref in geometry_references.items()},
             }
-        if len(first) < MIN_BACKGROUND_PAIRS:
-            provenance["warning"] = (f"only {len(first)} background pairs (< {MIN_BACKGROUND_PAIRS}); "
-                                     "percentiles are coarse")
+        if background.pairs < MIN_BACKGROUND_PAIRS:
+            provenance["warning"] = (f"only {background.pairs} background pairs (< "
+                                     f"{MIN_BACKGROUND_PAIRS}); percentiles are coarse")
     for ref in references.values():
         ref.fit(anchors)
     return ReferenceProfile(embedder.fingerprint, int(embedder.dimension), anchors, references,

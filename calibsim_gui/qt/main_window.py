@@ -362,12 +362,12 @@ class MainWindow(QMainWindow):
         anchors = self.anchors.anchor_set()
         self.profile_path = None
         self.built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
-        cache = self.cache
+        cache, budget = self.cache, self.memory_budget()
 
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
                                     seed=seed, sources=documents.files, cache=cache,
-                                    progress=progress, should_stop=should_stop,
+                                    progress=progress, should_stop=should_stop, memory_budget=budget,
                                     name=f"background of {len(documents.files)} files")
             return profile, f"built from {len(documents.files)} file(s)"
 

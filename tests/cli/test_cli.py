@@ -103,6 +103,15 @@ def test_profile_build_show_and_score_with_it(pairs, background, tmp_path, capsy
     assert frame.loc[2, "cosine_bg_percentile"] == 100
 
 
+def test_profile_build_cluster_options_need_the_ray_engine(background, tmp_path, capsys):
+    out = tmp_path / "p.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--address", "auto",
+                     "--out", str(out), "-q"]) == 2
+    assert "--engine ray" in capsys.readouterr().err and not out.exists()
+    assert cli.main(["profile", "build", "--engine", "ray", "--out", str(out), "-q"]) == 2
+    assert "--background" in capsys.readouterr().err and not out.exists()
+
+
 def test_profile_merge_adds_up_background_pairs(background, tmp_path, capsys):
     lines = background.read_text().split("\n")
     halves = []

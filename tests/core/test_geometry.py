@@ -10,6 +10,7 @@ from calibsim_gui.core.geometry import (
     GeometryTransform,
     MeanCentering,
     Whitening,
+    embedding_moments,
     fit_geometries,
     get_geometries,
 )
@@ -100,3 +101,28 @@ def test_registry_names_every_fix_and_refuses_unknown_ones(gaussian):
     assert fitted["none"] is None and isinstance(fitted["whiten"], Whitening)
     with pytest.raises(InputError, match="unknown geometry"):
         get_geometries(["sphere"])
+
+
+@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop])
+def test_fits_from_moments_summed_over_parts_equal_the_fit_on_all_rows(kind, gaussian):
+    # what a cluster does: each block sends its moments, the driver adds them and fits once
+    parts = np.array_split(gaussian[np.random.default_rng(5).permutation(len(gaussian))], 7)
+    moments = [embedding_moments(part) for part in parts]
+    n = sum(m[0] for m in moments)
+    total = sum(m[1] for m in moments)
+    cross = sum(m[2] for m in moments)
+    whole = kind().fit(gaussian)
+    merged = kind().fit_moments(n, total, cross)
+    probe = np.random.default_rng(6).normal(size=(200, 6)) * 3 + 5
+    a, b = merged.transform(probe), whole.transform(probe)
+    # eigenvectors are defined up to sign: compare what scores see, the inner products
+    np.testing.assert_allclose(a @ a.T, b @ b.T, rtol=1e-5, atol=1e-5)
+
+
+def test_moments_refuse_too_few_or_broken_embeddings():
+    with pytest.raises(ValueError, match="at least two"):
+        Whitening().fit(np.ones((1, 4)))
+    with pytest.raises(ValueError, match="NaN"):
+        MeanCentering().fit(np.array([[0.0, np.nan], [1.0, 2.0]]))
+    with pytest.raises(ValueError, match="do not fit together"):
+        MeanCentering().fit_moments(10, np.zeros(3), np.zeros((4, 4)))

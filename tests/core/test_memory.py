@@ -101,3 +101,11 @@ def test_the_pair_estimate_covers_what_scoring_really_holds(tmp_path):
     columns = [c for c in scored.frame.columns if c not in table.frame.columns]
     estimate = pair_run_bytes(4000, 8000, embedder.dimension, len(columns))
     assert (estimate - WORKING_BYTES) / 3 < peak < estimate
+
+
+def test_a_background_over_the_budget_is_refused_before_encoding():
+    embedder = FakeEmbedder()
+    with pytest.raises(InputError, match="a background of 500 sentences needs about") as err:
+        build_profile(embedder, random_sentences(500, seed=3), memory_budget=1000)
+    assert "--engine ray" in err.value.fix
+    assert embedder.calls == 0

@@ -1,0 +1,96 @@
+"""Ray scaling: a background built on Ray with 1 and 2 workers, against the local engine.
+
+The same 10,000 distinct AG News sentences (a .txt file), 20,000 pairs, seed 0, the built-in
+model in float32 on the CPU, no embedding cache. Each run is a fresh process:
+
+- ``local``: ``build_profile`` (one process, torch on every core);
+- ``ray-N``: ``build_background_on_ray`` on a local Ray instance with N CPUs and N encoder
+  actors (one core and one torch thread each), timed from ``ray.init`` to ``ray.shutdown``.
+
+Reported per run: wall seconds, sentences/s, and seconds per million sentences, projected as
+``fixed start-up + encode time per sentence x 10^6``. For Ray the encode time is the encoder
+actors' busy time (summed over blocks) divided by the workers; everything else — starting Ray,
+reading and keying, actors loading the model, scoring the pairs — is start-up, paid once.
+
+    .venv/bin/python benchmarks/ray_scaling.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import common
+
+PAIRS, SEED = 20_000, 0
+
+
+def child(case: dict) -> dict:
+    """One measured build, in this (fresh) process."""
+    texts = common.agnews_texts(case["sentences"])
+    embedder = common.builtin_embedder("float32")
+    if case["engine"] == "local":
+        from calibsim_gui.core.profile_builder import build_profile
+
+        embedder.encode_batch(["warm up"] * 8)
+        seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=PAIRS, seed=SEED)
+        return {"engine": "local", "workers": 1, "cores": common.os.cpu_count(),
+                "sentences": len(texts), "pairs": profile.background_pairs,
+                "wall_s": round(seconds, 2), "startup_s": 0.0, "encode_s": round(seconds, 2)}
+    # (the local figure keeps its pair scoring and fits inside "encode": a few seconds at most)
+    import ray
+
+    from calibsim_gui.core.cluster import build_background_on_ray
+    from calibsim_gui.core.profile_builder import profile_settings
+
+    metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten", "abtt"), ("cosine",))
+    with tempfile.TemporaryDirectory() as folder:
+        corpus = Path(folder) / "agnews.txt"
+        corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        start = time.perf_counter()
+        ray.init(num_cpus=case["workers"], include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+        try:
+            background, _ = build_background_on_ray(
+                [corpus], embedder=embedder, n_pairs=PAIRS, seed=SEED, metrics=metrics, fixes=fixes,
+                fixed_metrics=fixed_metrics, workers=case["workers"])
+        finally:
+            ray.shutdown()
+        seconds = time.perf_counter() - start
+    info = background.provenance["ray"]
+    return {"engine": "ray", "workers": info["workers"], "cores": case["workers"],
+            "sentences": background.sentences, "pairs": background.pairs, "blocks": info["blocks"],
+            "wall_s": round(seconds, 2), "encode_s": round(info["worker_busy_seconds"] / info["workers"], 2),
+            "startup_s": round(seconds - info["worker_busy_seconds"] / info["workers"], 2)}
+
+
+def main() -> None:
+    args = common.arguments(__doc__, quick_help="300 sentences instead of 10,000 (proves the script works)")
+    if args.child:
+        common.child_answer(child(json.loads(args.child)))
+        return
+    n = 300 if args.quick else 10_000
+    runs = [common.run_child("ray_scaling.py", case) for case in (
+        {"engine": "local", "sentences": n},
+        {"engine": "ray", "workers": 1, "sentences": n},
+        {"engine": "ray", "workers": 2, "sentences": n})]
+    for run in runs:
+        per_sentence = run["encode_s"] / run["sentences"]
+        run["sentences_per_s"] = round(run["sentences"] / run["wall_s"], 1)
+        run["encode_sentences_per_s"] = round(1 / per_sentence, 1)
+        run["projected_s_per_million"] = round(run["startup_s"] + per_sentence * 1e6)
+        run["projected_h_per_million"] = round(run["projected_s_per_million"] / 3600, 2)
+    by_name = {f"{r['engine']}-{r['workers']}": r for r in runs}
+    speedup = round(by_name["ray-2"]["encode_sentences_per_s"] / by_name["ray-1"]["encode_sentences_per_s"], 2)
+    common.print_table(runs, ["engine", "workers", "cores", "sentences", "blocks", "wall_s", "startup_s",
+                              "encode_s", "sentences_per_s", "encode_sentences_per_s",
+                              "projected_s_per_million", "projected_h_per_million"])
+    print(f"\nray: 2 workers encode {speedup}x as fast as 1")
+    common.save("ray_scaling", args, {"pairs": PAIRS, "seed": SEED, "runs": runs,
+                                      "ray_speedup_2_vs_1_workers": speedup})
+
+
+if __name__ == "__main__":
+    main()

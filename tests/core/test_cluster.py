@@ -1,0 +1,150 @@
+"""The Ray engine builds the same profile as the local one, on a local 2-CPU Ray instance.
+
+One Ray instance and one distributed build (through the CLI) serve the whole module: Ray's start
+and the encoder actors' model loading dominate the time. Real AG News sentences from ../shared/data.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibsim_gui import cli
+from calibsim_gui.core import cluster
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.inputs import load_documents
+from calibsim_gui.core.profile import ReferenceProfile
+from calibsim_gui.core.profile_builder import build_profile
+from tests.conftest import DATA
+
+PAIRS, SEED = 2500, 4          # 2,500 pairs of ~1,300 texts: several rounds, sketches past their exact size
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """1,000 AG News descriptions in a .txt (with blank lines and repeats) and 300 titles in a CSV."""
+    frame = pd.read_csv(DATA / "agnews" / "test.csv", dtype=str, keep_default_na=False)
+    lines = [" ".join(t.replace("\\", " ").split()) for t in frame["description"][:1000]]
+    folder = tmp_path_factory.mktemp("corpus")
+    text = folder / "news.txt"
+    text.write_text("\n".join(lines[:500] + ["", "   "] + lines[500:] + lines[:40]) + "\n")
+    table = folder / "titles.csv"
+    pd.DataFrame({"label": frame["label"][:300], "title": frame["title"][:300]}).to_csv(table, index=False)
+    return [text, table]
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray = pytest.importorskip("ray", reason="the ray engine needs `pip install 'calibsim[cluster]'`")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_profile(real_embedder, corpus):
+    texts = load_documents(corpus, column="title").texts
+    return build_profile(real_embedder, texts, n_pairs=PAIRS, seed=SEED)
+
+
+@pytest.fixture(scope="module")
+def ray_build(ray_instance, corpus, tmp_path_factory):
+    """`calibsim profile build --engine ray` on the corpus; its output, stderr and the blocks'
+    statistics as the driver received them."""
+    out = tmp_path_factory.mktemp("ray") / "ray.calibsim-profile"
+    blocks = []
+    add = cluster.BlockTotals.add
+    with pytest.MonkeyPatch.context() as patch, io.StringIO() as err:
+        patch.setattr(cluster.BlockTotals, "add", lambda self, table, digest: (
+            blocks.append(table), add(self, table, digest))[1])
+        patch.setattr(sys, "stderr", err)
+        patch.setattr(cluster, "CHUNK_PAIRS", 700)         # the pairs are scored in 4 merged chunks
+        code = cli.main(["profile", "build", "--engine", "ray", "--workers", "2",
+                         "--background", *map(str, corpus), "--column", "title",
+                         "--pairs", str(PAIRS), "--seed", str(SEED), "--out", str(out)])
+        messages = err.getvalue()
+    assert code == 0, messages
+    return out, messages, blocks
+
+
+def _assert_same_background(a: ReferenceProfile, b: ReferenceProfile):
+    assert a.provenance["background"]["sentences"] == b.provenance["background"]["sentences"]
+    assert a.background_pairs == b.background_pairs == PAIRS
+    for geometry in a.geometry_names():
+        for name, ref in a.references(geometry).items():
+            x, y = ref.background, b.references(geometry)[name].background
+            assert x.n == y.n
+            np.testing.assert_allclose([x.mean, x.std, x.min, x.max], [y.mean, y.std, y.min, y.max],
+                                       rtol=1e-5, atol=1e-6)
+            # quantiles: each sketch's estimate ranks where the other says, within both errors
+            tolerance = x.rank_error() + y.rank_error() + 1e-9
+            assert tolerance > 0                  # the sketches are past their exact size
+            for q in (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99):
+                assert abs(x.kll.get_rank(y.quantile(q)) - q) <= tolerance
+            np.testing.assert_allclose(x.top, y.top, rtol=1e-5, atol=1e-6)
+    for fix, ref in a.geometries.items():
+        probe = a.query_reference[:200]
+        u, v = ref.transform.transform(probe), b.geometries[fix].transform.transform(probe)
+        np.testing.assert_allclose(u @ u.T, v @ v.T, atol=1e-5)     # eigenvectors: up to sign
+    np.testing.assert_allclose(a.query_reference, b.query_reference, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_ray_build_equals_the_local_build_on_the_same_sentences(ray_build, local_profile):
+    out, messages, blocks = ray_build
+    profile = ReferenceProfile.load(out)            # opens like any other profile
+    _assert_same_background(local_profile, profile)
+    ray_info = profile.provenance["ray"]
+    assert profile.provenance["engine"] == "ray" and ray_info["workers"] == 2
+    assert ray_info["blocks"] == len(blocks) >= 4
+    assert ray_info["sentences_read"] == 1000 + 40 + 300        # blank lines dropped, repeats kept
+    assert profile.provenance["background"]["sentences"] < ray_info["sentences_read"]
+    assert [f["name"] for f in profile.provenance["background"]["files"]] == ["news.txt", "titles.csv"]
+    assert "blocks on 2 cpu workers" in messages
+    calibrated = profile.calibrate("cosine", np.array([0.1, 0.9]))
+    assert calibrated["bg_percentile"][0] < calibrated["bg_percentile"][1]
+
+
+@pytest.mark.slow
+def test_block_statistics_add_up_the_same_in_any_order(ray_build, real_embedder):
+    _, _, blocks = ray_build
+    digest = real_embedder.fingerprint.digest
+    totals = []
+    for seed in range(3):
+        folded = cluster.BlockTotals(real_embedder.dimension)
+        for i in np.random.default_rng(seed).permutation(len(blocks)):
+            folded.add(blocks[i], digest)
+        folded.add_repeated()
+        totals.append(folded)
+    for other in totals[1:]:
+        assert other.n == totals[0].n and other.truncated == totals[0].truncated
+        assert sorted(other.rows_by_key) == sorted(totals[0].rows_by_key)
+        np.testing.assert_allclose(other.total, totals[0].total, rtol=1e-12)
+        np.testing.assert_allclose(other.cross, totals[0].cross, rtol=1e-12, atol=1e-12)
+
+
+def test_without_ray_the_engine_says_how_to_install_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)          # import ray -> ImportError
+    with pytest.raises(InputError, match=r"calibsim\[cluster\]"):
+        cluster.import_ray()
+    background = tmp_path / "bg.txt"
+    background.write_text("one sentence\nanother one\na third\n")
+    out = tmp_path / "p.calibsim-profile"
+    assert cli.main(["profile", "build", "--engine", "ray", "--background", str(background),
+                     "--out", str(out), "-q"]) == 2
+    assert "pip install 'calibsim[cluster]'" in capsys.readouterr().err and not out.exists()
+
+
+def test_sources_expand_globs_and_folders_and_keep_uris(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for name in ("a.txt", "b.md", "sub/c.txt", "skip.csv"):
+        (tmp_path / name).write_text("x\n")
+    assert [p.rsplit("/", 1)[-1] for p in cluster.expand_sources([tmp_path / "sub", f"{tmp_path}/*.txt"])] \
+        == ["c.txt", "a.txt"]
+    assert cluster.expand_sources(["s3://bucket/corpus/"]) == ["s3://bucket/corpus/"]
+    with pytest.raises(InputError, match="matches no file"):
+        cluster.expand_sources([f"{tmp_path}/*.jsonl"])
