@@ -10,7 +10,7 @@ run: $(STAMP)
 	$(VENV)/bin/calibsim
 
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra
+	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra --durations=15
 
 install: $(STAMP)
 
