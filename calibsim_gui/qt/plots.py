@@ -174,6 +174,7 @@ class DistributionPlot(QWidget):
         self.state = state
         self._partial: dict[str, list[np.ndarray]] = {}
         self._sketch_cache: dict[str, object] = {}     # per profile: background items, anchor medians
+        self._stale = False                             # changed while hidden: redraw when shown
         self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)   # throttles live updates
         self._timer.timeout.connect(self.redraw)
         self._soon = QTimer(self, singleShot=True, interval=0)   # one redraw per burst of changes
@@ -315,9 +316,23 @@ class DistributionPlot(QWidget):
     # ------------------------------------------------------------------ drawing
 
     def redraw(self) -> None:
-        """Recompute both panels' histograms and lines for the current metric and form."""
+        """Redraw now if the plots are on screen, else when they are next shown: while a run
+        delivers results, a hidden tab costs the GUI thread nothing."""
         self._timer.stop()
         self._soon.stop()
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._draw()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self._draw()
+
+    def _draw(self) -> None:
+        """Recompute both panels' histograms and lines for the current metric and form."""
+        self._stale = False
         metric, form = self.state.metric, self._form()
         orientation = METRICS[metric].orientation
         user = self._user_raw(metric)
@@ -397,8 +412,10 @@ class DistributionPlot(QWidget):
 
     def plot_data(self) -> dict:
         """The arrays currently drawn (x = bin edges, y = density or counts) and line positions."""
-        if self._soon.isActive():
-            self.redraw()                    # a change is waiting for the next event-loop turn
+        if self._soon.isActive() or self._timer.isActive() or self._stale:
+            self._timer.stop()               # a change is waiting, or the plots are hidden
+            self._soon.stop()
+            self._draw()
         return {
             "raw_user": self.raw_panel.shown["user"],
             "raw_background": self.raw_panel.shown["background"],
