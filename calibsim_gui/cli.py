@@ -20,9 +20,10 @@ def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> Non
                        help="built-in (default), a local sentence-transformers folder, or a model in "
                             "the Hugging Face cache (see `calibsim models`)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-    g.add_argument("--precision", default="auto", choices=["auto", "float32", "bfloat16"],
-                   help="auto (default): bfloat16 where the CPU or GPU runs it natively and the model "
-                        "keeps its accuracy, else float32")
+    g.add_argument("--precision", default="float32", choices=["float32", "auto", "bfloat16"],
+                   help="float32 (default): the same numbers on every machine; auto: faster bfloat16 "
+                        "where the CPU or GPU runs it natively and the model keeps its accuracy "
+                        "(scores then differ by ~0.003 between machines), else float32")
     g.add_argument("--batch-size", type=int, default=64)
     g.add_argument("--allow-pickle", action="store_true",
                    help="allow models whose weights exist only as pickle (.bin) files; "
@@ -259,7 +260,7 @@ def cmd_profile(args) -> int:
 
     if args.profile_command == "show":
         profile = ReferenceProfile.load(args.profile)
-        print(f"model: {profile.fingerprint.id}  dimension {profile.dimension}")
+        print(f"model: {profile.fingerprint.id}  dimension {profile.dimension}  precision {profile.precision}")
         print(f"anchors: {profile.anchors.name} ({len(profile.anchors.pairs)} pairs)")
         print(f"background pairs: {profile.background_pairs} "
               "(statistics below in the 'higher = more similar' view: distances negated)")

@@ -17,6 +17,7 @@ from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
 from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
 from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_bytes
+from calibsim_gui.core.models import embedder_precision
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
@@ -68,6 +69,8 @@ def _base_provenance(embedder, profile: ReferenceProfile, encoding, geometries=(
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
+                  "precision": embedder_precision(embedder),
+                  "precision_note": getattr(embedder, "precision_note", embedder_precision(embedder)),
                   "max_seq_length": embedder.max_seq_length},
         "references": {
             "profile": profile.provenance.get("name", "unnamed profile"),
@@ -260,7 +263,7 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     columns: dict[str, np.ndarray] = {}
     provenance = _base_provenance(embedder, profile, encoding, tuple(plan))
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
-    notes = list(table.notes) + plan_notes + profile.warnings()
+    notes = list(table.notes) + plan_notes + profile.warnings(precision=embedder_precision(embedder))
     if encoding.n_truncated:
         notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
                      f"({embedder.max_seq_length} tokens); only their beginning was scored")
@@ -398,6 +401,6 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
                                "empty_dropped": documents.n_empty,
                                "duplicates_dropped": documents.n_duplicates}
     provenance["metric"] = metric
-    notes = list(documents.notes) + profile.warnings()
+    notes = list(documents.notes) + profile.warnings(precision=embedder_precision(embedder))
     provenance["notes"] = notes
     return DocumentMatrix(documents.ids, metric, matrices, provenance, notes, geometry)

@@ -14,6 +14,7 @@ import numpy as np
 import platformdirs
 
 from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.models import embedder_precision
 
 _CHUNK = 900  # digests per query; stays under SQLite's oldest variable limit (999)
 _SCHEMA = """
@@ -41,7 +42,7 @@ def cache_key(embedder) -> str:
     float32 and bfloat16 vectors of one model differ slightly, so they never share entries;
     float32 keeps the bare id that caches written before precisions existed used.
     """
-    precision = getattr(embedder, "precision", "float32")
+    precision = embedder_precision(embedder)
     fingerprint_id = embedder.fingerprint.id
     return fingerprint_id if precision == "float32" else f"{fingerprint_id}+{precision}"
 

@@ -389,6 +389,11 @@ def resolve_device(device: str = "auto") -> str:
 # --------------------------------------------------------------------------- precision
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+# float32 gives the same numbers on every machine; bfloat16 (and `auto`, which may pick it) trades
+# that for speed and is recorded wherever a result's provenance is.
+DEFAULT_PRECISION = "float32"
+# Tests set this to "1" or "0" to force the CPU's bfloat16 detection on or off.
+CPU_BF16_ENV = "CALIBSIM_CPU_BF16"
 # `auto` keeps bfloat16 only if the anchor pairs' cosines move by at most this much (the built-in
 # model moves by 0.0024; benchmarks/precision.py records its STS-B Spearman in both precisions).
 BFLOAT16_MAX_ANCHOR_CHANGE = 0.01
@@ -399,8 +404,14 @@ _BFLOAT16_VERIFIED = {
 }
 
 
-def _cpu_bfloat16_instructions() -> list[str]:
-    """The CPU's native bfloat16 instruction sets (AMX-BF16, AVX512-BF16) that torch can use."""
+def cpu_bfloat16_instructions() -> list[str]:
+    """The CPU's native bfloat16 instruction sets (AMX-BF16, AVX512-BF16) that torch can use.
+
+    ``CALIBSIM_CPU_BF16=1`` (or ``0``) forces the answer to ``["AVX512-BF16"]`` (or ``[]``).
+    """
+    forced = os.environ.get(CPU_BF16_ENV, "").strip()
+    if forced in ("0", "1"):
+        return ["AVX512-BF16"] if forced == "1" else []
     import torch
 
     get_capabilities = getattr(torch.cpu, "get_capabilities", None)   # torch >= 2.8
@@ -424,9 +435,14 @@ def bfloat16_support(device: str) -> str | None:
     if kind == "cuda":
         return None if torch.cuda.is_bf16_supported() else "this GPU has no native bfloat16"
     if kind == "cpu":
-        found = _cpu_bfloat16_instructions()
+        found = cpu_bfloat16_instructions()
         return None if found else "this CPU has no bfloat16 instructions (AMX-BF16 or AVX512-BF16)"
     return f"calibsim does not use bfloat16 on {device}"
+
+
+def embedder_precision(embedder) -> str:
+    """The precision `embedder` computes in ("float32" for encoders that do not say)."""
+    return getattr(embedder, "precision", "float32")
 
 
 def _anchor_check(model, bf16_model) -> float:
@@ -550,7 +566,7 @@ class SentenceTransformerEmbedder:
         return np.array([len(ids) for ids in encoded["input_ids"]], dtype=np.int64)
 
 
-def load_model(info_or_spec, *, device: str = "auto", precision: str = "auto",
+def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
                allow_pickle: bool = False) -> SentenceTransformerEmbedder:
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
@@ -560,11 +576,12 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = "auto",
         A model from `discover_models`, or anything `resolve_model` accepts.
     device : str
         See `resolve_device`.
-    precision : {"auto", "float32", "bfloat16"}
-        ``"auto"`` runs in bfloat16 only where the device has native bfloat16 (`bfloat16_support`)
-        and the model keeps its accuracy: the built-in model was verified on STS-B; any other
+    precision : {"float32", "auto", "bfloat16"}
+        ``"float32"`` (the default) gives the same numbers on every machine. ``"auto"`` trades
+        that for speed: bfloat16 where the device has native bfloat16 (`bfloat16_support`)
+        and the model keeps its accuracy (the built-in model was verified on STS-B; any other
         model must move the built-in anchor pairs' cosines by at most
-        `BFLOAT16_MAX_ANCHOR_CHANGE` (checked at load). Otherwise float32.
+        `BFLOAT16_MAX_ANCHOR_CHANGE`, checked at load), else float32.
     allow_pickle : bool
         Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
 

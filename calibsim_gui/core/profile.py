@@ -156,9 +156,19 @@ class ReferenceProfile:
     def forms(self) -> tuple[str, ...]:
         return ANCHOR_FORMS + (BACKGROUND_FORMS if self.has_background else ())
 
-    def warnings(self) -> list[str]:
-        """Plain-language caveats about these references."""
+    @property
+    def precision(self) -> str:
+        """The precision the profile's model ran in when it was built (float32 before it was recorded)."""
+        return (self.provenance.get("model") or {}).get("precision", "float32")
+
+    def warnings(self, *, precision: str | None = None) -> list[str]:
+        """Plain-language caveats about these references (and about using them in `precision`)."""
         out = []
+        if precision is not None and precision != self.precision:
+            out.append(f"the reference was built in {self.precision} but these scores were computed "
+                       f"in {precision}: calibrated values can differ by ~0.003 from a run in "
+                       f"{self.precision}; use --precision {self.precision} (or rebuild the profile "
+                       f"in {precision}) for matching numbers")
         if self.provenance.get("geometries_dropped"):
             out.append(f"geometry fixes ({', '.join(self.provenance['geometries_dropped'])}) were "
                        "dropped when profiles were merged; build one profile from all the "
@@ -311,6 +321,9 @@ def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> Referen
     first.check_model(second.fingerprint, source=second_name)
     if first.anchors.to_dict() != second.anchors.to_dict():
         raise ProfileError("the two profiles use different anchors; build both with the same --anchors.")
+    if first.precision != second.precision:
+        raise ProfileError(f"the two profiles were built in different precisions ({first.precision} and "
+                           f"{second.precision}); build both with the same --precision.")
     if set(first.metrics) != set(second.metrics) or not (first.has_background and second.has_background):
         raise ProfileError("both profiles need background statistics for the same metrics.")
     metrics = {}

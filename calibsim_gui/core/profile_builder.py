@@ -35,6 +35,7 @@ from calibsim_gui.core.geometry import (
     get_geometries,
 )
 from calibsim_gui.core.memory import check_budget, profile_build_bytes
+from calibsim_gui.core.models import embedder_precision
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
 from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
@@ -177,7 +178,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
         "name": name or "anchors only",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **(background.provenance if background else {"engine": "local"}),
-        "model": embedder.fingerprint.to_dict(),
+        "model": {**embedder.fingerprint.to_dict(), "precision": embedder_precision(embedder)},
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
         "versions": library_versions(),
     }

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from calibsim_gui import __version__
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
 from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.models import embedder_precision
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.anchor_editor import AnchorEditor
 from calibsim_gui.qt.autosave import Autosaver
@@ -249,7 +250,8 @@ class MainWindow(QMainWindow):
         state = self.state
         if state.embedder is None:
             return "No model loaded."
-        parts = [f"Model {state.embedder.fingerprint.name} on {state.embedder.device}"]
+        embedder = state.embedder
+        parts = [f"Model {embedder.fingerprint.name} on {embedder.device} in {embedder_precision(embedder)}"]
         if state.profile is not None:
             parts.append(f"reference: {state.profile_label}")
         if state.input is None:

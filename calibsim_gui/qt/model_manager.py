@@ -25,9 +25,11 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.core.errors import ModelError
 from calibsim_gui.core.models import (
+    DEFAULT_PRECISION,
     ModelInfo,
     available_devices,
     discover_models,
+    embedder_precision,
     fingerprint_folder,
     inspect_model_folder,
 )
@@ -36,7 +38,8 @@ from calibsim_gui.qt.workers import TaskRunner
 SETTINGS_KEY = "models/folders"
 PRECISION_KEY = "models/precision"
 DEVICES = (("auto", "Auto"), ("cpu", "CPU"), ("cuda", "CUDA"), ("mps", "MPS"))
-PRECISIONS = (("auto", "Auto"), ("float32", "float32"), ("bfloat16", "bfloat16"))
+PRECISIONS = (("float32", "float32 (reproducible)"), ("auto", "Auto (faster where native)"),
+              ("bfloat16", "bfloat16"))
 COLUMNS = ("Name", "Source", "Dimension", "Max tokens", "Size (MB)", "Fingerprint")
 _NUMERIC = {2, 3, 4}
 
@@ -173,12 +176,13 @@ class ModelManager(QWidget):
         self.device_combo.setCurrentIndex(max(0, self.device_combo.findData(state.device)))
         self.precision_combo = QComboBox()
         self.precision_combo.setToolTip(
-            "Number format the model computes in (embeddings are float32 either way). Auto uses "
-            "bfloat16 where the CPU (AMX or AVX512-BF16) or the GPU runs it natively and the model "
-            "keeps its accuracy, else float32. Applies to the next model loaded.")
+            "Number format the model computes in (embeddings are float32 either way). float32 "
+            "gives the same numbers on every machine. Auto uses bfloat16 where the CPU (AMX or "
+            "AVX512-BF16) or the GPU runs it natively and the model keeps its accuracy — faster, "
+            "but scores differ by ~0.003 between machines. Applies to the next model loaded.")
         for value, text in PRECISIONS:
             self.precision_combo.addItem(text, value)
-        remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, "auto", type=str)
+        remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, DEFAULT_PRECISION, type=str)
         self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(remembered)))
         self.precision_combo.currentIndexChanged.connect(self._save_precision)
         self.loaded_label = QLabel()
@@ -365,7 +369,7 @@ class ModelManager(QWidget):
             self.loaded_label.setToolTip("")
         else:
             name = info.name if info is not None else embedder.fingerprint.name
-            precision = getattr(embedder, "precision", "float32")
+            precision = embedder_precision(embedder)
             self.loaded_label.setText(f"Loaded: <b>{html.escape(name)}</b> running on <b>{embedder.device}</b>"
                                       f" in <b>{precision}</b> — fingerprint {fingerprint}")
             self.loaded_label.setToolTip(getattr(embedder, "precision_note", precision))

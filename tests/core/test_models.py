@@ -368,7 +368,7 @@ def test_unknown_precision_is_refused_with_the_choices():
 
 
 def test_auto_precision_keeps_float32_without_native_bfloat16(monkeypatch):
-    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: [])
+    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: [])
     model = _TinySentenceModel(noise=0.0)
     chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
     assert (chosen, precision, model.dtype) == (model, "float32", "float32")
@@ -379,7 +379,7 @@ def test_auto_precision_keeps_float32_without_native_bfloat16(monkeypatch):
 
 @pytest.mark.parametrize("noise, expected", [(1e-4, "bfloat16"), (0.5, "float32")])
 def test_auto_precision_checks_other_models_on_the_anchors(monkeypatch, noise, expected):
-    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: ["AMX-BF16"])
+    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: ["AMX-BF16"])
     model = _TinySentenceModel(noise)
     chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
     assert precision == expected == chosen.dtype
@@ -388,7 +388,7 @@ def test_auto_precision_checks_other_models_on_the_anchors(monkeypatch, noise, e
 
 
 def test_auto_precision_trusts_the_verified_builtin_model(monkeypatch):
-    monkeypatch.setattr(models, "_cpu_bfloat16_instructions", lambda: ["AVX512-BF16"])
+    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: ["AVX512-BF16"])
     digest = fingerprint_folder(builtin_model_path()).digest
     model = _TinySentenceModel(noise=1.0)                # would fail the anchor check
     _, precision, note = models._choose_precision(model, "auto", "cpu", digest)
@@ -405,3 +405,20 @@ def test_builtin_in_bfloat16_gives_float32_vectors_close_to_float32(embedder):
     cosines = (vectors * reference).sum(axis=1) / np.linalg.norm(vectors, axis=1)
     assert cosines.min() > 0.999 and not np.array_equal(vectors, reference)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)   # normalised in float32
+
+
+@pytest.mark.parametrize("forced", ["1", "0"])
+def test_the_detection_can_be_forced_for_tests(monkeypatch, forced):
+    monkeypatch.setenv(models.CPU_BF16_ENV, forced)
+    assert bool(models.cpu_bfloat16_instructions()) is (forced == "1")
+    assert (models.bfloat16_support("cpu") is None) is (forced == "1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forced", ["1", "0"])
+def test_default_precision_is_float32_whatever_the_cpu(monkeypatch, forced):
+    monkeypatch.setenv(models.CPU_BF16_ENV, forced)
+    embedder = load_model(None, device="cpu")
+    assert embedder.precision == models.DEFAULT_PRECISION == "float32"
+    auto = load_model(None, device="cpu", precision="auto")
+    assert auto.precision == ("bfloat16" if forced == "1" else "float32")

@@ -183,3 +183,23 @@ def test_new_anchors_refit_the_ladder_under_every_geometry_fix(profile):
         old, new = profile.references(fix)["cosine"], changed.references(fix)["cosine"]
         assert new.background is old.background and len(new.anchor_scores) == len(old.anchor_scores[::2])
         np.testing.assert_allclose(new.anchor_scores, old.anchor_scores[::2], atol=1e-6)
+
+
+def test_a_profile_records_its_precision_and_says_when_used_in_another(corpus, tmp_path):
+    from calibsim_gui.core.analysis import score_pairs
+    from calibsim_gui.core.inputs import load_pairs
+
+    bf16 = FakeEmbedder()
+    bf16.precision = "bfloat16"
+    built = build_profile(bf16, corpus[:500], n_pairs=200)
+    loaded = ReferenceProfile.load(built.save(tmp_path / "bf16.calibsim-profile"))
+    assert loaded.precision == "bfloat16" and loaded.warnings(precision="bfloat16") == built.warnings()
+    assert any("built in bfloat16 but these scores were computed in float32" in w
+               for w in loaded.warnings(precision="float32"))
+    f32 = build_profile(FakeEmbedder(), corpus[500:1000], n_pairs=200)
+    with pytest.raises(ProfileError, match="different precisions"):
+        merge_profiles(loaded, f32)
+    (tmp_path / "pairs.csv").write_text("sentence1,sentence2\na cat,a dog\n")
+    scored = score_pairs(load_pairs(tmp_path / "pairs.csv"), FakeEmbedder(), loaded)
+    assert scored.provenance["model"]["precision"] == "float32"
+    assert any("built in bfloat16" in note for note in scored.notes)

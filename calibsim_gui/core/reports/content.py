@@ -165,6 +165,7 @@ class Report:
                 ("Model", model["name"]),
                 ("Model fingerprint", model["digest"]),
                 ("Device", str(model["device"])),
+                ("Precision", str(model.get("precision_note") or model.get("precision", "float32"))),
                 ("Max sequence length", f"{model['max_seq_length']} tokens")]
         if self.kind == "pairs":
             pairs = prov["pairs"]
