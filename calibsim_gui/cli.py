@@ -62,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "scoring, reports, main window); exit 0 only if every step worked")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    p = sub.add_parser("doctor", help="print versions, device, precision, cache, memory budget and "
+                                      "whether the window can open; exit 1 if the command line "
+                                      "cannot work",
+                       epilog="exit status: 0 when the headless commands work (warnings, such as no "
+                              "display for the window, allowed); 1 when a problem would stop them")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
     p = sub.add_parser("models", help="list usable models")
     p.add_argument("--folder", action="append", default=[], help="also inspect this local model folder")
     p.add_argument("--devices", action="store_true", help="also list devices and their availability")
@@ -253,6 +260,27 @@ def cmd_models(args) -> int:
         for device, reason in available_devices().items():
             print(f"device {device}: {'available' if reason is None else reason}")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    import json
+
+    from calibsim_gui.core.doctor import exit_code, run_checks
+
+    checks = run_checks()
+    code = exit_code(checks)
+    if args.json:
+        print(json.dumps({"calibsim": __version__, "exit_code": code,
+                          "checks": {c.name: {"status": c.status, "summary": c.summary, "fix": c.fix,
+                                              **c.data} for c in checks}}, indent=2))
+        return code
+    for c in checks:
+        mark = "" if c.status == "ok" else f"{c.status.upper()}: "
+        print(f"{c.name + ':':<11}{mark}{c.summary}" + (f"\n{'':<11}fix: {c.fix}" if c.fix else ""))
+    counts = {s: sum(c.status == s for c in checks) for s in ("problem", "warning")}
+    verdict = "PROBLEMS: the command line fails until they are fixed" if code else "ok: the command line works"
+    print(f"\n{verdict} ({counts['problem']} problem(s), {counts['warning']} warning(s); exit {code})")
+    return code
 
 
 def cmd_profile(args) -> int:
@@ -607,7 +635,7 @@ def main(argv=None) -> int:
         return run_app(screenshot_dir=args.screenshot)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
                "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
-               "compare": cmd_compare}[args.command]
+               "compare": cmd_compare, "doctor": cmd_doctor}[args.command]
     try:
         return command(args)
     except CalibsimError as exc:
