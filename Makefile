@@ -14,6 +14,13 @@ test: $(STAMP)
 
 install: $(STAMP)
 
+# Every benchmark at full size, one after the other (hours on two cores): the figures in
+# benchmarks/results/*.json and benchmarks/README.md. `make test` runs them only with --quick.
+.PHONY: bench
+bench: $(STAMP)
+	set -e; for script in $(filter-out benchmarks/common.py,$(wildcard benchmarks/*.py)); do \
+		$(VENV)/bin/python $$script; done
+
 # The desktop bundle dist/calibsim (PyInstaller; see packaging/README.md).
 bundle: $(STAMP)
 	bash packaging/build.sh

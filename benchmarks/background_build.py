@@ -80,11 +80,11 @@ def memory_child(n: int, pairs: int) -> dict:
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="200 sentences, 2,000 pairs; memory with 1,000 and 3,000")
+    args = common.arguments(__doc__, quick_help="50 sentences, 1,000 pairs; memory with 200 and 400")
     if args.child:
         common.child_answer(memory_child(**json.loads(args.child)))
         return
-    n, pairs = (200, 2000) if args.quick else (20_000, 20_000)
+    n, pairs = (50, 1000) if args.quick else (20_000, 20_000)
     import scipy.stats  # noqa: F401  (imported once per process; the app does it while loading the model)
 
     from calibsim_gui.core.anchors import builtin_anchors
@@ -105,7 +105,7 @@ def main() -> None:
     common.print_table([timing])
     print()
     memory = [common.run_child("background_build.py", {"n": size, "pairs": pairs})
-              for size in ((1000, 3000) if args.quick else (20_000, 100_000))]
+              for size in ((200, 400) if args.quick else (20_000, 100_000))]
     common.print_table(memory, ["sentences", "pairs", "build_s", "embeddings_mb", "rss_before_build_mb",
                                 "peak_rss_mb", "peak_increase_mb"])
     common.save("background_build", args, {"timing": timing, "memory_precomputed": memory})

@@ -14,8 +14,8 @@ import common
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="300 documents")
-    n = 300 if args.quick else 5000
+    args = common.arguments(__doc__, quick_help="50 documents")
+    n = 50 if args.quick else 5000
     from calibsim_gui.core.analysis import score_matrix
     from calibsim_gui.core.cache import EmbeddingCache
     from calibsim_gui.core.encoding import encode_texts

@@ -55,13 +55,13 @@ def warm_breakdown(articles, cache_file, embedder, profile) -> dict:
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="100 pairs")
+    args = common.arguments(__doc__, quick_help="20 pairs")
     if args.child:
         case = json.loads(args.child)
         common.child_answer(score(case["path"], case["cache"], common.builtin_embedder("float32"),
                                   common.builtin_profile()))
         return
-    n = 100 if args.quick else 10_000
+    n = 20 if args.quick else 10_000
     work = common.Path(common.tempfile.mkdtemp(prefix="calibsim-bench-"))
     articles = common.agnews_articles(n)
     path = common.write_pairs_csv(articles, work / "pairs.csv")

@@ -18,8 +18,8 @@ TARGET = 1.05
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="100 texts, one run each")
-    n, repeats = (100, 1) if args.quick else (5000, 3)
+    args = common.arguments(__doc__, quick_help="32 texts, one run each")
+    n, repeats = (32, 1) if args.quick else (5000, 3)
     import numpy as np
 
     from calibsim_gui.core.cache import EmbeddingCache

@@ -39,8 +39,8 @@ def notebook_way(model, profile, path, metric_names):
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="40 pairs")
-    n = 40 if args.quick else 1000
+    args = common.arguments(__doc__, quick_help="10 pairs")
+    n = 10 if args.quick else 1000
     import numpy as np
     import pandas as pd
 

@@ -18,8 +18,8 @@ MAX_SPEARMAN_CHANGE = 0.1   # x100, the issue's bar for "auto" to use bfloat16
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="30 pairs")
-    n = 30 if args.quick else None
+    args = common.arguments(__doc__, quick_help="10 pairs")
+    n = 10 if args.quick else None
     import numpy as np
     import pandas as pd
 

@@ -35,7 +35,7 @@ def child(case: dict) -> dict:
         from calibsim_gui.core.profile_builder import build_profile
 
         embedder.encode_batch(["warm up"] * 8)
-        seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=PAIRS, seed=SEED)
+        seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=case["pairs"], seed=SEED)
         return {"engine": "local", "workers": 1, "cores": common.os.cpu_count(),
                 "sentences": len(texts), "pairs": profile.background_pairs,
                 "wall_s": round(seconds, 2), "startup_s": 0.0, "encode_s": round(seconds, 2)}
@@ -54,8 +54,8 @@ def child(case: dict) -> dict:
                  logging_level="ERROR")
         try:
             background, _ = build_background_on_ray(
-                [corpus], embedder=embedder, n_pairs=PAIRS, seed=SEED, metrics=metrics, fixes=fixes,
-                fixed_metrics=fixed_metrics, workers=case["workers"])
+                [corpus], embedder=embedder, n_pairs=case["pairs"], seed=SEED, metrics=metrics,
+                fixes=fixes, fixed_metrics=fixed_metrics, workers=case["workers"])
         finally:
             ray.shutdown()
         seconds = time.perf_counter() - start
@@ -67,15 +67,15 @@ def child(case: dict) -> dict:
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="300 sentences instead of 10,000, and Ray with 2 workers "
-                                                "only (proves the script works)")
+    args = common.arguments(__doc__, quick_help="50 sentences and 1,000 pairs, and Ray with 1 worker only "
+                                                "(proves the script works)")
     if args.child:
         common.child_answer(child(json.loads(args.child)))
         return
-    n = 300 if args.quick else 10_000
-    cases = [{"engine": "local", "sentences": n}, {"engine": "ray", "workers": 2, "sentences": n}]
-    if not args.quick:
-        cases.insert(1, {"engine": "ray", "workers": 1, "sentences": n})
+    n, pairs = (50, 1000) if args.quick else (10_000, PAIRS)
+    cases = [{"engine": "local"}, {"engine": "ray", "workers": 1}] + \
+        ([] if args.quick else [{"engine": "ray", "workers": 2}])
+    cases = [{**case, "sentences": n, "pairs": pairs} for case in cases]
     runs = [common.run_child("ray_scaling.py", case) for case in cases]
     for run in runs:
         per_sentence = run["encode_s"] / run["sentences"]
@@ -91,7 +91,7 @@ def main() -> None:
                               "projected_s_per_million", "projected_h_per_million"])
     if speedup is not None:
         print(f"\nray: 2 workers encode {speedup}x as fast as 1")
-    common.save("ray_scaling", args, {"pairs": PAIRS, "seed": SEED, "runs": runs,
+    common.save("ray_scaling", args, {"pairs": pairs, "seed": SEED, "runs": runs,
                                       "ray_speedup_2_vs_1_workers": speedup})
 
 

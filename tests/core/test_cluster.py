@@ -1,7 +1,8 @@
 """The Ray engine builds the same profile as the local one, on a local 2-CPU Ray instance.
 
-One Ray instance and one distributed build (through the CLI) serve the whole module: Ray's start
-and the encoder actors' model loading dominate the time. Real AG News sentences from ../shared/data.
+One Ray instance, one distributed build (through the CLI), one loaded float32 model and one
+embedding cache (the anchors, encoded once) serve the whole module: Ray's start and the encoder
+actors' model loading dominate the time. Real AG News sentences from ../shared/data.
 """
 
 from __future__ import annotations
@@ -15,26 +16,41 @@ import pytest
 
 from calibsim_gui import cli
 from calibsim_gui.core import cluster
+from calibsim_gui.core.cache import EmbeddingCache
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.inputs import load_documents
+from calibsim_gui.core.models import load_model
 from calibsim_gui.core.profile import ReferenceProfile
 from calibsim_gui.core.profile_builder import build_profile
 from tests.conftest import DATA
 
-PAIRS, SEED = 2500, 4          # 2,500 pairs of ~1,300 texts: several rounds, sketches past their exact size
+PAIRS, SEED = 2500, 4          # 2,500 pairs of 700 texts: several rounds, sketches past their exact size
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """1,000 AG News descriptions in a .txt (with blank lines and repeats) and 300 titles in a CSV."""
+    """500 AG News descriptions in a .txt (with blank lines and repeats) and 200 titles in a CSV:
+    more distinct sentences than the model has dimensions, so whitening spans them all."""
     frame = pd.read_csv(DATA / "agnews" / "test.csv", dtype=str, keep_default_na=False)
-    lines = [" ".join(t.replace("\\", " ").split()) for t in frame["description"][:1000]]
+    lines = [" ".join(t.replace("\\", " ").split()) for t in frame["description"][:500]]
     folder = tmp_path_factory.mktemp("corpus")
     text = folder / "news.txt"
-    text.write_text("\n".join(lines[:500] + ["", "   "] + lines[500:] + lines[:40]) + "\n")
+    text.write_text("\n".join(lines[:250] + ["", "   "] + lines[250:] + lines[:40]) + "\n")
     table = folder / "titles.csv"
-    pd.DataFrame({"label": frame["label"][:300], "title": frame["title"][:300]}).to_csv(table, index=False)
+    pd.DataFrame({"label": frame["label"][:200], "title": frame["title"][:200]}).to_csv(table, index=False)
     return [text, table]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    """The built-in model in float32, the precision the Ray build is given too."""
+    return load_model(None, device="cpu", precision="float32")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One embedding cache for both builds: the anchors are encoded once, by the first."""
+    return tmp_path_factory.mktemp("cache")
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +62,14 @@ def ray_instance():
 
 
 @pytest.fixture(scope="module")
-def local_profile(real_embedder, corpus):
+def local_profile(embedder, corpus, cache_dir):
     texts = load_documents(corpus, column="title").texts
-    return build_profile(real_embedder, texts, n_pairs=PAIRS, seed=SEED)
+    return build_profile(embedder, texts, n_pairs=PAIRS, seed=SEED,
+                         cache=EmbeddingCache(cache_dir / "embeddings.sqlite"))
 
 
 @pytest.fixture(scope="module")
-def ray_build(ray_instance, corpus, tmp_path_factory):
+def ray_build(ray_instance, corpus, cache_dir, tmp_path_factory):
     """`calibsim profile build --engine ray` on the corpus; its output, stderr and the blocks'
     statistics as the driver received them."""
     out = tmp_path_factory.mktemp("ray") / "ray.calibsim-profile"
@@ -62,8 +79,9 @@ def ray_build(ray_instance, corpus, tmp_path_factory):
         patch.setattr(cluster.BlockTotals, "add", lambda self, table, digest: (
             blocks.append(table), add(self, table, digest))[1])
         patch.setattr(sys, "stderr", err)
+        patch.setenv("CALIBSIM_CACHE_DIR", str(cache_dir))
         patch.setattr(cluster, "CHUNK_PAIRS", 700)         # the pairs are scored in 4 merged chunks
-        code = cli.main(["profile", "build", "--engine", "ray", "--workers", "2",
+        code = cli.main(["profile", "build", "--engine", "ray", "--workers", "2", "--precision", "float32",
                          "--background", *map(str, corpus), "--column", "title",
                          "--pairs", str(PAIRS), "--seed", str(SEED), "--out", str(out)])
         messages = err.getvalue()
@@ -101,7 +119,7 @@ def test_ray_build_equals_the_local_build_on_the_same_sentences(ray_build, local
     ray_info = profile.provenance["ray"]
     assert profile.provenance["engine"] == "ray" and ray_info["workers"] == 2
     assert ray_info["blocks"] == len(blocks) >= 4
-    assert ray_info["sentences_read"] == 1000 + 40 + 300        # blank lines dropped, repeats kept
+    assert ray_info["sentences_read"] == 500 + 40 + 200         # blank lines dropped, repeats kept
     assert profile.provenance["background"]["sentences"] < ray_info["sentences_read"]
     assert [f["name"] for f in profile.provenance["background"]["files"]] == ["news.txt", "titles.csv"]
     assert "blocks on 2 cpu workers" in messages
@@ -110,12 +128,12 @@ def test_ray_build_equals_the_local_build_on_the_same_sentences(ray_build, local
 
 
 @pytest.mark.slow
-def test_block_statistics_add_up_the_same_in_any_order(ray_build, real_embedder):
+def test_block_statistics_add_up_the_same_in_any_order(ray_build, embedder):
     _, _, blocks = ray_build
-    digest = real_embedder.fingerprint.digest
+    digest = embedder.fingerprint.digest
     totals = []
     for seed in range(3):
-        folded = cluster.BlockTotals(real_embedder.dimension)
+        folded = cluster.BlockTotals(embedder.dimension)
         for i in np.random.default_rng(seed).permutation(len(blocks)):
             folded.add(blocks[i], digest)
         folded.add_repeated()
