@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--force", action="store_true")
     s = psub.add_parser("show", help="summarise a profile")
     s.add_argument("profile")
+    u = psub.add_parser("upgrade", help="make a calibsim 0.1 profile current (backgrounds kept; the "
+                                        "calibrated scale is measured again with its model)")
+    u.add_argument("profile")
+    u.add_argument("--out", required=True, help="upgraded profile to write")
+    u.add_argument("--force", action="store_true")
+    _add_model_options(u)
 
     p = sub.add_parser("score", help="score a list of text pairs")
     p.add_argument("pairs", help="CSV, TSV or JSONL file of pairs")
@@ -121,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--norms", action="store_true",
                    help="add each text's vector length (<text column>_norm) next to dot products, for "
                         "models that do not normalise their embeddings")
+    p.add_argument("--interval", action="store_true",
+                   help="add <metric>_calibrated_lo and _hi: the 95%% interval of each calibrated "
+                        "score (anchor pairs and reference sentences resampled)")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
                         "expected human similarity on a 0-1 scale")
@@ -153,6 +162,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-a")
     p.add_argument("--text-b")
     p.add_argument("--encoding")
+    _add_model_options(p, model=False)
+
+    p = sub.add_parser("evaluate", help="check every score form against labelled pairs, for one or "
+                                        "more models")
+    p.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
+    p.add_argument("--scale", default="0,5", help="the scale the pairs were scored on (default 0,5)")
+    p.add_argument("--model", dest="models", action="append", metavar="MODEL",
+                   help="a model, scored as `calibsim score` does (repeat to compare models; "
+                        "default: the built-in one)")
+    p.add_argument("--profile", help="reference profile (one model only; default: each model's "
+                                     "built-in reference)")
+    p.add_argument("--label-column", "--label", dest="label",
+                   help="column of human scores (default: auto-detected, e.g. score or label)")
+    p.add_argument("--text-a")
+    p.add_argument("--text-b")
+    p.add_argument("--encoding")
+    p.add_argument("--metrics", type=lambda text: text.split(","),
+                   help="comma-separated metrics, e.g. cosine (default: all five)")
+    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+                   help="also evaluate the scores under a geometry fix (center, whiten, abtt; repeatable)")
+    p.add_argument("--human", metavar="FILE",
+                   help="a human calibration (one model only), fitted on other pairs than these")
+    p.add_argument("--out", help="also write the evaluation as .json")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
     _add_model_options(p, model=False)
 
     p = sub.add_parser("diagnose", help="how the model's embeddings fill the space, raw and under "
@@ -314,7 +347,26 @@ def cmd_profile(args) -> int:
         merged.save(out)
         print(f"wrote {out} ({merged.background_pairs} background pairs)")
         return 0
+    if args.profile_command == "upgrade":
+        return _upgrade_profile(args, out)
     return _build_profile(args, out)
+
+
+def _upgrade_profile(args, out: Path) -> int:
+    import json
+
+    from calibsim_gui.core.profile_builder import upgrade_profile
+
+    try:
+        old = json.loads(Path(args.profile).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read the profile ({exc}).", path=args.profile) from None
+    embedder = _load_model(args)
+    profile = upgrade_profile(old, embedder, cache=_cache(args), batch_size=args.batch_size)
+    profile.save(out)
+    print(f"wrote {out} ({profile.background_pairs} background pairs kept; calibrated scale measured "
+          f"with {embedder.fingerprint.id} in {profile.precision})")
+    return 0
 
 
 def _build_profile(args, out: Path) -> int:
@@ -381,7 +433,7 @@ def _build_profile(args, out: Path) -> int:
 def _print_score_summary(scored) -> None:
     prov = scored.provenance
     print(f"scored {prov['pairs']['scored']} of {prov['pairs']['rows']} pairs with "
-          f"{prov['model']['id']} on {prov['model']['device']}; references: "
+          f"{prov['model']['id']} on {prov['model']['device']} in {prov['model']['precision']}; references: "
           f"{prov['references']['profile']} ({prov['references']['background_pairs']} background pairs)")
     agreement = prov.get("agreement")
     if agreement:
@@ -395,6 +447,10 @@ def _print_score_summary(scored) -> None:
         for metric, row in table.items():
             print("  " + metric.ljust(10) + "".join(
                 (f"{row[f]:.2f}" if f in row else "-").rjust(15) for f in forms))
+    for metric, widths in prov["calibrated_interval"]["per_metric"].items():
+        if widths["median_width"] is not None:
+            print(f"{metric}_calibrated: 95% intervals typically {widths['median_width']:.3f} wide "
+                  f"(90% of pairs under {widths['p90_width']:.3f}; --interval adds them per pair)")
     for metric, sat in prov.get("background_saturation", {}).items():
         print(f"{metric}: {sat['share_beyond_p99']:.1%} of pairs above the background's 99th "
               f"percentile; percentiles are +/-{sat['percentile_halfwidth']:.2f} points (95%)")
@@ -402,8 +458,31 @@ def _print_score_summary(scored) -> None:
         print(f"note: {note}")
 
 
-def cmd_score(args) -> int:
+def _score_table(args, table, *, human=(), norms: bool = False, interval: bool = False):
+    """Load the model and its reference and score `table` as `calibsim score` does.
+
+    Returns
+    -------
+    (ScoredPairs, ReferenceProfile)
+    """
     from calibsim_gui.core.analysis import score_pairs
+
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    geometry = tuple(dict.fromkeys(["none", *args.geometry]))
+    progress = _Progress(args.quiet)
+    try:
+        scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
+                             human=human, norms=norms, interval=interval, cache=cache,
+                             batch_size=args.batch_size, progress=progress,
+                             memory_budget=args.memory_budget)
+    finally:
+        progress.close()
+    return scored, profile
+
+
+def cmd_score(args) -> int:
     from calibsim_gui.core.inputs import load_pairs
 
     if args.out and args.out != "-":
@@ -415,17 +494,7 @@ def cmd_score(args) -> int:
         from calibsim_gui.core.human import HumanFit
 
         human = [HumanFit.load(args.human).calibrator]
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
-    geometry = tuple(dict.fromkeys(["none", *args.geometry]))
-    progress = _Progress(args.quiet)
-    try:
-        scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
-                             human=human, norms=args.norms, cache=cache, batch_size=args.batch_size,
-                             progress=progress, memory_budget=args.memory_budget)
-    finally:
-        progress.close()
+    scored, profile = _score_table(args, table, human=human, norms=args.norms, interval=args.interval)
     if args.out == "-":
         scored.frame.to_csv(sys.stdout, index=False, float_format="%.10g")
         return 0
@@ -575,6 +644,73 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _print_evaluation(evaluation, results) -> None:
+    low, high = evaluation.scale
+    print(f"{evaluation.n_pairs:,} labelled pairs; human scores in '{evaluation.label}' on "
+          f"{low:g}-{high:g}, rescaled to 0-1 (mean {evaluation.label_mean:.3f})")
+    print("MAE and bias against the 0-1 human scores (n/a: the form has no 0-1 scale); top ties: "
+          "pairs sharing the highest score; mean: on 0-1 where MAE is given, else in the form's units")
+
+    def number(value, spec):
+        return "n/a" if value != value else format(value, spec)
+
+    for model, frame in evaluation.forms.items():
+        print(f"\nmodel {model}; references: {results[model].provenance['references']['profile']}")
+        width = max(map(len, frame.index)) + 2
+        print("  " + "column".ljust(width)
+              + "".join(h.rjust(10) for h in ("MAE", "top ties", "Spearman", "mean", "bias")))
+        for column, row in frame.iterrows():
+            print("  " + column.ljust(width) + number(row["mae"], ".3f").rjust(10)
+                  + f"{row['top_ties']:.1%}".rjust(10) + number(row["spearman_x100"], ".2f").rjust(10)
+                  + number(row["mean"], ".3f").rjust(10) + number(row["bias"], "+.3f").rjust(10))
+    if evaluation.differences:
+        print("\nmean |difference| between models, forms on a 0-1 scale:")
+        for column, diff in evaluation.differences.items():
+            pairs = diff["by_pair"]
+            detail = "" if len(pairs) == 1 else "  (" + ", ".join(f"{k} {v:.3f}" for k, v in pairs.items()) + ")"
+            print(f"  {column:<30} {diff['mean_abs_diff']:.3f}{detail}")
+
+
+def cmd_evaluate(args) -> int:
+    from calibsim_gui.core.atomic import write_text_atomic
+    from calibsim_gui.core.evaluation import evaluate
+    from calibsim_gui.core.human import HumanFit, load_human_pairs
+    from calibsim_gui.core.output import check_output_path, dump_json
+    from calibsim_gui.core.provenance import file_digest
+
+    if args.out:
+        out = check_output_path(args.out, inputs=[args.pairs], force=args.force)
+        if out.suffix.lower() != ".json":
+            raise InputError("an evaluation is written as JSON.", path=out, fix="end --out with .json")
+    specs = args.models or [None]
+    if len(specs) > 1 and (args.profile or args.human):
+        raise InputError("--profile and --human belong to one model.",
+                         fix="leave them out to evaluate several models, each with its built-in reference")
+    pairs = load_human_pairs(args.pairs, scale=_scale(args.scale), text_a=args.text_a,
+                             text_b=args.text_b, label=args.label, encoding=args.encoding)
+    human = [HumanFit.load(args.human).calibrator] if args.human else []
+    results = {}
+    for spec in specs:
+        args.model = spec
+        scored, _ = _score_table(args, pairs.table, human=human)
+        model = scored.provenance["model"]["id"]
+        if model in results:
+            raise InputError(f"model {model} is given twice.", fix="give each --model once")
+        results[model] = scored
+    evaluation = evaluate(results, scale=pairs.scale)
+    for note in dict.fromkeys(note for scored in results.values() for note in scored.notes):
+        _say(args, f"note: {note}")
+    _print_evaluation(evaluation, results)
+    if args.out:
+        write_text_atomic(out, dump_json({
+            "format": "calibsim-evaluation", "schema_version": 1,
+            "input": {"file": str(pairs.table.path), "sha256": file_digest(pairs.table.path)},
+            **evaluation.to_dict(),
+            "provenance": {model: scored.provenance for model, scored in results.items()}}))
+        print(f"wrote {out}")
+    return 0
+
+
 def cmd_diagnose(args) -> int:
     from calibsim_gui.core.atomic import write_text_atomic
     from calibsim_gui.core.encoding import encode_texts
@@ -635,7 +771,7 @@ def main(argv=None) -> int:
         return run_app(screenshot_dir=args.screenshot)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
                "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
-               "compare": cmd_compare, "doctor": cmd_doctor}[args.command]
+               "compare": cmd_compare, "doctor": cmd_doctor, "evaluate": cmd_evaluate}[args.command]
     try:
         return command(args)
     except CalibsimError as exc:

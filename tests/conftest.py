@@ -72,6 +72,15 @@ def real_embedder():
 
 
 @pytest.fixture(scope="session")
+def derived_model_dirs(tmp_path_factory):
+    """Model folders derived from the built-in model (see tests/derived_models.py), built once:
+    kind ("compressed", "shallow", "shifted") -> folder."""
+    from tests.derived_models import write_derived_models
+
+    return write_derived_models(tmp_path_factory.mktemp("derived-models"))
+
+
+@pytest.fixture(scope="session")
 def stsb_test_path():
     path = DATA / "stsb" / "test.csv"
     if not path.exists():

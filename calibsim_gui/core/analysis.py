@@ -24,6 +24,7 @@ from calibsim_gui.core.provenance import library_versions
 from calibsim_gui.core.query_scale import pair_zscores, text_scales
 
 SATURATION_QUANTILE = 0.99
+INTERVAL_SAMPLE = 2000          # pairs whose calibrated intervals summarise a run's uncertainty
 UNIT_NORM_TOLERANCE = 1e-3
 
 
@@ -149,8 +150,9 @@ class PairChunk:
 
 
 def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
-                     human=(), norms: bool = False, cache=None, batch_size: int = 64,
-                     chunk_pairs: int = 512, memory_budget: int | None = None, should_stop=None):
+                     human=(), norms: bool = False, interval: bool = False, cache=None,
+                     batch_size: int = 64, chunk_pairs: int = 512, memory_budget: int | None = None,
+                     should_stop=None):
     """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
 
     Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
@@ -177,7 +179,7 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     texts_b = frame[table.text_b].to_numpy()
     n_texts = len(pd.unique(np.concatenate([texts_a[rows], texts_b[rows]])))
     per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
-    n_columns = per_metric * sum(map(len, plan.values())) + len(human) + 2 * norms
+    n_columns = (per_metric + 2 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
     check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
                  memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
                  fix="split the pairs file into parts or choose fewer metrics")
@@ -211,12 +213,13 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
                         primary)
     encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
     return _assemble(table, scored, embedder, profile, encoding, (list(known), vectors), first, second,
-                     raw, plan, plan_notes, human, norms, cache)
+                     raw, plan, plan_notes, human, norms, interval, cache)
 
 
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
-                human=(), norms: bool = False, cache=None, batch_size: int = 64, progress=None,
-                memory_budget: int | None = None, should_stop=None) -> ScoredPairs:
+                human=(), norms: bool = False, interval: bool = False, cache=None,
+                batch_size: int = 64, progress=None, memory_budget: int | None = None,
+                should_stop=None) -> ScoredPairs:
     """Score every pair of `table` (a `PairTable`) with every metric and calibration.
 
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
@@ -236,12 +239,15 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
         Each adds ``<metric>_human[@<geometry>]``: expected human similarity in [0, 1].
     norms : bool
         Add ``<text column>_norm`` for both texts (vector lengths, before any geometry fix).
+    interval : bool
+        Add ``<metric>_calibrated_lo`` and ``_hi``: the 95 % interval of each calibrated score.
+        Its typical width is in the provenance (``calibrated_interval``) either way.
     memory_budget : int or None
         Bytes the run may hold at once; see `iter_score_pairs`.
     """
     steps = iter_score_pairs(table, embedder, profile, metrics=metrics, geometry=geometry,
-                             human=human, norms=norms, cache=cache, batch_size=batch_size,
-                             memory_budget=memory_budget, should_stop=should_stop)
+                             human=human, norms=norms, interval=interval, cache=cache,
+                             batch_size=batch_size, memory_budget=memory_budget, should_stop=should_stop)
     while True:
         try:
             chunk = next(steps)
@@ -252,7 +258,7 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
 
 
 def _assemble(table, scored, embedder, profile, encoding, distinct, first, second, raw, plan,
-              plan_notes, human, norms, cache) -> ScoredPairs:
+              plan_notes, human, norms, interval, cache) -> ScoredPairs:
     """Calibrate the raw scores and put table, columns, provenance and notes together.
 
     `distinct` is ``(texts, vectors)`` of the distinct texts; pair i is rows ``first[i]`` and
@@ -278,7 +284,7 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         out[scored] = values
         return out
 
-    saturation = {}
+    saturation, intervals = {}, {}
     for g, names in plan.items():
         references = profile.references(g)
         reference = None
@@ -291,6 +297,15 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
             columns[score_column(name, "raw", g)] = full(values)
             for form, calibrated in profile.calibrate(name, values, g).items():
                 columns[score_column(name, form, g)] = full(calibrated)
+            similarity, curve = METRICS[name].as_similarity(values), references[name].calibrators["calibrated"]
+            if interval:
+                for form, end in zip(("calibrated_lo", "calibrated_hi"), curve.interval(similarity)):
+                    columns[score_column(name, form, g)] = full(end)
+            sample = similarity[np.linspace(0, len(similarity) - 1, min(len(similarity), INTERVAL_SAMPLE)).astype(int)]
+            widths = np.subtract(*curve.interval(sample)[::-1])
+            intervals[name if g == "none" else f"{name}@{g}"] = {
+                "median_width": float(np.median(widths)) if len(widths) else None,
+                "p90_width": float(np.quantile(widths, 0.9)) if len(widths) else None}
             if reference is not None:
                 columns[score_column(name, "query_zscore", g)] = full(
                     pair_zscores(METRICS[name].as_similarity(values), scales[name], first, second))
@@ -309,6 +324,9 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
             "metric": calibrator.metric, "geometry": calibrator.geometry, "scale": calibrator.scale,
             "model": calibrator.model, "pairs": calibrator.n_pairs_, "warnings": calibrator.warnings_})
         notes += calibrator.warnings_
+    provenance["calibrated_interval"] = {"confidence": 0.95, "per_metric": intervals}
+    if interval:
+        provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in ("calibrated_lo", "calibrated_hi")})
     if saturation:
         provenance["background_saturation"] = saturation
         worst = max(saturation.items(), key=lambda kv: kv[1]["share_beyond_p99"])

@@ -45,79 +45,132 @@ class Calibrator:
         for name in kind._state:
             value = d[name]
             setattr(obj, name, np.asarray(value, dtype=np.float64) if name in kind._arrays else value)
+        obj._validate()
         return obj
+
+    def _validate(self) -> None:
+        """Raise ValueError if loaded state could not have come from `fit` (hand-edited files)."""
 
 
 def _as_scores(scores) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64)
 
 
-class LadderCalibrator(Calibrator):
-    """Monotone piecewise-linear map through anchor levels (x = level median, y = level target).
+class ReferenceCurveCalibrator(Calibrator):
+    """calibsim's default: 0 = a typical pair of unrelated sentences, 1 = identical text, and in
+    between a power curve fitted to every anchor pair.
 
-    Beyond the lowest level the map decays smoothly towards 0, beyond the highest level below 1
-    it rises smoothly towards 1, so no scores are clipped into ties. A level with target 1.0
-    (identical texts) is pinned at its *lowest* score so every identical pair reaches the top.
-    Levels whose medians are out of order are pooled (pool-adjacent-violators) and reported in
-    ``violations_``.
+    With ``t = (s - unrelated_) / (identical_ - unrelated_)`` the map is ``t ** gamma_``, where
+    `unrelated_` is the median score of all pairs of calibsim's reference sentences, `identical_`
+    the score of a text with itself, and `gamma_` the exponent that best fits the anchor pairs'
+    targets (least squares over all pairs, not one median per level). Below
+    ``LOW`` and above ``HIGH`` the curve continues as hyperbolic tails towards 0 and 1 with the
+    same slope, so the map is smooth, strictly increasing and never ties scores at either end.
+
+    Resampling the anchor pairs (within their levels) and the reference sentences gives
+    ``gamma_resampled_`` and ``unrelated_resampled_``: `interval` maps a score through each
+    resampled curve. ``violations_`` names levels whose median scores fall out of order.
     """
 
-    _state = ("x_", "y_", "violations_")
-    _arrays = ("x_", "y_")
+    _settings = ("n_resamples", "seed")
+    _state = ("unrelated_", "identical_", "gamma_", "unrelated_resampled_", "gamma_resampled_",
+              "violations_")
+    _arrays = ("unrelated_resampled_", "gamma_resampled_")
+    LOW, HIGH = 0.01, 0.999                        # where the power curve hands over to the tails
+    _GAMMAS = np.geomspace(0.2, 5.0, 321)          # candidate exponents (1 % apart)
+    _INTERVAL_CHUNK = 8192                         # scores mapped through every curve at once
 
-    def fit(self, scores, levels, targets: dict[str, float]) -> "LadderCalibrator":
-        """Fit from anchor pair scores.
+    def __init__(self, *, n_resamples: int = 200, seed: int = 0):
+        self.n_resamples, self.seed = n_resamples, seed
+
+    def fit(self, scores, levels, targets: dict[str, float], *, unrelated, identical: float
+            ) -> "ReferenceCurveCalibrator":
+        """Fit from the anchor pairs and the two ends of the scale.
 
         Parameters
         ----------
         scores : array-like of shape (n_pairs,), "higher = more similar"
         levels : sequence of str of shape (n_pairs,), each pair's level name
         targets : dict level name -> target value in [0, 1]
+        unrelated : array-like of shape (1 + n_resamples,)
+            Median score of the reference sentences' pairs, then the same over resampled sentences
+            (`reference_scale.unrelated_medians`).
+        identical : float
+            The score of a text with itself.
         """
-        scores, levels = _as_scores(scores), np.asarray(levels)
-        names = sorted({str(v) for v in levels}, key=lambda n: targets[n])
+        scores, levels = _as_scores(scores), np.asarray(levels).astype(str)
+        unrelated = _as_scores(unrelated)
+        if not identical > unrelated.max():
+            raise ValueError(f"identical texts ({identical:.4g}) must score above unrelated ones "
+                             f"({unrelated.max():.4g})")
+        names = sorted(set(levels), key=targets.__getitem__)
         if len(names) < 2:
             raise ValueError("an anchor ladder needs pairs on at least two levels")
-        xs, ys = [], []
-        for name in names:
-            level_scores = scores[levels == name]
-            top = targets[name] >= 1.0
-            xs.append(level_scores.min() - 1e-6 * max(1.0, abs(level_scores.min()))
-                      if top else float(np.median(level_scores)))
-            ys.append(float(targets[name]))
+        medians = [np.median(scores[levels == name]) for name in names]
         self.violations_ = [f"{names[i + 1]} scores below {names[i]}"
-                            for i in range(len(names) - 1) if xs[i + 1] <= xs[i]]
-        blocks = [[x, y, 1] for x, y in zip(xs, ys)]
-        merged = []
-        for block in blocks:                        # pool adjacent violators on x
-            merged.append(block)
-            while len(merged) > 1 and merged[-1][0] <= merged[-2][0]:
-                x2, y2, w2 = merged.pop()
-                x1, y1, w1 = merged.pop()
-                merged.append([(x1 * w1 + x2 * w2) / (w1 + w2), (y1 * w1 + y2 * w2) / (w1 + w2),
-                               w1 + w2])
-        self.x_ = np.array([b[0] for b in merged])
-        self.y_ = np.array([b[1] for b in merged])
-        if len(self.x_) < 2:
-            raise ValueError("anchor levels collapse into one score; the ladder cannot separate them")
+                            for i in range(len(names) - 1) if medians[i + 1] <= medians[i]]
+        y = np.array([targets[name] for name in levels])
+        rng = np.random.default_rng(self.seed)
+        weights = np.ones((1 + self.n_resamples, len(scores)))
+        for name in names:                         # resample pairs within each level
+            members = np.flatnonzero(levels == name)
+            picks = rng.choice(members, size=(self.n_resamples, len(members)))
+            weights[1:, members] = 0
+            for row, chosen in enumerate(picks, start=1):
+                np.add.at(weights[row], chosen, 1)
+        ends = np.resize(unrelated, 1 + self.n_resamples)
+        gammas = self._fit_gammas(scores, y, weights, ends, float(identical))
+        self.unrelated_, self.identical_, self.gamma_ = float(unrelated[0]), float(identical), float(gammas[0])
+        self.unrelated_resampled_, self.gamma_resampled_ = ends[1:], gammas[1:]
         return self
+
+    @classmethod
+    def _fit_gammas(cls, scores, y, weights, unrelated, identical) -> np.ndarray:
+        """Least-squares exponent per row of `weights` (row k uses ``unrelated[k]``)."""
+        out = np.empty(len(weights))
+        for k, (w, low) in enumerate(zip(weights, unrelated)):
+            t = np.clip((scores - low) / (identical - low), 0.0, 1.0)
+            loss = ((t[None, :] ** cls._GAMMAS[:, None] - y) ** 2) @ w
+            out[k] = cls._GAMMAS[int(np.argmin(loss))]
+        return out
+
+    def _validate(self) -> None:
+        ends = np.append(self.unrelated_resampled_, [self.unrelated_, self.identical_])
+        gammas = np.append(self.gamma_resampled_, self.gamma_)
+        if not (np.isfinite(ends).all() and (ends[:-1] < self.identical_).all()
+                and len(self.unrelated_resampled_) == len(self.gamma_resampled_)
+                and ((gammas >= self._GAMMAS[0]) & (gammas <= self._GAMMAS[-1])).all()):
+            raise ValueError("the calibrated scale's ends or exponents are inconsistent")
 
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
-        s = _as_scores(scores)
-        x, y = self.x_, self.y_
-        out = np.interp(s, x, y)
-        low_slope = (y[1] - y[0]) / (x[1] - x[0])
-        high_slope = (y[-1] - y[-2]) / (x[-1] - x[-2])
-        below, above = s < x[0], s > x[-1]
-        if y[0] > 0:
-            out[below] = y[0] * np.exp(low_slope * (s[below] - x[0]) / y[0])
-        else:
-            out[below] = y[0] + low_slope * (s[below] - x[0])
-        if y[-1] < 1:
-            out[above] = 1 - (1 - y[-1]) * np.exp(-high_slope * (s[above] - x[-1]) / (1 - y[-1]))
-        else:
-            out[above] = y[-1]
+        return self._curve(_as_scores(scores), self.unrelated_, self.gamma_)
+
+    def interval(self, scores, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper ends of the `confidence` interval of each calibrated score.
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (n_scores,)
+        """
+        self._check_fitted()
+        s = _as_scores(scores).reshape(-1)
+        lo, hi, tail = np.empty_like(s), np.empty_like(s), 50 * (1 - confidence)
+        for start in range(0, len(s), self._INTERVAL_CHUNK):
+            part = slice(start, start + self._INTERVAL_CHUNK)
+            curves = np.stack([self._curve(s[part], low, gamma)
+                               for low, gamma in zip(self.unrelated_resampled_, self.gamma_resampled_)])
+            lo[part], hi[part] = np.percentile(curves, [tail, 100 - tail], axis=0)
+        return lo, hi
+
+    def _curve(self, s: np.ndarray, low: float, gamma: float) -> np.ndarray:
+        t = (s - low) / (self.identical_ - low)
+        t_low, t_high = self.LOW ** (1 / gamma), self.HIGH ** (1 / gamma)
+        out = np.clip(t, t_low, t_high) ** gamma
+        below, above = t < t_low, t > t_high
+        slope_low, slope_high = gamma * t_low ** (gamma - 1), gamma * t_high ** (gamma - 1)
+        out[below] = self.LOW / (1 + slope_low * (t_low - t[below]) / self.LOW)
+        out[above] = 1 - (1 - self.HIGH) / (1 + slope_high * (t[above] - t_high) / (1 - self.HIGH))
         return np.where(np.isnan(s), np.nan, out)
 
 
@@ -295,5 +348,5 @@ class TailSurpriseCalibrator(Calibrator):
         return np.where(np.isnan(s), np.nan, -logsf)
 
 
-CALIBRATORS = {c.__name__: c for c in (LadderCalibrator, MinMaxCalibrator, ZScoreCalibrator,
+CALIBRATORS = {c.__name__: c for c in (ReferenceCurveCalibrator, MinMaxCalibrator, ZScoreCalibrator,
                                        PercentileCalibrator, TailSurpriseCalibrator)}

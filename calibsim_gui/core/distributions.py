@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from calibsim_gui.core.metrics import METRICS
 
 MAX_BINS = 60
 MIN_BINS = 24
+MAP_POINTS = 200        # grid points of the calibrated map's curve
+MAP_MARGIN = 0.06       # the map's score axis reaches this share of its span beyond the references
+LEVEL_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                "#17becf", "#bcbd22", "#7f7f7f")    # anchor levels in the app's map and the report's
 
 
 def histogram_edges(n_user: int, *groups) -> np.ndarray:
@@ -62,3 +68,59 @@ def histograms(user, bg_values, bg_weights, anchors) -> tuple[np.ndarray, np.nda
                if len(bg_values) else np.zeros(0))
     counts = np.histogram(user, edges)[0].astype(float)
     return edges, density, counts
+
+
+@dataclass(frozen=True)
+class CalibratedMap:
+    """The default calibrated scale of one metric (`ReferenceCurveCalibrator`) as arrays.
+
+    Scores are the metric's "higher = more similar" view (distances negated).
+
+    Attributes
+    ----------
+    x : ndarray of shape (MAP_POINTS,)
+        Scores from below the lowest reference to beyond the highest.
+    y, lo, hi : ndarray of shape (MAP_POINTS,)
+        The calibrated value of `x` and its 95 % interval.
+    unrelated, identical : float
+        The scores mapped to 0 (a typical pair of unrelated sentences) and 1 (identical text).
+    scores, targets : ndarray of shape (n_pairs,)
+        Each anchor pair's score and its level's target.
+    levels : list of (label, target, ndarray of pair indices)
+        The anchor levels that have pairs, in ladder order.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    unrelated: float
+    identical: float
+    scores: np.ndarray
+    targets: np.ndarray
+    levels: list[tuple[str, float, np.ndarray]]
+
+
+def similarity_label(metric: str) -> str:
+    """Axis title of a metric's "higher = more similar" view: raw cosine, negated distances."""
+    if METRICS[metric].higher_is_similar:
+        return f"raw {metric} (higher = more similar)"
+    return f"−{metric}: raw distance negated (higher = more similar)"
+
+
+def calibrated_map(profile, metric: str, geometry: str = "none") -> CalibratedMap:
+    """What the "Calibrated map" shows for `metric` under `geometry`: the fitted curve with its
+    band, the two ends of the scale and the anchor pairs at their levels' targets."""
+    reference = profile.references(geometry)[metric]
+    curve = reference.calibrators["calibrated"]
+    scores = reference.anchor_scores
+    low, high = min(scores.min(), curve.unrelated_), max(scores.max(), curve.identical_)
+    margin = MAP_MARGIN * (high - low)
+    x = np.linspace(low - margin, high + margin, MAP_POINTS)
+    levels = np.array([pair.level for pair in profile.anchors.pairs])
+    targets = profile.anchors.targets
+    return CalibratedMap(
+        x, curve.transform(x), *curve.interval(x), curve.unrelated_, curve.identical_, scores,
+        np.array([targets[name] for name in levels]),
+        [(level.label, level.target, np.flatnonzero(levels == level.name))
+         for level in profile.anchors.levels if (levels == level.name).any()])

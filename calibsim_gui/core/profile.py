@@ -9,8 +9,11 @@ Geometry fixes (`calibsim_gui.core.geometry`) are optional: for each one the pro
 transform fitted on the background texts and, for the metrics it was built for (cosine by
 default), the same references computed on transformed embeddings, so a score under a fix is
 calibrated against the background under the same fix. Profiles written before geometry fixes
-existed have no ``"geometries"`` entry and offer only "none"; older calibsim versions ignore
-the entry, so the schema version stays 1.
+existed have no ``"geometries"`` entry and offer only "none".
+
+Schema 2 (calibsim 0.2) adds the two ends of the default calibrated scale per metric: the median
+score of calibsim's reference sentence pairs ("unrelated") and a text's score with itself
+("identical"). Schema 1 profiles are refused with the command that rebuilds them.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from calibsim_gui.core.atomic import write_text_atomic
 from calibsim_gui.core.calibrators import (
     MIN_BACKGROUND_PAIRS,
     Calibrator,
-    LadderCalibrator,
     MinMaxCalibrator,
+    ReferenceCurveCalibrator,
     PercentileCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
@@ -47,14 +50,19 @@ from calibsim_gui.core.models import ModelFingerprint
 from calibsim_gui.core.sketch import ScoreSketch
 
 FORMAT = "calibsim-profile"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SUFFIX = ".calibsim-profile"
 
 ANCHOR_FORMS = ("calibrated", "anchor_minmax")
 BACKGROUND_FORMS = ("bg_minmax", "bg_percentile", "bg_zscore", "bg_surprise")
 FORM_DESCRIPTIONS = {
     "raw": "the model's own score, in the metric's orientation",
-    "calibrated": "expected similarity on a 0-1 human scale (anchor ladder map; higher = more similar)",
+    "calibrated": "similarity on a 0-1 scale: 0 = a typical pair of unrelated sentences, 1 = identical "
+                  "text, a power curve fitted to the anchor ladder in between (higher = more similar)",
+    "calibrated_lo": "lower end of the 95 % interval of <metric>_calibrated (anchor pairs and reference "
+                     "sentences resampled)",
+    "calibrated_hi": "upper end of the 95 % interval of <metric>_calibrated (anchor pairs and reference "
+                     "sentences resampled)",
     "anchor_minmax": "0 at the lowest anchor level, 1 at the highest (higher = more similar)",
     "bg_minmax": "0 at the least similar background pair, 1 at the most similar (higher = more similar)",
     "bg_percentile": "percent of random background pairs scoring below (0-100; higher = more similar)",
@@ -70,21 +78,25 @@ FORM_DESCRIPTIONS = {
 
 @dataclass
 class MetricReference:
-    """One metric's references: anchor scores, background sketch, fitted calibrators."""
+    """One metric's references: anchor scores, the ends of the calibrated scale, background
+    sketch, fitted calibrators (all scores "higher = more similar")."""
 
-    anchor_scores: np.ndarray                 # "higher = more similar", one per anchor pair
+    anchor_scores: np.ndarray                 # one per anchor pair
+    unrelated: np.ndarray                     # median reference-pair score, then resampled medians
+    identical: float                          # a text's score with itself
     background: ScoreSketch | None = None
     calibrators: dict[str, Calibrator] = field(default_factory=dict)
 
     def fit(self, anchors: AnchorSet) -> "MetricReference":
-        """(Re)fit every calibrator from the anchor scores and the background."""
+        """(Re)fit every calibrator from the anchor scores, the scale's ends and the background."""
         levels = np.array([p.level for p in anchors.pairs])
         targets = anchors.targets
         order = sorted({str(v) for v in levels}, key=targets.get)
         lowest = self.anchor_scores[levels == order[0]]
         highest = self.anchor_scores[levels == order[-1]]
         self.calibrators = {
-            "calibrated": LadderCalibrator().fit(self.anchor_scores, levels, targets),
+            "calibrated": ReferenceCurveCalibrator().fit(self.anchor_scores, levels, targets,
+                                                         unrelated=self.unrelated, identical=self.identical),
             "anchor_minmax": MinMaxCalibrator().fit(np.median(lowest), np.median(highest)),
         }
         if self.background is not None:
@@ -98,7 +110,8 @@ class MetricReference:
         return self
 
     def to_dict(self) -> dict:
-        return {"anchor_scores": self.anchor_scores.tolist(),
+        return {"anchor_scores": self.anchor_scores.tolist(), "unrelated": self.unrelated.tolist(),
+                "identical": self.identical,
                 "background": None if self.background is None else self.background.to_dict(),
                 "calibrators": {k: c.to_dict() for k, c in self.calibrators.items()}}
 
@@ -106,6 +119,7 @@ class MetricReference:
     def from_dict(cls, d: dict) -> "MetricReference":
         bg = d.get("background")
         return cls(np.asarray(d["anchor_scores"], dtype=np.float64),
+                   np.asarray(d["unrelated"], dtype=np.float64), float(d["identical"]),
                    None if bg is None else ScoreSketch.from_dict(bg),
                    {k: Calibrator.from_dict(c) for k, c in d["calibrators"].items()})
 
@@ -260,6 +274,10 @@ class ReferenceProfile:
             raise ProfileError(f"{where}not a calibsim profile (a JSON {type(d).__name__}, not an object).")
         if d.get("format") != FORMAT:
             raise ProfileError(f"{where}not a calibsim profile (format is {d.get('format')!r}).")
+        if d.get("schema_version") == 1:
+            raise ProfileError(f"{where}profile was made by calibsim 0.1, whose calibrated scale is "
+                               "retired; upgrade it in seconds (backgrounds kept) with `calibsim "
+                               "profile upgrade FILE --out NEW`.")
         if d.get("schema_version") != SCHEMA_VERSION:
             raise ProfileError(f"{where}profile schema version {d.get('schema_version')!r} is not "
                                f"supported (this calibsim reads version {SCHEMA_VERSION}); rebuild "
@@ -330,7 +348,8 @@ def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> Referen
     for name, ref in first.metrics.items():
         background = ScoreSketch.from_dict(ref.background.to_dict())
         background.merge(second.metrics[name].background)
-        metrics[name] = MetricReference(ref.anchor_scores, background).fit(first.anchors)
+        metrics[name] = MetricReference(ref.anchor_scores, ref.unrelated, ref.identical,
+                                        background).fit(first.anchors)
     samples = [p.query_reference for p in (first, second) if p.query_reference is not None]
     query_reference = None
     if samples:

@@ -30,15 +30,22 @@ from calibsim_gui.core.geometry import (
     GEOMETRIES,
     GeometryTransform,
     apply_geometry,
+    decode_array,
     embedding_moments,
     fit_geometries_from_moments,
     get_geometries,
 )
 from calibsim_gui.core.memory import check_budget, profile_build_bytes
-from calibsim_gui.core.models import embedder_precision
+from calibsim_gui.core.models import ModelFingerprint, embedder_precision
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
 from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
+from calibsim_gui.core.reference_scale import (
+    N_RESAMPLES,
+    identical_score,
+    reference_sentences,
+    unrelated_medians,
+)
 from calibsim_gui.core.resources import resource_path
 from calibsim_gui.core.sketch import ScoreSketch
 
@@ -82,6 +89,22 @@ def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[n
     """Embeddings of the anchor pairs' first texts and of their second texts."""
     texts = [p.text_a for p in anchors.pairs] + [p.text_b for p in anchors.pairs]
     return np.split(encode_texts(embedder, texts, **encode_options).embeddings, 2)
+
+
+def _metric_references(a, b, reference, metrics, transform=None, backgrounds=None,
+                       ) -> dict[str, MetricReference]:
+    """Unfitted references of `metrics` under `transform`: anchor pair scores (`a`, `b`), the
+    scale's ends (`reference` sentence embeddings, anchor texts with themselves), backgrounds."""
+    a, b, reference = (apply_geometry(transform, x) for x in (a, b, reference))
+    scores, texts = _similarities(a, b, metrics), np.concatenate([a, b])
+    return {m: MetricReference(scores[m], unrelated_medians(reference, m), identical_score(texts, m),
+                               None if backgrounds is None else backgrounds[m]) for m in metrics}
+
+
+def _scale_provenance(n_sentences: int) -> dict:
+    return {"unrelated": f"median of all pairs of calibsim's {n_sentences} reference sentences",
+            "identical": "a text with itself", "resamples": N_RESAMPLES,
+            "sentences_sha256": file_digest(resource_path("reference", "sentences.txt"))}
 
 
 def _similarities(a: np.ndarray, b: np.ndarray, metrics) -> dict[str, np.ndarray]:
@@ -172,27 +195,26 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
     """
     anchors = anchors or builtin_anchors()
     anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
-    anchor_scores = _similarities(anchor_a, anchor_b, metrics)
-    references = {m: MetricReference(anchor_scores[m]) for m in metrics}
+    reference = encode_texts(embedder, reference_sentences(), **encode_options).embeddings
+    references = _metric_references(anchor_a, anchor_b, reference, metrics,
+                                    backgrounds=background and background.sketches["none"])
     provenance = {
         "name": name or "anchors only",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **(background.provenance if background else {"engine": "local"}),
         "model": {**embedder.fingerprint.to_dict(), "precision": embedder_precision(embedder)},
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
+        "scale": _scale_provenance(len(reference)),
         "versions": library_versions(),
     }
     geometry_references = {}
     query_reference = None
     if background is not None:
-        for m in metrics:
-            references[m].background = background.sketches["none"][m]
         for fix, transform in background.transforms.items():
-            scores = _similarities(transform.transform(anchor_a), transform.transform(anchor_b),
-                                   fixed_metrics)
-            geometry_references[fix] = GeometryReference(transform, {
-                m: MetricReference(scores[m], background.sketches[fix][m]).fit(anchors)
-                for m in fixed_metrics})
+            fixed = _metric_references(anchor_a, anchor_b, reference, fixed_metrics, transform,
+                                       background.sketches[fix])
+            geometry_references[fix] = GeometryReference(
+                transform, {m: ref.fit(anchors) for m, ref in fixed.items()})
         query_reference = background.query_reference
         provenance["background"] = {
             "files": list(files), "sentences": background.sentences, "pairs": background.pairs,
@@ -228,8 +250,10 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
 
     def refit(old: dict[str, MetricReference], transform) -> dict[str, MetricReference]:
         kept = [name for name in names if name in old]
-        scores = _similarities(apply_geometry(transform, a), apply_geometry(transform, b), kept)
-        return {name: MetricReference(scores[name], old[name].background).fit(anchors) for name in kept}
+        a_t, b_t = apply_geometry(transform, a), apply_geometry(transform, b)
+        scores, texts = _similarities(a_t, b_t, kept), np.concatenate([a_t, b_t])
+        return {name: MetricReference(scores[name], old[name].unrelated, identical_score(texts, name),
+                                      old[name].background).fit(anchors) for name in kept}
 
     geometries = {fix: GeometryReference(ref.transform, refit(ref.metrics, ref.transform))
                   for fix, ref in profile.geometries.items()}
@@ -237,6 +261,47 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
     return ReferenceProfile(profile.fingerprint, profile.dimension, anchors,
                             refit(profile.metrics, None), profile.query_reference, provenance,
                             {fix: ref for fix, ref in geometries.items() if ref.metrics})
+
+
+def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
+    """A current profile from a calibsim 0.1 (schema 1) profile's JSON `d`.
+
+    Backgrounds, geometry fixes and the query sample are kept; the ends of the calibrated scale
+    are measured with `embedder` (the anchors and reference sentences are encoded) and every
+    calibrator is refitted. `encode_options` go to `encode_texts`.
+    """
+    if not isinstance(d, dict) or d.get("schema_version") != 1:
+        raise ProfileError("only profiles made by calibsim 0.1 (schema version 1) need upgrading.")
+    try:
+        fingerprint = ModelFingerprint.from_dict(d["model"])
+        anchors = AnchorSet.from_dict(d["anchors"])
+
+        def sketches(metrics: dict) -> dict:
+            return {n: m.get("background") and ScoreSketch.from_dict(m["background"]) for n, m in metrics.items()}
+
+        parts = {"none": (None, sketches(d["metrics"]))}
+        parts.update({name: (GeometryTransform.from_dict(g["transform"]), sketches(g["metrics"]))
+                      for name, g in d.get("geometries", {}).items()})
+        query = d.get("query_reference")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProfileError(f"the profile is damaged or hand-edited ({exc!r}); rebuild it with "
+                           "`calibsim profile build`.") from None
+    if fingerprint.digest != embedder.fingerprint.digest:
+        raise ProfileError(f"the profile was built with model {fingerprint.id}; upgrade it with that "
+                           "model (--model).")
+    a, b = _anchor_embeddings(embedder, anchors, **encode_options)
+    reference = encode_texts(embedder, reference_sentences(), **encode_options).embeddings
+    fitted = {name: {m: ref.fit(anchors) for m, ref in
+                     _metric_references(a, b, reference, list(bgs), transform, bgs).items()}
+              for name, (transform, bgs) in parts.items()}
+    provenance = {**d.get("provenance", {}), "scale": _scale_provenance(len(reference)),
+                  "model": {**fingerprint.to_dict(), "precision": embedder_precision(embedder)}, "upgraded": {
+        "from_schema": 1, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": library_versions()}}
+    profile = ReferenceProfile(fingerprint, int(d["model"]["dimension"]), anchors, fitted.pop("none"),
+                               None if query is None else decode_array(query), provenance,
+                               {name: GeometryReference(parts[name][0], refs) for name, refs in fitted.items()})
+    return ReferenceProfile.from_dict(profile.to_dict())        # the loader's checks, once
 
 
 def builtin_profile_path(model_name: str) -> Path:

@@ -37,6 +37,7 @@ from calibsim_gui.core.anchors import AnchorPair, AnchorSet, builtin_anchors, lo
 from calibsim_gui.core.atomic import atomic_path, write_text_atomic
 from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.qt.plots import CalibratedMapPlot
 
 LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
@@ -411,11 +412,16 @@ class AnchorEditor(QWidget):
         levels_layout = QVBoxLayout(levels_box)
         levels_layout.addWidget(self.levels_table)
         levels_layout.addLayout(form)
+        self.calibrated_map = CalibratedMapPlot(state)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(levels_box)
+        bottom.addWidget(self.calibrated_map)
+        bottom.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
-        splitter.addWidget(levels_box)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.addWidget(bottom)
+        for part in (splitter, bottom):
+            part.setSizes([2000, 3000])             # proportions: the map gets 3/5 of both
         splitter.setChildrenCollapsible(False)
 
         layout = QVBoxLayout(self)

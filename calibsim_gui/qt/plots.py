@@ -1,4 +1,5 @@
-"""Score distributions against the references, and the document heatmap (pyqtgraph).
+"""Score distributions against the references, the calibrated map and the document heatmap
+(pyqtgraph).
 
 Plot items are created once; new data only calls ``setData``. Pair scores arriving during a run
 are drawn at most ~10 times a second.
@@ -10,14 +11,26 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from calibsim_gui.core.analysis import DocumentMatrix, PairChunk, ScoredPairs
 from calibsim_gui.core.distributions import (
+    LEVEL_COLORS,
+    CalibratedMap,
     anchor_medians,
     background_items,
     calibrate_form,
+    calibrated_map,
     histograms,
+    similarity_label,
 )
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
@@ -31,12 +44,24 @@ USER_COLOR = QColor(245, 133, 24)
 SELECTED_COLOR = QColor(214, 39, 40)
 ANCHOR_PEN = pg.mkPen(QColor(128, 128, 128), width=1.2, style=Qt.PenStyle.DashLine)
 SELECTED_PEN = pg.mkPen(SELECTED_COLOR, width=2.5)
+HOVER_PIXELS = 8                      # the calibrated map names an anchor pair this close to the mouse
+LEGEND_CHARS = 24                     # level labels in the map's legend are cut to this length
 
 
 def short_label(label: str) -> str:
     """The part of an anchor level's label drawn on its line ("3 - roughly ..." -> "3")."""
     head = label.split(" - ", 1)[0]
     return head if len(head) <= 14 else head[:13] + "…"
+
+
+def metric_combo(tooltip: str) -> QComboBox:
+    """A combo of every metric (data: its name), each item explained in its tooltip."""
+    combo = QComboBox(toolTip=tooltip)
+    for name, metric in METRICS.items():
+        combo.addItem(name, name)
+        combo.setItemData(combo.count() - 1, f"{metric.description}; {metric.orientation}",
+                          Qt.ItemDataRole.ToolTipRole)
+    return combo
 
 
 def _style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
@@ -180,13 +205,7 @@ class DistributionPlot(QWidget):
         self._soon = QTimer(self, singleShot=True, interval=0)   # one redraw per burst of changes
         self._soon.timeout.connect(self.redraw)
 
-        self.metric_combo = QComboBox()
-        self.metric_combo.setToolTip("Similarity metric shown in the plots")
-        for name, metric in METRICS.items():
-            self.metric_combo.addItem(name, name)
-            self.metric_combo.setItemData(self.metric_combo.count() - 1,
-                                          f"{metric.description}; {metric.orientation}",
-                                          Qt.ItemDataRole.ToolTipRole)
+        self.metric_combo = metric_combo("Similarity metric shown in the plots")
         self.form_combo = QComboBox()
         self.form_combo.setToolTip("Calibrated form shown on the right")
         self.metric_combo.currentIndexChanged.connect(
@@ -426,6 +445,149 @@ class DistributionPlot(QWidget):
             "selected": self.raw_panel.selected_value(),
             "cal_selected": self.cal_panel.selected_value(),
         }
+
+
+class CalibratedMapPlot(QWidget):
+    """The default calibrated scale of `state.metric`: score (x, "higher = more similar") to
+    calibrated value (y), with its 95 % band, the anchor pairs at their levels' targets (coloured
+    by level) and the two ends of the scale. Hovering shows the values under the mouse."""
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.data: CalibratedMap | None = None
+        self.metric_combo = metric_combo("Metric whose calibrated scale is drawn")
+        self.metric_combo.currentIndexChanged.connect(
+            lambda: self.state.set_view(metric=self.metric_combo.currentData()))
+        self.hover = QLabel(textFormat=Qt.TextFormat.PlainText)
+        self.hover.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long texts: cut
+
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.plot = self.canvas.addPlot()
+        self.plot.showGrid(x=True, y=True, alpha=0.15)
+        self.plot.setLabel("left", "calibrated")
+        self.plot.setMouseEnabled(x=True, y=False)
+        self.lo, self.hi = pg.PlotDataItem(), pg.PlotDataItem()
+        self.band = pg.FillBetweenItem(self.lo, self.hi)
+        self.curve = pg.PlotDataItem()
+        self.points = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=0.6))
+        self.ends = pg.ScatterPlotItem(symbol="d", size=12)
+        self.unrelated_label = pg.TextItem("typical unrelated pair", anchor=(0, 0))
+        self.identical_label = pg.TextItem("identical", anchor=(1, 1))
+        for item in (self.band, self.curve, self.points, self.ends, self.unrelated_label,
+                     self.identical_label):
+            self.plot.addItem(item)
+        self._brushes = [pg.mkBrush(color) for color in LEVEL_COLORS]
+        self._samples = [pg.ScatterPlotItem(size=8, brush=brush, pen=None) for brush in self._brushes]
+        self._band_sample = pg.ScatterPlotItem(symbol="s", size=14, pen=None)   # the legend's band
+        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-5)
+        self.canvas.addItem(self.legend, row=0, col=1)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.canvas.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        self.canvas.scene().sigMouseMoved.connect(self._mouse_moved)
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("<b>Calibrated map</b> of"))
+        bar.addWidget(self.metric_combo)
+        bar.addSpacing(8)
+        bar.addWidget(self.hover, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.canvas, 1)
+
+        state.profile_changed.connect(self.refresh)
+        state.view_changed.connect(self.refresh)
+        self._apply_palette()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Draw the current profile's map for `state.metric` (empty without references)."""
+        profile, metric = self.state.profile, self.state.metric
+        self.metric_combo.blockSignals(True)
+        self.metric_combo.setCurrentIndex(max(0, self.metric_combo.findData(metric)))
+        self.metric_combo.blockSignals(False)
+        self.data = data = (calibrated_map(profile, metric)
+                            if profile is not None and metric in profile.metrics else None)
+        self.legend.clear()
+        if data is None:
+            for item in (self.lo, self.hi, self.curve, self.points, self.ends):
+                item.setData([], [])
+            self.band.hide()
+            self.unrelated_label.hide()
+            self.identical_label.hide()
+            self.hover.setText("No reference profile yet: load a model" if profile is None
+                               else f"This profile has no {metric} references")
+            return
+        self.lo.setData(data.x, data.lo)
+        self.hi.setData(data.x, data.hi)
+        self.curve.setData(data.x, data.y)
+        brushes = np.empty(len(data.scores), dtype=object)
+        for i, (_, _, pairs) in enumerate(data.levels):
+            brushes[pairs] = self._brushes[i % len(self._brushes)]
+        self.points.setData(x=data.scores, y=data.targets, brush=list(brushes))
+        self.ends.setData([data.unrelated, data.identical], [0.0, 1.0])
+        self.unrelated_label.setPos(data.unrelated, -0.02)
+        self.identical_label.setPos(data.identical, 1.02)
+        for item in (self.band, self.unrelated_label, self.identical_label):
+            item.show()
+        self.legend.addItem(self.curve, "calibrated map")
+        self.legend.addItem(self._band_sample, "95 % interval")
+        for i, (label, _, _) in enumerate(data.levels):
+            short = label if len(label) <= LEGEND_CHARS else label[:LEGEND_CHARS - 1] + "…"
+            self.legend.addItem(self._samples[i % len(self._samples)], short)
+        self._apply_legend_color()
+        self.plot.setLabel("bottom", similarity_label(metric))
+        self.plot.setRange(xRange=(data.x[0], data.x[-1]), yRange=(-0.12, 1.12), padding=0)
+        self.hover.setText("Hover over the plot to read the map")
+
+    def hover_text(self, x: float, y: float) -> str:
+        """What the mouse at view position (`x`, `y`) points at: an anchor pair within
+        `HOVER_PIXELS`, else the map at score `x` with its 95 % interval."""
+        data, metric = self.data, self.state.metric
+        if data is None:
+            return ""
+        width, height = self.plot.vb.viewPixelSize()
+        distance = np.hypot((data.scores - x) / width, (data.targets - y) / height)
+        nearest = int(np.argmin(distance))
+        if distance[nearest] <= HOVER_PIXELS:
+            label = next(label for label, _, pairs in data.levels if nearest in pairs)
+            score = data.scores[nearest]
+            return (f"anchor pair {nearest + 1} ({label}, target {data.targets[nearest]:.3g}): "
+                    f"{metric} {score:.4g} → calibrated {np.interp(score, data.x, data.y):.3f}")
+        value, lo, hi = (np.interp(x, data.x, values) for values in (data.y, data.lo, data.hi))
+        return f"{metric} {x:.4g} → calibrated {value:.3f} (95 % interval {lo:.3f}–{hi:.3f})"
+
+    def _mouse_moved(self, pos) -> None:
+        if self.data is not None and self.plot.vb.sceneBoundingRect().contains(pos):
+            point = self.plot.vb.mapSceneToView(pos)
+            self.hover.setText(self.hover_text(point.x(), point.y()))
+
+    def _apply_legend_color(self) -> None:
+        self.legend.setLabelTextColor(self.palette().color(QPalette.ColorRole.Text))
+        for _, label in self.legend.items:
+            label.setText(label.text)              # re-render in the palette's colour
+
+    def _apply_palette(self) -> None:
+        self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
+        _style_plot(self.plot, self.palette())
+        text = self.palette().color(QPalette.ColorRole.Text)
+        shade = QColor(text)
+        shade.setAlpha(45)
+        self.band.setBrush(pg.mkBrush(shade))
+        self._band_sample.setBrush(pg.mkBrush(shade))
+        self.curve.setPen(pg.mkPen(text, width=2))
+        self.ends.setBrush(pg.mkBrush(text))
+        self.ends.setPen(pg.mkPen(text))
+        for label in (self.unrelated_label, self.identical_label):
+            label.setColor(text)
+        self._apply_legend_color()
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)
 
 
 class HeatmapView(QWidget):

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, split_score_column
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, score_column, split_score_column
 from calibsim_gui.core.geometry import GEOMETRIES
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
@@ -73,15 +73,17 @@ class ResultsTableModel(QAbstractTableModel):
     ``Qt.UserRole`` returns the raw value (float for numeric columns, text otherwise). Score
     columns, and input columns whose every non-empty value is a number, are numeric:
     right-aligned and sorted numerically; input columns keep their original text on display.
+    A ``<metric>_calibrated`` cell's tooltip gives its 95 % interval.
     """
 
     def __init__(self, frame: pd.DataFrame | None = None, parent=None):
         super().__init__(parent)
         self.set_frame(frame)
 
-    def set_frame(self, frame: pd.DataFrame | None) -> None:
+    def set_frame(self, frame: pd.DataFrame | None, profile=None) -> None:
         """Show `frame` (None: an empty table; pandas is not imported for it, which keeps the
-        window's start-up short)."""
+        window's start-up short). `profile`, the references `frame` was calibrated with, gives
+        the calibrated cells' intervals where `frame` has no ``_lo``/``_hi`` columns."""
         self.beginResetModel()
         self.frame = frame
         self._columns = [] if frame is None else [str(c) for c in frame.columns]
@@ -96,11 +98,32 @@ class ResultsTableModel(QAbstractTableModel):
             self._numbers.append(numbers)
             self._texts.append(column.astype(str).to_numpy() if is_text else None)
             self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
+        self._intervals = {column: ends for column, name in enumerate(self._columns)
+                           if (ends := self._interval_source(name, profile)) is not None}
         self._lowered: dict[int, pd.Series] = {}
         self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
         self._keep = None                             # filter mask over frame rows (None: all)
         self._rows = self._order                      # frame rows shown, in order
         self.endResetModel()
+
+    def _interval_source(self, name: str, profile):
+        """For a calibrated column, a function of a frame row giving its 95 % interval (lo, hi):
+        read from the ``_lo``/``_hi`` columns, or mapped through the profile's resampled curves."""
+        parts = split_score_column(name)
+        if parts is None or parts[1] != "calibrated":
+            return None
+        metric, _, geometry = parts
+        lo, hi, raw = (self.column_of(score_column(metric, form, geometry))
+                       for form in ("calibrated_lo", "calibrated_hi", "raw"))
+        if lo >= 0 and hi >= 0:
+            return lambda row: (self._numbers[lo][row], self._numbers[hi][row])
+        references = (profile.references(geometry) if profile is not None
+                      and geometry in profile.geometry_names() else {})
+        if raw < 0 or metric not in references:
+            return None
+        curve, similarity = references[metric].calibrators["calibrated"], METRICS[metric].as_similarity
+        return lambda row: tuple(float(end[0]) for end in
+                                 curve.interval([similarity(self._numbers[raw][row])]))
 
     # ------------------------------------------------------------------ queries
 
@@ -196,6 +219,9 @@ class ResultsTableModel(QAbstractTableModel):
             return int(side | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole and numbers is None:
             return texts[row]
+        if role == Qt.ItemDataRole.ToolTipRole and column in self._intervals and np.isfinite(numbers[row]):
+            lo, hi = self._intervals[column](row)
+            return f"{numbers[row]:.2f} (95 % interval {lo:.2f}–{hi:.2f})"
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
@@ -238,9 +264,10 @@ def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
     best = best[np.argsort(-values[best], kind="stable")]
     a, b = rows[best], cols[best]
     ids = np.asarray(results.ids, dtype=object)
-    columns = {"doc a": ids[a], "doc b": ids[b], f"{results.metric}_raw": raw[a, b].astype(float)}
+    metric, geometry = results.metric, results.geometry
+    columns = {"doc a": ids[a], "doc b": ids[b], score_column(metric, "raw", geometry): raw[a, b].astype(float)}
     if form != "raw":
-        columns[f"{results.metric}_{form}"] = results.matrices[form][a, b].astype(float)
+        columns[score_column(metric, form, geometry)] = results.matrices[form][a, b].astype(float)
     return pd.DataFrame(columns)
 
 
@@ -328,7 +355,7 @@ class ResultsView(QWidget):
             frame = top_document_pairs(results, self._document_form(results))
         else:
             frame = None
-        self.model.set_frame(frame)
+        self.model.set_frame(frame, self.state.profile)
         self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self._apply_filter()
         self._fill_column_sets()

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from calibsim_gui.core.anchors import load_anchors
 from calibsim_gui.core.calibrators import (
     Calibrator,
-    LadderCalibrator,
     MinMaxCalibrator,
+    ReferenceCurveCalibrator,
     PercentileCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
@@ -155,9 +155,12 @@ def ladders(draw):
         k = draw(st.integers(1, 5))
         levels += [f"level{i}"] * k
         scores += list(centre + rng.normal(0, 0.05, k))
+    unrelated = rng.uniform(-1, 0.5, 21)
     try:
-        return LadderCalibrator().fit(scores, levels, {f"level{i}": t / 100 for i, t in enumerate(targets)})
-    except ValueError:              # documented: levels that collapse into one score
+        return ReferenceCurveCalibrator(n_resamples=20).fit(
+            scores, levels, {f"level{i}": t / 100 for i, t in enumerate(targets)},
+            unrelated=unrelated, identical=float(max(scores)) + draw(st.floats(0, 1)))
+    except ValueError:              # documented: identical texts must score above unrelated ones
         assume(False)
 
 

@@ -95,7 +95,7 @@ def test_html_is_self_contained_and_shows_summary_table_and_figures(report, tmp_
     assert text.index('id="summary"') < text.index('id="results"') < text.index('id="figures"') \
         < text.index('id="how-to-read"')
     assert report.provenance["model"]["digest"] in text
-    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 1
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 2   # distributions, map
     tables = pd.read_html(io.StringIO(text))
     results = next(t for t in tables if "sentence1" in t.columns)
     assert len(results) == N_PAIRS
@@ -160,7 +160,8 @@ def test_a_failing_write_leaves_no_file_and_says_why(report, tmp_path, monkeypat
 
 def test_figures_alone_as_png_and_svg(report, tmp_path):
     written = write_figures(report, tmp_path / "r.html")
-    assert sorted(p.name for p in written) == ["r-distribution.png", "r-distribution.svg"]
+    assert sorted(p.name for p in written) == ["r-calibrated-map.png", "r-calibrated-map.svg",
+                                               "r-distribution.png", "r-distribution.svg"]
     assert (tmp_path / "r-distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import xml.etree.ElementTree as ET
 
@@ -175,7 +176,7 @@ def test_document_matrix_report_has_heatmap_and_top_pairs(profile, tmp_path):
     result = score_matrix(load_documents([docs_path]), FakeEmbedder(), profile, forms=("calibrated",))
     report = build_report(result, profile)
     text = write_report(report, tmp_path / "m.html").read_text()
-    assert len(re.findall(r"data:image/png;base64,", text)) == 2          # heatmap + distribution
+    assert len(re.findall(r"data:image/png;base64,", text)) == 3          # heatmap, distribution, map
     top = next(t for t in pd.read_html(io.StringIO(text)) if "document_a" in t.columns)
     values = top["cosine_calibrated"].astype(float).to_numpy()
     assert len(top) == 30 * 29 // 2 or len(top) == 50
@@ -217,3 +218,28 @@ def test_reports_describe_the_space_raw_and_under_each_geometry_fix(report, tmp_
     assert "IsoScore (0-1, 1 = isotropic)" in set(space["measure"])
     data = json.loads(write_report(report, tmp_path / "r.json").read_text())
     assert set(data["diagnostics"]) == {"none", "center", "whiten", "abtt"}
+
+
+def test_reports_show_the_calibrated_map_and_the_typical_interval_width(report, tmp_path):
+    text = write_report(report, tmp_path / "r.html").read_text()
+    figure = text[text.index('<img alt="cosine: calibrated map"'):]
+    caption = figure[figure.index("<figcaption>"):figure.index("</figcaption>")]
+    assert f"the {len(report.profile.anchors.pairs)} anchor pairs" in caption
+    gamma = report.profile.metrics["cosine"].calibrators["calibrated"].gamma_
+    assert f"power curve (exponent {gamma:.2f})" in caption
+    reading = text[text.index('id="how-to-read"'):]
+    reading = reading[reading.index("<dt>cosine_calibrated</dt>"):]
+    reading = reading[:reading.index("</dd>")]
+    assert ("0 = a typical pair of unrelated sentences, 1 = identical text; a power curve fitted to "
+            "the anchor ladder") in reading
+    width = report.provenance["calibrated_interval"]["per_metric"]["cosine"]
+    median, p90 = (f"{w:.3f}" if w >= 0.0005 else "below 0.001"
+                   for w in (width["median_width"], width["p90_width"]))
+    assert f"Its 95 % interval is typically {median} wide (90 % of the pairs: {p90} or less)" in reading
+
+    pdfium = pytest.importorskip("pypdfium2")
+    pdf = pdfium.PdfDocument(str(write_report(report, tmp_path / "r.pdf")))
+    everything = " ".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+    pdf.close()
+    assert "How a cosine score (x) becomes cosine_calibrated (y)" in everything       # the map's caption
+    assert f"{p90} or less" in everything

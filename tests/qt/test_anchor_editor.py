@@ -1,8 +1,9 @@
 import json
+import re
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QStyleOptionViewItem
 
 from calibsim_gui.core.anchors import AnchorSet, builtin_anchors, load_anchors
@@ -254,3 +255,57 @@ def test_keyboard_shortcuts_undo_redo_and_apply(qtbot, state):
     assert len(editor.anchor_set().pairs) == len(original.pairs) - 1
     with qtbot.waitSignal(editor.anchors_applied, timeout=1000):
         qtbot.keyClick(editor.table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+
+
+def test_calibrated_map_shows_the_curve_its_ends_and_every_anchor_pair(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    chart, ref = editor.calibrated_map, profile.metrics["cosine"]
+    curve = ref.calibrators["calibrated"]
+    x, y = chart.points.getData()
+    np.testing.assert_allclose(x, ref.anchor_scores)                    # one point per anchor pair
+    np.testing.assert_allclose(y, [profile.anchors.targets[p.level] for p in profile.anchors.pairs])
+    cx, cy = chart.curve.getData()
+    assert cx[0] < min(x.min(), curve.unrelated_) and cx[-1] > max(x.max(), curve.identical_)
+    assert np.interp(curve.unrelated_, cx, cy) == pytest.approx(0, abs=0.01)
+    assert np.interp(curve.identical_, cx, cy) == pytest.approx(1, abs=0.01)
+    lo, hi = chart.lo.getData()[1], chart.hi.getData()[1]
+    middle = (cx > curve.unrelated_) & (cx < curve.identical_)
+    assert np.all(hi[middle] > lo[middle])                              # a band, not a line
+    ends = chart.ends.getData()
+    np.testing.assert_allclose(ends[0], [curve.unrelated_, curve.identical_])
+    np.testing.assert_allclose(ends[1], [0, 1])
+    legend = [label.text for _, label in chart.legend.items]
+    assert legend[:2] == ["calibrated map", "95 % interval"]
+    levels = [lv.label for lv in profile.anchors.levels]
+    assert len(legend) == 2 + len(levels)
+    assert all(level.startswith(entry.rstrip("…")) for entry, level in zip(legend[2:], levels))
+
+
+def test_calibrated_map_follows_the_metric_and_reads_values_on_hover(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    chart = editor.calibrated_map
+    state.set_view(metric="euclidean")
+    assert chart.metric_combo.currentData() == "euclidean"
+    x, _ = chart.points.getData()
+    np.testing.assert_allclose(x, profile.metrics["euclidean"].anchor_scores)    # negated distances
+    assert x.max() <= 0 and "−euclidean" in chart.plot.getAxis("bottom").labelText
+    chart.metric_combo.setCurrentIndex(chart.metric_combo.findData("angular"))
+    assert state.metric == "angular"
+    np.testing.assert_allclose(chart.points.getData()[0], profile.metrics["angular"].anchor_scores)
+
+    editor.resize(1024, 700)
+    editor.show()
+    qtbot.waitExposed(editor)
+    x, y = chart.points.getData()
+    lowest = int(np.argmin(x))
+    where = chart.canvas.mapFromScene(chart.plot.vb.mapViewToScene(QPointF(x[lowest], y[lowest])))
+    qtbot.mouseMove(chart.canvas.viewport(), where)
+    assert chart.hover.text().startswith(f"anchor pair {lowest + 1} (")
+    assert f"angular {x[lowest]:.4g} → calibrated" in chart.hover.text()
+    score = float(np.median(x))
+    text = chart.hover_text(score, 1.1)                                   # above every pair
+    value, lo, hi = map(float, re.fullmatch(
+        r"angular \S+ → calibrated (\S+) \(95 % interval (\S+)–(\S+)\)", text).groups())
+    curve = profile.metrics["angular"].calibrators["calibrated"]
+    assert value == pytest.approx(curve.transform([score])[0], abs=2e-3)
+    assert lo <= value <= hi

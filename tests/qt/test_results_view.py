@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -194,3 +196,38 @@ def test_model_handles_100k_rows(qtbot):
     assert model.rowCount() == 11
     assert [model.frame_row(r) for r in range(3)] == sorted(
         [9999, *range(99990, 100000)], key=lambda i: frame["cosine_raw"][i])[:3]
+
+
+def interval_tip(model, row, name):
+    """(value, lo, hi) read from the tooltip of a calibrated cell."""
+    tip = model.index(row, model.column_of(name)).data(Qt.ItemDataRole.ToolTipRole)
+    return tuple(map(float, re.fullmatch(r"(\S+) \(95 % interval (\S+)–(\S+)\)", tip).groups()))
+
+
+def test_calibrated_cells_tell_their_95_percent_interval(view, scored, profile):
+    model, frame = view.model, scored.frame
+    curve = profile.metrics["cosine"].calibrators["calibrated"]
+    for row in (0, 1, 4, 6):                                            # related pairs: inside 0-1
+        value, lo, hi = interval_tip(model, row, "cosine_calibrated")
+        assert value == pytest.approx(frame["cosine_calibrated"][row], abs=0.005)
+        assert lo <= value <= hi and lo < hi
+        expected = curve.interval([frame["cosine_raw"][row]])
+        assert (lo, hi) == pytest.approx((expected[0][0], expected[1][0]), abs=0.005)
+    euclidean = interval_tip(model, 0, "euclidean_calibrated")            # distances: negated first
+    assert euclidean[1] <= euclidean[0] <= euclidean[2]
+    empty = model.index(7, model.column_of("cosine_calibrated"))         # a pair with an empty text
+    assert empty.data(Qt.ItemDataRole.ToolTipRole) is None
+    assert model.index(0, model.column_of("cosine_raw")).data(Qt.ItemDataRole.ToolTipRole) is None
+
+
+def test_calibrated_tooltips_read_the_interval_columns_when_present(qtbot, profile, tmp_path):
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(PAIRS, columns=["sentence1", "sentence2", "score"]).to_csv(path, index=False)
+    frame = score_pairs(load_pairs(path), FakeEmbedder(), profile, interval=True).frame
+    frame["cosine_calibrated_lo"], frame["cosine_calibrated_hi"] = 0.25, 0.75    # only these say so
+    model = ResultsTableModel()
+    model.set_frame(frame)                                                 # no profile needed
+    assert interval_tip(model, 0, "cosine_calibrated")[1:] == (0.25, 0.75)
+    assert model.index(0, model.column_of("dot_calibrated")).data(Qt.ItemDataRole.ToolTipRole) \
+        == "{:.2f} (95 % interval {:.2f}–{:.2f})".format(*frame.loc[0, ["dot_calibrated", "dot_calibrated_lo",
+                                                                          "dot_calibrated_hi"]])

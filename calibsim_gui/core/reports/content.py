@@ -12,6 +12,8 @@ import pandas as pd
 
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, split_score_column
 from calibsim_gui.core.distributions import anchor_medians, calibrate_form
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.evaluation import evaluate
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.provenance import file_digest
@@ -19,6 +21,16 @@ from calibsim_gui.core.provenance import file_digest
 MAX_READABLE_ROWS = 5000        # HTML/PDF tables; every row is in CSV/XLSX/JSON
 TOP_DOCUMENT_PAIRS = 50
 BUILTIN_PROFILE_PREFIX = "built-in"
+
+
+def _interval_width(provenance: dict, metric: str) -> str:
+    """The typical width of the calibrated scores' 95 % intervals, as a sentence ("" if unknown)."""
+    width = provenance.get("calibrated_interval", {}).get("per_metric", {}).get(metric, {})
+    if width.get("median_width") is None:
+        return ""
+    median, p90 = (f"{w:.3f}" if w >= 0.0005 else "below 0.001" for w in (width["median_width"],
+                                                                          width["p90_width"]))
+    return f" Its 95 % interval is typically {median} wide (90 % of the pairs: {p90} or less)."
 
 
 def _how_to_read(form: str, profile, provenance: dict, metric: str) -> str:
@@ -29,11 +41,11 @@ def _how_to_read(form: str, profile, provenance: dict, metric: str) -> str:
         "raw": f"The model's own {metric} score. Its scale belongs to this model: the same pair can "
                "score 0.9 with one model and 0.3 with another, so a raw number alone does not say "
                "whether a pair is similar. Read it against the anchor levels and the background in this report.",
-        "calibrated": f"Expected similarity on a 0-1 human scale. Each of the {levels} anchor levels "
-                      "(identical, paraphrase, ... unrelated) is pinned to its target on that scale at "
-                      "the median score of its pairs; scores between levels are interpolated linearly. "
-                      "Caveat: it is only as good as the anchors; it says how a score compares with the "
-                      "anchor pairs, not what a person would answer for this pair.",
+        "calibrated": "0 = a typical pair of unrelated sentences, 1 = identical text; a power curve "
+                      f"fitted to the anchor ladder ({levels} levels) in between (see the calibrated map)."
+                      f"{_interval_width(provenance, metric)} Caveat: it is only as good as the anchors; "
+                      "it says how a score compares with the anchor pairs, not what a person would "
+                      "answer for this pair.",
         "anchor_minmax": "0 at the median score of the lowest anchor level, 1 at the highest; values "
                          "outside 0-1 lie beyond the anchors. Caveat: only two anchor levels set the scale.",
         "bg_minmax": f"0 at the least similar of the {n_bg:,} random background pairs, 1 at the most "
@@ -217,6 +229,31 @@ class Report:
             metric, _, form = column.partition("_")
             table.setdefault(metric, {})[form] = rho
         return pd.DataFrame.from_dict(table, orient="index").rename_axis("metric").reset_index()
+
+    def evaluation_table(self) -> tuple[pd.DataFrame, str] | None:
+        """The featured metric's score columns checked against the human labels (as by
+        `calibsim evaluate`, see `calibsim_gui.core.evaluation`) and a note on how to read them;
+        None when the input has no usable labels."""
+        if not self.provenance.get("agreement"):
+            return None
+        try:
+            evaluation = evaluate({"model": self.result})
+        except InputError:
+            return None
+        frame = evaluation.forms["model"].loc[self.featured_columns()]
+        table = pd.DataFrame({"column": frame.index, "MAE": frame["mae"],
+                              "top ties (%)": frame["top_ties"] * 100,
+                              "Spearman × 100": frame["spearman_x100"], "mean": frame["mean"],
+                              "bias": frame["bias"]}).round(3)
+        low, high = evaluation.scale
+        note = (f"{evaluation.n_pairs:,} labelled pairs; the human scores in '{evaluation.label}' are "
+                f"rescaled from their observed range {low:g}-{high:g} to 0-1 (mean "
+                f"{evaluation.label_mean:.3f}; `calibsim evaluate --scale` takes the declared scale). "
+                "MAE (mean absolute error) and bias (mean minus the mean human score) only for forms "
+                "on a 0-1 scale: raw cosine and the min-max forms clipped to 0-1, the percentile / 100; "
+                "the mean of other forms is in their own units. Top ties: pairs sharing the column's "
+                "highest score.")
+        return table, note
 
     def featured_columns(self) -> list[str]:
         """Score columns shown in readable tables: every form (and geometry) of the featured metric."""

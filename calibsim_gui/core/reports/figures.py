@@ -2,7 +2,8 @@
 
 The distributions show the same arrays as the app's Distributions tab
 (`calibsim_gui.core.distributions`): random background pairs as a density, your pairs as
-counts, and the anchor levels as dashed lines; raw on the left, calibrated on the right.
+counts, and the anchor levels as dashed lines; raw on the left, calibrated on the right. The
+calibrated map is the Anchors tab's: the fitted curve, its 95 % band and the anchor pairs.
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibsim_gui.core.distributions import (
+    LEVEL_COLORS,
     anchor_medians,
     background_items,
     calibrate_form,
+    calibrated_map,
     histograms,
+    similarity_label,
 )
 from calibsim_gui.core.metrics import METRICS
 
 BACKGROUND_COLOR = "#4c78a8"
 USER_COLOR = "#f58518"
 ANCHOR_COLOR = "#808080"
+CURVE_COLOR = "#303030"
 PNG_DPI = 150
 
 
@@ -136,8 +141,42 @@ def heatmap_figure(report) -> ReportFigure:
     return _render(fig, "heatmap", f"Document heatmap ({report.metric} {form})", caption)
 
 
+def calibrated_map_figure(report) -> ReportFigure:
+    """The default calibrated scale of the featured metric: curve, 95 % band, anchor pairs, ends."""
+    from matplotlib.figure import Figure
+
+    metric, data = report.metric, calibrated_map(report.profile, report.metric)
+    fig = Figure(figsize=(9, 5.6), layout="constrained")
+    ax = fig.subplots()
+    ax.fill_between(data.x, data.lo, data.hi, color=CURVE_COLOR, alpha=0.18, linewidth=0,
+                    label="95 % interval")
+    ax.plot(data.x, data.y, color=CURVE_COLOR, linewidth=1.8, label="calibrated map")
+    for i, (label, _, pairs) in enumerate(data.levels):
+        ax.scatter(data.scores[pairs], data.targets[pairs], s=22, color=LEVEL_COLORS[i % len(LEVEL_COLORS)],
+                   edgecolors="white", linewidths=0.5, zorder=3, label=label)
+    ax.scatter([data.unrelated, data.identical], [0, 1], marker="D", s=46, color=CURVE_COLOR, zorder=4)
+    ax.annotate("typical unrelated pair", (data.unrelated, 0), xytext=(0, -7), textcoords="offset points",
+                ha="left", va="top", fontsize=8)
+    ax.annotate("identical", (data.identical, 1), xytext=(0, 7), textcoords="offset points",
+                ha="right", va="bottom", fontsize=8)
+    ax.set_xlim(data.x[0], data.x[-1])
+    ax.set_ylim(-0.12, 1.12)
+    ax.set_xlabel(similarity_label(metric))
+    ax.set_ylabel(f"{metric}_calibrated")
+    ax.grid(alpha=0.2)
+    ax.set_title(f"Calibrated map of {metric}", fontsize=10)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
+    gamma = report.profile.metrics[metric].calibrators["calibrated"].gamma_
+    caption = (f"How a {metric} score (x) becomes {metric}_calibrated (y): 0 at the median score of "
+               f"pairs of unrelated reference sentences, 1 for identical text, and in between a power "
+               f"curve (exponent {gamma:.2f}) fitted to the {len(data.scores)} anchor pairs, drawn at "
+               "their levels' targets; shaded: the 95 % interval (anchor pairs and reference sentences "
+               "resampled).")
+    return _render(fig, "calibrated-map", f"{metric}: calibrated map", caption)
+
+
 def report_figures(report) -> list[ReportFigure]:
-    figures = [distribution_figure(report)]
+    figures = [distribution_figure(report), calibrated_map_figure(report)]
     if report.kind == "matrix":
         figures.insert(0, heatmap_figure(report))
     return figures

@@ -43,12 +43,14 @@ def render_html(report) -> str:
                              autoescape=True, keep_trailing_newline=True)
     table, note = report.results_table()
     agreement = report.agreement_table()
+    evaluation, evaluation_note = report.evaluation_table() or (None, None)
     space = report.space_table()
     figures = [{"title": f.title, "caption": f.caption,
                 "png_base64": base64.b64encode(f.png).decode("ascii")} for f in report.figures]
     return env.get_template(TEMPLATE[1]).render(
         title=report.title, version=__version__, summary=report.summary(), notes=report.notes(),
         agreement=None if agreement is None else _table(agreement),
+        evaluation=None if evaluation is None else _table(evaluation), evaluation_note=evaluation_note,
         metric=report.metric, anchors=_table(report.anchors_table()),
         table=_table(table), table_note=note, figures=figures,
         how_to_read=report.how_to_read(), reproduce=report.reproduce(),

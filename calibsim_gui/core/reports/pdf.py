@@ -107,6 +107,11 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
     if agreement is not None:
         story += [Paragraph("Agreement with the human scores (Spearman × 100)", styles["h3"]),
                   _table(agreement, styles, width)]
+    evaluation = report.evaluation_table()
+    if evaluation is not None:
+        story.append(KeepTogether([
+            Paragraph(f"Evaluation against the human scores ({escape(report.metric)})", styles["h3"]),
+            Paragraph(escape(evaluation[1]), styles["body"]), _table(evaluation[0], styles, width)]))
     story += [Paragraph(f"Anchor levels ({escape(report.metric)})", styles["h3"]),
               _table(report.anchors_table(), styles, width)]
     table, note = report.results_table()
