@@ -36,7 +36,7 @@ def test_score_writes_table_and_provenance_sidecar(pairs, tmp_path, capsys):
     frame = pd.read_csv(out)
     assert list(frame.columns[:3]) == ["sentence1", "sentence2", "score"]
     assert {"cosine_raw", "cosine_calibrated", "euclidean_anchor_minmax"} <= set(frame.columns)
-    assert frame.loc[2, "cosine_calibrated"] == pytest.approx(1.0)
+    assert frame.loc[2, "cosine_calibrated"] > 0.999                 # identical: the top
     sidecar = json.loads((tmp_path / "scored.csv.provenance.json").read_text())
     assert sidecar["model"]["name"] == "fake-bow"
     assert "agreement with human scores" in capsys.readouterr().out
@@ -137,7 +137,7 @@ def test_matrix_writes_a_square_table(tmp_path):
     frame = pd.read_csv(out, index_col=0)
     assert frame.shape == (3, 3)
     assert list(frame.index) == list(frame.columns) == ["a.txt:1", "a.txt:2", "b.md:1"]
-    assert frame.iloc[0, 0] == pytest.approx(1.0)
+    assert frame.iloc[0, 0] > 0.999                               # a text with itself: the top
 
 
 def test_unreadable_encoding_is_a_clear_error(tmp_path, capsys):
@@ -223,7 +223,7 @@ def test_score_under_a_geometry_fix_adds_its_columns(pairs, background, tmp_path
                      "--out", str(out), "-q"]) == 0
     frame = pd.read_csv(out)
     assert {"cosine_raw", "cosine_raw@whiten", "cosine_bg_percentile@whiten"} <= set(frame.columns)
-    assert frame.loc[2, "cosine_calibrated@whiten"] == pytest.approx(1.0)
+    assert frame.loc[2, "cosine_calibrated@whiten"] > 0.999
 
 
 def test_compare_two_models_side_by_side(pairs, tmp_path, monkeypatch, capsys):

@@ -135,8 +135,10 @@ def test_geometry_fixes_and_human_calibration_give_the_measured_figures(real_emb
         raw = spearman(frame, score_column("cosine", "raw", fix))
         assert raw == pytest.approx(expected, abs=0.3), fix        # fitted on AG News, not STS-B
         assert spearman(frame, score_column("cosine", "calibrated", fix)) == pytest.approx(raw, abs=0.1)
-    # isotonic map checked on sentences it never saw beats raw cosine and the anchor ladder
+    # isotonic map checked on sentences it never saw beats raw cosine; the label-free default
+    # calibrated column (issue 15: MAE <= 0.138) comes within 0.002 of it
     human = frame["score"].astype(float).to_numpy()
     check = cross_validate_human(frame["cosine_raw"], human, frame["sentence1"], frame["sentence2"])
+    default_mae = np.mean(np.abs(frame["cosine_calibrated"] - human / 5))
     assert check.mae < np.mean(np.abs(np.clip(frame["cosine_raw"], 0, 1) - human / 5)) - 0.01
-    assert check.mae < np.mean(np.abs(frame["cosine_calibrated"] - human / 5)) - 0.01
+    assert default_mae <= 0.138 and check.mae > default_mae - 0.002
