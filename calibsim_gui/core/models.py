@@ -480,7 +480,7 @@ def _choose_precision(model, precision: str, device: str, digest: str):
     """The model to use, its precision and a note saying why (see `load_model`)."""
     reason = bfloat16_support(device)
     if precision == "float32":
-        return model, "float32", "float32 (asked)"
+        return model, "float32", "float32 (the same numbers on every machine)"
     if precision == "bfloat16":
         slow = "" if reason is None else f"; {reason}, so it may run slower than float32"
         return _to_bfloat16(model), "bfloat16", f"bfloat16 (asked{slow})"
