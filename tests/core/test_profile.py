@@ -203,3 +203,35 @@ def test_a_profile_records_its_precision_and_says_when_used_in_another(corpus, t
     scored = score_pairs(load_pairs(tmp_path / "pairs.csv"), FakeEmbedder(), loaded)
     assert scored.provenance["model"]["precision"] == "float32"
     assert any("built in bfloat16" in note for note in scored.notes)
+
+
+def _as_schema_1(profile) -> dict:
+    """`profile` as calibsim 0.1 wrote it: no scale ends, schema version 1."""
+    d = json.loads(json.dumps(profile.to_dict()))
+    d["schema_version"] = 1
+    for metrics in [d["metrics"]] + [g["metrics"] for g in d["geometries"].values()]:
+        for m in metrics.values():
+            del m["unrelated"], m["identical"]
+    return d
+
+
+def test_an_old_profile_is_refused_with_the_upgrade_command_and_upgrades_keeping_its_background(
+        profile, tmp_path):
+    from calibsim_gui.core.profile_builder import upgrade_profile
+
+    old = _as_schema_1(profile)
+    (tmp_path / "old.calibsim-profile").write_text(json.dumps(old))
+    with pytest.raises(ProfileError, match="calibsim profile upgrade"):
+        ReferenceProfile.load(tmp_path / "old.calibsim-profile")
+    upgraded = upgrade_profile(old, FakeEmbedder())
+    assert upgraded.background_pairs == profile.background_pairs
+    assert set(upgraded.geometries) == set(profile.geometries)
+    s = np.linspace(-0.2, 1.0, 25)
+    for name in profile.metrics:
+        np.testing.assert_allclose(upgraded.calibrate(name, s)["calibrated"],
+                                   profile.calibrate(name, s)["calibrated"], rtol=1e-9)
+        np.testing.assert_allclose(upgraded.calibrate(name, s)["bg_percentile"],
+                                   profile.calibrate(name, s)["bg_percentile"])
+    assert upgraded.provenance["upgraded"]["from_schema"] == 1
+    with pytest.raises(ProfileError, match="built with model"):
+        upgrade_profile(old, FakeEmbedder(name="other"))
