@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError
+from .files import read_user_bytes
 
 MAX_TEXT_BYTES = 512 * 1024**2
 """Largest text file we read (bytes); bigger files are refused before reading."""
@@ -99,21 +100,7 @@ def read_text_file(path, encoding: str | None = None) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise InputError("is a folder, not a file.", path=path, fix="name a file inside it.")
-        if size > MAX_TEXT_BYTES:
-            raise InputError(
-                f"is {size / 1024**2:,.0f} MiB; text files up to "
-                f"{MAX_TEXT_BYTES / 1024**2:,.0f} MiB are accepted.",
-                path=path, fix="split it into smaller files or use a sample of it.",
-            )
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file.", path=path, fix="check the path.") from None
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
+    return read_user_bytes(path, limit=MAX_TEXT_BYTES, what="text file")
 
 
 def _is_wide(encoding: str | None) -> bool:

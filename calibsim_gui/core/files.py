@@ -1,0 +1,86 @@
+"""Reading files users hand us: regular files only, size-checked before a byte is read.
+
+Every reader of user files (inputs, profiles, human calibrations, projects, anchors) goes
+through `read_user_bytes` or `read_user_json`, so a FIFO never blocks, a device never streams
+forever, and a file too large for its kind is refused from its size alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+
+from calibsim_gui.core.errors import InputError
+
+MAX_JSON_BYTES = 64 * 1024**2      # profiles are ~1-5 MB, projects and calibrations far less
+
+
+def check_regular_file(path, *, what: str = "file") -> os.stat_result:
+    """`os.stat` of `path`, refusing folders, FIFOs, sockets and devices with a message."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"no such {what}.", path=path, fix="check the path.") from None
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError("is a folder, not a file.", path=path, fix="name a file inside it.")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise InputError(f"is {kind}, not a regular file; calibsim reads only saved files.",
+                         path=path, fix="save the data to a file first and give that file.")
+    return info
+
+
+def read_user_bytes(path, *, limit: int, what: str = "file",
+                    fix: str = "split it into smaller files or use a sample of it.") -> bytes:
+    """All bytes of the regular file `path`, refused before reading when over `limit` bytes."""
+    path = Path(path)
+    size = check_regular_file(path, what=what).st_size
+    if size > limit:
+        raise InputError(f"is {size / 1024**2:,.0f} MiB; {what}s up to "
+                         f"{limit / 1024**2:,.0f} MiB are accepted.", path=path, fix=fix)
+    try:
+        # O_NONBLOCK: if the path was swapped for a FIFO after the check, open() does not wait.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InputError("is not a regular file.", path=path,
+                                 fix="save the data to a file first and give that file.")
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
+    if len(data) > limit:
+        raise InputError(f"grew past {limit / 1024**2:,.0f} MiB while it was read.", path=path, fix=fix)
+    return data
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is too large")
+    return value
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not allowed")
+
+
+def parse_json(text: str):
+    """`json.loads` refusing NaN, Infinity and numbers that overflow to infinity (``1e999``)."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def read_user_json(path, *, what: str, fix: str, limit: int = MAX_JSON_BYTES):
+    """The parsed JSON of `path`; anything unreadable raises InputError naming `what` and `fix`."""
+    data = read_user_bytes(path, limit=limit, what=what, fix=fix)
+    try:
+        return parse_json(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError(f"not a readable {what} ({exc}).", path=path, fix=fix) from None
