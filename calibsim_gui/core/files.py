@@ -24,7 +24,7 @@ def check_regular_file(path, *, what: str = "file") -> os.stat_result:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise InputError(f"no such {what}.", path=path, fix="check the path.") from None
+        raise InputError("no such file.", path=path, fix=f"check the path of the {what}.") from None
     except OSError as error:
         raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
     if stat.S_ISDIR(info.st_mode):
