@@ -6,7 +6,9 @@ Sub-commands are headless and never import Qt.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import warnings
 from pathlib import Path
 
 from calibsim_gui import __version__
@@ -24,7 +26,8 @@ def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> Non
                    help="float32 (default): the same numbers on every machine; auto: faster bfloat16 "
                         "where the CPU or GPU runs it natively and the model keeps its accuracy "
                         "(scores then differ by ~0.003 between machines), else float32")
-    g.add_argument("--batch-size", type=int, default=64)
+    g.add_argument("--batch-size", type=_batch_size, default=64, metavar="N",
+                   help="texts per model call (default 64)")
     g.add_argument("--allow-pickle", action="store_true",
                    help="allow models whose weights exist only as pickle (.bin) files; "
                         "only for models you trust")
@@ -33,6 +36,47 @@ def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> Non
                    help="most memory a run may hold, e.g. 8G (default: half the physical memory, "
                         "or CALIBSIM_MEMORY_BUDGET); a larger run is refused before it starts")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summaries")
+
+
+# More background pairs than this only add memory: percentiles are already within 0.001.
+_MAX_BACKGROUND_PAIRS = 10_000_000
+
+
+def _whole_number(low: int, high: int):
+    """An argparse type: a whole number from `low` to `high`, refused when the line is parsed."""
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low:,} to {high:,}")
+        return value
+
+    return whole_number
+
+
+def _batch_size(text: str) -> int:
+    """An argparse type: a batch size that `encode_texts` accepts."""
+    from calibsim_gui.core.encoding import MAX_BATCH_SIZE, check_batch_size
+
+    try:
+        return check_batch_size(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to {MAX_BATCH_SIZE:,} "
+                                         "(e.g. 64, the default)") from None
+
+
+def _scale(text: str) -> tuple[float, float]:
+    """An argparse type: ``LOW,HIGH``, two finite numbers with LOW below HIGH."""
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise argparse.ArgumentTypeError(f"{text!r} is not LOW,HIGH: two numbers, the lowest and the "
+                                         "highest score of the scale, e.g. 0,5")
+    return low, high
 
 
 def _memory_size(text: str) -> int:
@@ -47,6 +91,13 @@ def _memory_size(text: str) -> int:
 def _add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--figures", action="store_true",
                    help="also write each figure beside --out as <name>-<figure>.png and .svg")
+    _add_keep_formulas(p)
+
+
+def _add_keep_formulas(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep-formulas", action="store_true",
+                   help="write texts starting with = + - @ as they are in CSV/TSV tables (by default "
+                        "they get a leading ' so that a spreadsheet does not run them as formulas)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,8 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --engine ray also quoted globs and s3://... URIs")
     b.add_argument("--column", help="text column of CSV/JSONL background files")
     b.add_argument("--anchors", help="anchor ladder (.json or .csv); default: the built-in STS ladder")
-    b.add_argument("--pairs", type=int, default=20_000, help="random background pairs (default 20000)")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--pairs", type=_whole_number(1, _MAX_BACKGROUND_PAIRS), default=20_000,
+                   help=f"random background pairs, 1 to {_MAX_BACKGROUND_PAIRS:,} (default 20,000)")
+    b.add_argument("--seed", type=_whole_number(0, 2**32 - 1), default=0,
+                   help="seed that draws the background pairs, 0 to 4,294,967,295 (default 0)")
     b.add_argument("--encoding", help="text encoding of the background files (default: UTF-8/UTF-16 with BOM)")
     b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
     b.add_argument("--force", action="store_true", help="replace an existing profile")
@@ -91,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(pip install 'calibsim[cluster]')")
     b.add_argument("--address", help="with --engine ray: address of a running Ray cluster (e.g. "
                                      "auto, or ray://head:10001); default: start a local Ray instance")
-    b.add_argument("--workers", type=int, metavar="N",
+    b.add_argument("--workers", type=_whole_number(1, 10_000), metavar="N",
                    help="with --engine ray: encoder workers (default: the cluster's GPUs, else its "
                         "CPUs; a local instance gets N CPUs)")
     _add_model_options(b)
@@ -139,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     hsub = p.add_subparsers(dest="human_command", metavar="ACTION", required=True)
     h = hsub.add_parser("fit", help="fit on labelled pairs (e.g. score,sentence1,sentence2)")
     h.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
-    h.add_argument("--scale", default="0,5", help="the scale the pairs were scored on (default 0,5)")
+    h.add_argument("--scale", type=_scale, default="0,5", help="the scale the pairs were scored on (default 0,5)")
     h.add_argument("--metric", default="cosine")
     h.add_argument("--geometry", default="none", help="geometry fix the scores are taken under")
     h.add_argument("--profile", help="reference profile (default: the built-in reference)")
@@ -159,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", default="cosine")
     p.add_argument("--out", help="side-by-side table (.csv) and <out>.provenance.json")
     p.add_argument("--force", action="store_true")
+    _add_keep_formulas(p)
     p.add_argument("--text-a")
     p.add_argument("--text-b")
     p.add_argument("--encoding")
@@ -167,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="check every score form against labelled pairs, for one or "
                                         "more models")
     p.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
-    p.add_argument("--scale", default="0,5", help="the scale the pairs were scored on (default 0,5)")
+    p.add_argument("--scale", type=_scale, default="0,5", help="the scale the pairs were scored on (default 0,5)")
     p.add_argument("--model", dest="models", action="append", metavar="MODEL",
                    help="a model, scored as `calibsim score` does (repeat to compare models; "
                         "default: the built-in one)")
@@ -261,12 +315,30 @@ def _load_model(args):
     return embedder
 
 
+def _check_input_memory(args, inputs, *, pairs: int = 0) -> None:
+    """Refuse inputs (and `pairs` background pairs) over the memory budget from the files' sizes
+    alone, before any file is read or a model loaded."""
+    from calibsim_gui.core.inputs import check_read_budget, input_files
+
+    dim = 0
+    if pairs:
+        from calibsim_gui.core.models import resolve_model
+
+        dim = resolve_model(args.model).dimension or 0
+    check_read_budget(input_files(inputs), args.memory_budget, pairs=pairs, dim=dim)
+
+
 def _cache(args):
     if args.no_cache:
         return None
     from calibsim_gui.core.cache import EmbeddingCache
 
     return EmbeddingCache()
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. the embedding cache turned itself off) as one line, like errors."""
+    print(f"calibsim: warning: {message}", file=sys.stderr)
 
 
 def _profile(args, embedder, cache):
@@ -332,12 +404,14 @@ def cmd_profile(args) -> int:
         for warning in profile.warnings():
             print(f"warning: {warning}")
         return 0
+    from calibsim_gui.core.output import check_output_path
+
     out = Path(args.out)
     if out.suffix == "":
         out = out.with_suffix(".calibsim-profile")
-    if out.exists() and not args.force:
-        raise InputError("the profile exists already.", path=out,
-                         fix="choose another --out name or add --force to replace it")
+    inputs = {"merge": lambda: args.profiles, "upgrade": lambda: [args.profile],
+              "build": lambda: [*args.background, args.anchors]}[args.profile_command]()
+    check_output_path(out, inputs=[p for p in inputs if p], force=args.force, formats=None)
     if args.profile_command == "merge":
         profiles = [ReferenceProfile.load(p) for p in args.profiles]
         merged = profiles[0]
@@ -353,14 +427,10 @@ def cmd_profile(args) -> int:
 
 
 def _upgrade_profile(args, out: Path) -> int:
-    import json
-
+    from calibsim_gui.core.files import read_user_json
     from calibsim_gui.core.profile_builder import upgrade_profile
 
-    try:
-        old = json.loads(Path(args.profile).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read the profile ({exc}).", path=args.profile) from None
+    old = read_user_json(args.profile, what="profile", fix="give the calibsim 0.1 profile file to upgrade.")
     embedder = _load_model(args)
     profile = upgrade_profile(old, embedder, cache=_cache(args), batch_size=args.batch_size)
     profile.save(out)
@@ -384,8 +454,10 @@ def _build_profile(args, out: Path) -> int:
         from calibsim_gui.core.cluster import import_ray
 
         import_ray()
-    docs = load_documents(args.background, column=args.column, encoding=args.encoding) \
-        if args.background and not on_ray else None
+    elif args.background:
+        _check_input_memory(args, args.background, pairs=args.pairs)
+    docs = load_documents(args.background, column=args.column, encoding=args.encoding,
+                          memory_budget=args.memory_budget) if args.background and not on_ray else None
     if docs is not None:
         for note in docs.notes:
             _say(args, f"background: {note}")
@@ -485,10 +557,11 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
 def cmd_score(args) -> int:
     from calibsim_gui.core.inputs import load_pairs
 
+    inputs = [p for p in (args.pairs, args.profile, args.human) if p]
     if args.out and args.out != "-":
-        _check_outputs(args, [args.pairs])
+        _check_outputs(args, inputs)
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
-                       encoding=args.encoding)
+                       encoding=args.encoding, memory_budget=args.memory_budget)
     human = []
     if args.human:
         from calibsim_gui.core.human import HumanFit
@@ -496,25 +569,27 @@ def cmd_score(args) -> int:
         human = [HumanFit.load(args.human).calibrator]
     scored, profile = _score_table(args, table, human=human, norms=args.norms, interval=args.interval)
     if args.out == "-":
-        scored.frame.to_csv(sys.stdout, index=False, float_format="%.10g")
+        from calibsim_gui.core.output import protect_formulas
+
+        frame = scored.frame if args.keep_formulas else protect_formulas(scored.frame)[0]
+        frame.to_csv(sys.stdout, index=False, float_format="%.10g")
         return 0
     if not args.quiet:
         _print_score_summary(scored)
     if not args.out:
         print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save the scores)")
         return 0
-    return _write_outputs(args, scored, profile, inputs=[args.pairs], metric=(args.metrics or [None])[0])
+    return _write_outputs(args, scored, profile, inputs=inputs, metric=(args.metrics or [None])[0])
 
 
 def _check_outputs(args, inputs) -> None:
-    """Refuse a bad --out (or an existing figure file) before any model is loaded."""
+    """Refuse a bad --out (or a figure file that is an input or, without --force, exists)
+    before any model is loaded."""
     from calibsim_gui.core.output import check_output_path, figure_paths
 
     check_output_path(args.out, inputs=inputs, force=args.force)
-    existing = [p for p in figure_paths(args.out) if p.exists()] if args.figures else []
-    if existing and not args.force:
-        raise InputError("a figure file exists already.", path=existing[0],
-                         fix="choose another --out name, or add --force to replace it")
+    for figure in figure_paths(args.out) if args.figures else ():
+        check_output_path(figure, inputs=inputs, force=args.force, formats=None)
 
 
 def _write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated") -> int:
@@ -523,7 +598,8 @@ def _write_outputs(args, result, profile, *, inputs, metric=None, form="calibrat
     from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
 
     report = build_report(result, profile, metric=metric, form=form)
-    written = write_report(report, args.out, force=args.force, inputs=inputs)
+    written = write_report(report, args.out, force=args.force, inputs=inputs,
+                           keep_formulas=args.keep_formulas)
     extra = f" and {sidecar_path(written)}" if written.suffix.lower() in TABLE_SUFFIXES else ""
     print(f"wrote {written}{extra}")
     if args.figures:
@@ -536,9 +612,10 @@ def cmd_matrix(args) -> int:
     from calibsim_gui.core.analysis import score_matrix
     from calibsim_gui.core.inputs import load_documents
 
-    _check_outputs(args, args.inputs)
+    inputs = [*args.inputs, *([args.profile] if args.profile else [])]
+    _check_outputs(args, inputs)
     docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
-                          encoding=args.encoding)
+                          encoding=args.encoding, memory_budget=args.memory_budget)
     for note in docs.notes:
         _say(args, f"documents: {note}")
     embedder = _load_model(args)
@@ -552,15 +629,7 @@ def cmd_matrix(args) -> int:
     finally:
         progress.close()
     _say(args, f"{len(result.ids)} x {len(result.ids)} documents, {args.metric} raw and {args.form}")
-    return _write_outputs(args, result, profile, inputs=args.inputs, metric=args.metric, form=args.form)
-
-
-def _scale(text: str) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in text.split(","))
-    except ValueError:
-        raise InputError(f"--scale {text!r} is not two numbers.", fix="write it as LOW,HIGH, e.g. --scale 0,5")
-    return low, high
+    return _write_outputs(args, result, profile, inputs=inputs, metric=args.metric, form=args.form)
 
 
 def cmd_human(args) -> int:
@@ -568,11 +637,10 @@ def cmd_human(args) -> int:
     from calibsim_gui.core.output import check_output_path
 
     out = Path(args.out if Path(args.out).suffix else args.out + HUMAN_SUFFIX)
-    if out.exists() and not args.force:
-        raise InputError("the file exists already.", path=out,
-                         fix="choose another --out name or add --force to replace it")
-    check_output_path(out.with_suffix(".json"), inputs=[args.pairs], force=True)
-    scale = _scale(args.scale)
+    check_output_path(out, inputs=[p for p in (args.pairs, args.profile) if p], force=args.force,
+                      formats=None)
+    scale = args.scale
+    _check_input_memory(args, [args.pairs])
     embedder = _load_model(args)
     cache = _cache(args)
     profile = _profile(args, embedder, cache)
@@ -613,7 +681,8 @@ def cmd_compare(args) -> int:
     if len(args.models) < 2:
         raise InputError("a comparison needs at least two models.", fix="repeat --model, e.g. "
                                                                         "--model builtin --model ./other")
-    table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding)
+    table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding,
+                       memory_budget=args.memory_budget)
     cache = _cache(args)
     results = {}
     for spec in args.models:
@@ -639,7 +708,8 @@ def cmd_compare(args) -> int:
 
         provenance = {"models": {m: r.provenance for m, r in results.items()},
                       "differences": comparison.differences}
-        write_scored_pairs(ScoredPairs(comparison.frame, provenance), args.out)
+        write_scored_pairs(ScoredPairs(comparison.frame, provenance), args.out,
+                           keep_formulas=args.keep_formulas)
         print(f"wrote {args.out}")
     return 0
 
@@ -679,14 +749,16 @@ def cmd_evaluate(args) -> int:
     from calibsim_gui.core.provenance import file_digest
 
     if args.out:
-        out = check_output_path(args.out, inputs=[args.pairs], force=args.force)
+        out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile, args.human) if p],
+                                force=args.force)
         if out.suffix.lower() != ".json":
             raise InputError("an evaluation is written as JSON.", path=out, fix="end --out with .json")
     specs = args.models or [None]
     if len(specs) > 1 and (args.profile or args.human):
         raise InputError("--profile and --human belong to one model.",
                          fix="leave them out to evaluate several models, each with its built-in reference")
-    pairs = load_human_pairs(args.pairs, scale=_scale(args.scale), text_a=args.text_a,
+    _check_input_memory(args, [args.pairs])
+    pairs = load_human_pairs(args.pairs, scale=args.scale, text_a=args.text_a,
                              text_b=args.text_b, label=args.label, encoding=args.encoding)
     human = [HumanFit.load(args.human).calibrator] if args.human else []
     results = {}
@@ -719,9 +791,12 @@ def cmd_diagnose(args) -> int:
     from calibsim_gui.core.space import diagnostics_table, profile_space
 
     if args.out:
-        out = check_output_path(args.out, inputs=args.inputs, force=args.force)
+        out = check_output_path(args.out, inputs=[*args.inputs, *([args.profile] if args.profile else [])],
+                                force=args.force)
         if out.suffix.lower() != ".json":
             raise InputError("diagnostics are written as JSON.", path=out, fix="end --out with .json")
+    if args.inputs:
+        _check_input_memory(args, args.inputs)
     embedder = _load_model(args)
     cache = _cache(args)
     profile = _profile(args, embedder, cache)
@@ -732,7 +807,7 @@ def cmd_diagnose(args) -> int:
         from calibsim_gui.core.inputs import load_documents
 
         docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
-                              encoding=args.encoding)
+                              encoding=args.encoding, memory_budget=args.memory_budget)
         progress = _Progress(args.quiet)
         try:
             embeddings = encode_texts(embedder, docs.texts, batch_size=args.batch_size, cache=cache,
@@ -773,7 +848,9 @@ def main(argv=None) -> int:
                "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
                "compare": cmd_compare, "doctor": cmd_doctor, "evaluate": cmd_evaluate}[args.command]
     try:
-        return command(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _print_warning
+            return command(args)
     except CalibsimError as exc:
         print(f"calibsim: error: {exc}", file=sys.stderr)
         return 2

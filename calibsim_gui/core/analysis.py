@@ -66,7 +66,9 @@ class DocumentMatrix:
     geometry: str = "none"
 
 
-def _base_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("none",)) -> dict:
+def run_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("none",)) -> dict:
+    """What every run records: when, which model in which precision, which references, the
+    encoding counts, the column meanings and the geometry fixes."""
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
@@ -108,7 +110,8 @@ def _plan(profile: ReferenceProfile, geometry, metrics) -> tuple[dict[str, list[
         chosen = [m for m in wanted if m in available]
         if not chosen:
             raise InputError(f"under geometry {name!r} the profile has references only for "
-                             f"{', '.join(available)}.", fix=f"add --metric {next(iter(available))}")
+                             f"{', '.join(available)}.",
+                             fix=f"score only those metrics, e.g. --metrics {next(iter(available))}")
         if len(chosen) < len(wanted) and metrics is not None:
             notes.append(f"{', '.join(m for m in wanted if m not in chosen)}: no references under "
                          f"geometry {name!r}, so not scored under it")
@@ -118,9 +121,10 @@ def _plan(profile: ReferenceProfile, geometry, metrics) -> tuple[dict[str, list[
 
 def _check_human(human, plan: dict[str, list[str]], embedder) -> None:
     for calibrator in human:
-        if calibrator.model is not None and calibrator.model != embedder.fingerprint.id:
-            raise ProfileError(f"the human calibration was fitted with model {calibrator.model}, "
-                               f"but the model in use is {embedder.fingerprint.id}.")
+        if calibrator.model != embedder.fingerprint.id:
+            fitted = "names no model" if calibrator.model is None else f"was fitted with model {calibrator.model}"
+            raise ProfileError(f"the human calibration {fitted}, but the model in use is "
+                               f"{embedder.fingerprint.id}; fit one for this model with `calibsim human fit`.")
         if calibrator.metric not in plan.get(calibrator.geometry, ()):
             raise InputError(f"the human calibration maps {calibrator.metric} scores under geometry "
                              f"{calibrator.geometry!r}, which this run does not compute.",
@@ -267,7 +271,7 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     texts, vectors = distinct
     frame = table.frame
     columns: dict[str, np.ndarray] = {}
-    provenance = _base_provenance(embedder, profile, encoding, tuple(plan))
+    provenance = run_provenance(embedder, profile, encoding, tuple(plan))
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
     notes = list(table.notes) + plan_notes + profile.warnings(precision=embedder_precision(embedder))
     if encoding.n_truncated:
@@ -402,7 +406,7 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     n = len(emb)
     matrices = {form: np.empty((n, n), dtype=np.float32) for form in ("raw",) + tuple(forms)}
     calibrators = references[metric].calibrators
-    provenance = _base_provenance(embedder, profile, encoding, (geometry,))
+    provenance = run_provenance(embedder, profile, encoding, (geometry,))
     if "csls" in forms:
         background = profile.transformed(profile.query_reference, geometry)
         neighbourhood = neighbourhood_similarity(emb, background)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.files import parse_json
 from calibsim_gui.core.resources import resource_path
 
 FORMAT = "calibsim-anchors"
@@ -93,10 +94,10 @@ def load_anchors(path) -> AnchorSet:
     if suffix == ".json":
         text = read_text_file(path)
         try:
-            return AnchorSet.from_dict(json.loads(text), path=path)
+            return AnchorSet.from_dict(parse_json(text), path=path)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg}).", path=path, line=exc.lineno) from None
-        except (ValueError, RecursionError) as exc:     # a 5000-digit number, 10^5 nested arrays
+        except (ValueError, RecursionError) as exc:     # NaN, 1e999, 10^5 nested arrays
             raise InputError(f"not usable JSON ({exc}).", path=path) from None
     if suffix in (".csv", ".tsv"):
         frame, _ = read_table(path)

@@ -56,8 +56,11 @@ class EmbeddingCache:
     """Persistent store of float32 embeddings per (model key, text); see `cache_key`.
 
     A corrupt cache file is moved aside to ``<name>.corrupt-<timestamp>`` with a warning and
-    replaced by an empty cache. Each `store` is one transaction. Methods may be called from
-    any thread, one call at a time (they share one lock).
+    replaced by an empty cache. If the database fails later (disk full, I/O error), the cache
+    turns itself off for the rest of the session: lookups find nothing, stores keep nothing, a
+    `RuntimeWarning` is issued and the text is kept in `warnings` for the app to show; the run
+    goes on with embeddings computed by the model. Each `store` is one transaction. Methods may
+    be called from any thread, one call at a time (they share one lock).
 
     Parameters
     ----------
@@ -68,6 +71,8 @@ class EmbeddingCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_dir() / "embeddings.sqlite"
         self._lock = threading.Lock()
+        self.warnings: list[str] = []
+        self.off = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -104,12 +109,19 @@ class EmbeddingCache:
             src = Path(f"{self.path}{suffix}")
             if src.exists():
                 os.replace(src, f"{aside}{suffix}")
-        warnings.warn(
-            f"The embedding cache {self.path} was corrupt ({reason}); it was moved to {aside} "
-            "and an empty cache was started. Embeddings will be recomputed.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        self._warn(f"The embedding cache {self.path} was corrupt ({reason}); it was moved to {aside} "
+                   "and an empty cache was started. Embeddings will be recomputed.")
+
+    def _warn(self, text: str) -> None:
+        self.warnings.append(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=4)
+
+    def _turn_off(self, exc: sqlite3.Error) -> None:
+        """Stop using the database after it failed (called holding the lock)."""
+        self.off = True
+        self._warn(f"The embedding cache {self.path} stopped working ({exc}); calibsim goes on "
+                   "without it, so texts are encoded again. Fix: free some disk space, or set "
+                   "CALIBSIM_CACHE_DIR to a folder on another drive.")
 
     def lookup(self, model_key: str, texts: list[str], *, dimension: int | None = None) -> dict[str, np.ndarray]:
         """Cached vectors of those `texts` that are in the cache for this model.
@@ -133,20 +145,29 @@ class EmbeddingCache:
         digests = list(by_digest)
         found: dict[str, np.ndarray] = {}
         with self._lock:
-            for start in range(0, len(digests), _CHUNK):
-                chunk = digests[start:start + _CHUNK]
-                rows = self._conn.execute(
-                    "SELECT digest, dim, vector FROM embeddings WHERE model = ? AND digest IN "
-                    f"({','.join('?' * len(chunk))})",
-                    [model_key, *chunk],
-                )
-                for digest, dim, blob in rows:
-                    if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
-                        continue
-                    vector = np.frombuffer(blob, dtype=np.float32)
-                    for text in by_digest[digest]:
-                        found[text] = vector
+            try:
+                rows = [] if self.off else self._select(model_key, digests)
+            except sqlite3.Error as exc:
+                self._turn_off(exc)
+                return {}
+            for digest, dim, blob in rows:
+                if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
+                    continue
+                vector = np.frombuffer(blob, dtype=np.float32)
+                for text in by_digest[digest]:
+                    found[text] = vector
         return found
+
+    def _select(self, model_key: str, digests: list[bytes]) -> list[tuple]:
+        rows = []
+        for start in range(0, len(digests), _CHUNK):
+            chunk = digests[start:start + _CHUNK]
+            rows += self._conn.execute(
+                "SELECT digest, dim, vector FROM embeddings WHERE model = ? AND digest IN "
+                f"({','.join('?' * len(chunk))})",
+                [model_key, *chunk],
+            ).fetchall()
+        return rows
 
     def store(self, model_key: str, texts: list[str], vectors: np.ndarray) -> None:
         """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries."""
@@ -155,10 +176,17 @@ class EmbeddingCache:
             raise ValueError(f"vectors of shape {vectors.shape} do not match {len(texts)} texts")
         dim = vectors.shape[1]
         rows = ((model_key, text_digest(t), dim, v.tobytes()) for t, v in zip(texts, vectors))
-        with self._lock, self._conn:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector) VALUES (?, ?, ?, ?)", rows
-            )
+        with self._lock:
+            if self.off:
+                return
+            try:
+                with self._conn:
+                    self._conn.executemany(
+                        "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector) VALUES (?, ?, ?, ?)",
+                        rows,
+                    )
+            except sqlite3.Error as exc:
+                self._turn_off(exc)
 
     def count(self, model_key: str | None = None) -> int:
         """Number of cached vectors, for one model or all."""

@@ -56,6 +56,34 @@ def _as_scores(scores) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64)
 
 
+def is_finite_number(value) -> bool:
+    """True for a finite real number (not a bool, a string or a list)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_finite_vector(value, *, empty: bool = False) -> bool:
+    """True for a 1-d array of finite numbers (non-empty unless `empty`)."""
+    return value.ndim == 1 and (empty or len(value) > 0) and bool(np.isfinite(value).all())
+
+
+def check_outputs(calibrator: Calibrator, grid: np.ndarray, *, bounds=(-np.inf, np.inf),
+                  strict: bool = True) -> None:
+    """Raise ValueError unless `calibrator` maps the increasing, finite `grid` to finite,
+    non-decreasing values within `bounds` (and, if `strict`, higher at the end than at the start).
+
+    The meaning check of a loaded file: whatever its fields say, its calibrated scores must
+    keep the order of the raw scores and stay on their declared scale.
+    """
+    with np.errstate(all="ignore"):
+        out = calibrator.transform(grid)
+    if not np.isfinite(out).all():
+        raise ValueError("it gives scores that are not finite numbers")
+    if np.any(np.diff(out) < 0) or (strict and not out[-1] > out[0]):
+        raise ValueError("it does not rank higher raw scores higher")
+    if out.min() < bounds[0] or out.max() > bounds[1]:
+        raise ValueError(f"it gives scores outside {bounds[0]:g}-{bounds[1]:g}")
+
+
 class ReferenceCurveCalibrator(Calibrator):
     """calibsim's default: 0 = a typical pair of unrelated sentences, 1 = identical text, and in
     between a power curve fitted to every anchor pair.
@@ -124,6 +152,13 @@ class ReferenceCurveCalibrator(Calibrator):
         self.unrelated_resampled_, self.gamma_resampled_ = ends[1:], gammas[1:]
         return self
 
+    def best_gamma(self, scores, levels, targets: dict[str, float]) -> float:
+        """The exponent `fit` finds for these anchor pairs with this curve's ends (no resampling)."""
+        scores = _as_scores(scores)
+        y = np.array([targets[name] for name in np.asarray(levels).astype(str)])
+        return float(self._fit_gammas(scores, y, np.ones((1, len(scores))), [self.unrelated_],
+                                      self.identical_)[0])
+
     @classmethod
     def _fit_gammas(cls, scores, y, weights, unrelated, identical) -> np.ndarray:
         """Least-squares exponent per row of `weights` (row k uses ``unrelated[k]``)."""
@@ -135,9 +170,14 @@ class ReferenceCurveCalibrator(Calibrator):
         return out
 
     def _validate(self) -> None:
+        if not (all(map(is_finite_number, (self.unrelated_, self.identical_, self.gamma_)))
+                and is_finite_vector(self.unrelated_resampled_, empty=True)
+                and is_finite_vector(self.gamma_resampled_, empty=True)
+                and isinstance(self.violations_, list) and all(isinstance(v, str) for v in self.violations_)):
+            raise ValueError("the calibrated scale's fields are not numbers")
         ends = np.append(self.unrelated_resampled_, [self.unrelated_, self.identical_])
         gammas = np.append(self.gamma_resampled_, self.gamma_)
-        if not (np.isfinite(ends).all() and (ends[:-1] < self.identical_).all()
+        if not ((ends[:-1] < self.identical_).all()
                 and len(self.unrelated_resampled_) == len(self.gamma_resampled_)
                 and ((gammas >= self._GAMMAS[0]) & (gammas <= self._GAMMAS[-1])).all()):
             raise ValueError("the calibrated scale's ends or exponents are inconsistent")
@@ -185,6 +225,10 @@ class MinMaxCalibrator(Calibrator):
         self.low_, self.high_ = float(low), float(high)
         return self
 
+    def _validate(self) -> None:
+        if not (is_finite_number(self.low_) and is_finite_number(self.high_) and self.high_ > self.low_):
+            raise ValueError("a min-max scale needs finite ends, the high one above the low one")
+
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
         return (_as_scores(scores) - self.low_) / (self.high_ - self.low_)
@@ -200,6 +244,10 @@ class ZScoreCalibrator(Calibrator):
         if not self.std_ > 0:
             raise ValueError("the background scores do not vary; a z-score is undefined")
         return self
+
+    def _validate(self) -> None:
+        if not (is_finite_number(self.mean_) and is_finite_number(self.std_) and self.std_ > 0):
+            raise ValueError("a z-score needs a finite mean and a positive standard deviation")
 
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
@@ -279,6 +327,14 @@ class PercentileCalibrator(Calibrator):
         self.halfwidth_ = 100 * (dkw + background.rank_error())
         return self
 
+    def _validate(self) -> None:
+        items, cum = self.items_, self.cum_
+        if not (is_finite_vector(items) and is_finite_vector(cum) and len(cum) == len(items) + 1
+                and cum[0] == 0 and np.all(np.diff(items) > 0) and np.all(np.diff(cum) > 0)
+                and is_finite_number(self.n_) and self.n_ == cum[-1]
+                and is_finite_number(self.halfwidth_) and 0 <= self.halfwidth_ <= 100):
+            raise ValueError("the percentile table is not increasing or does not add up")
+
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
         s = _as_scores(scores)
@@ -312,10 +368,10 @@ class TailSurpriseCalibrator(Calibrator):
 
     def fit(self, background: ScoreSketch) -> "TailSurpriseCalibrator":
         n = background.n
-        n_tail = int(min(len(background.top), max(20, round(self.tail_fraction * n))))
+        top = self._tail(background)
+        n_tail = len(top)
         if n_tail < 20:
             raise ValueError("too few background pairs to fit the upper tail")
-        top = background.top[-n_tail:]
         self.u_ = float(top[0])
         excess = top[1:] - self.u_
         from scipy import stats  # scipy.stats costs ~1 s to import; only fitting needs it
@@ -334,6 +390,25 @@ class TailSurpriseCalibrator(Calibrator):
         self.logsf_ = np.minimum.accumulate(logsf)   # the sketch is approximate; keep it monotone
         self.scale_ = background.std or 1.0
         return self
+
+    def _validate(self) -> None:
+        x, logsf = self.x_, self.logsf_
+        if not (all(map(is_finite_number, (self.u_, self.log_pu_, self.sigma_, self.xi_, self.scale_)))
+                and is_finite_vector(x) and is_finite_vector(logsf) and len(x) == len(logsf)
+                and np.all(np.diff(x) > 0) and np.all(np.diff(logsf) <= 0) and logsf[-1] <= self.log_pu_ <= 0
+                and x[-1] == self.u_ and self.sigma_ > 0 and self.xi_ >= 0 and self.scale_ > 0):
+            raise ValueError("the tail fit is not a decreasing survival function")
+
+    def _tail(self, background: ScoreSketch) -> np.ndarray:
+        """The largest background values the tail is fitted on."""
+        return background.top[-int(min(len(background.top), max(20, round(self.tail_fraction * background.n)))):]
+
+    def matches(self, background: ScoreSketch) -> bool:
+        """Whether the values `fit` takes from `background` as they are agree with it."""
+        top = self._tail(background)
+        return (len(top) >= 20 and self.u_ == top[0] and self.x_[0] >= background.min
+                and self.log_pu_ == math.log10(len(top) / (background.n + 1))
+                and self.scale_ == (background.std or 1.0))
 
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from calibsim_gui.core.cache import cache_key
-from calibsim_gui.core.errors import Cancelled
+from calibsim_gui.core.errors import Cancelled, InputError
 
 Progress = Callable[[int, int, str], None]
 ShouldStop = Callable[[], bool]
@@ -16,6 +17,8 @@ ShouldStop = Callable[[], bool]
 # Tokenizers give an ASCII text at most one token per character, plus a few special tokens
 # ([CLS], [SEP], a sentencepiece word start): shorter texts need no tokenizing to know they fit.
 SPECIAL_TOKEN_ROOM = 8
+MAX_BATCH_SIZE = 4096
+"""Largest batch: more texts at once only adds memory (padding, activations), not speed."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,15 @@ def _no_progress(done: int, total: int, message: str) -> None:
     pass
 
 
+def check_batch_size(batch_size) -> int:
+    """`batch_size` when it is a whole number from 1 to `MAX_BATCH_SIZE`, else InputError."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+            or not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise InputError(f"the batch size {batch_size!r} is not a whole number from 1 to "
+                         f"{MAX_BATCH_SIZE}.", fix="use a batch size such as 64 (the default)")
+    return int(batch_size)
+
+
 def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
                  progress: Progress | None = None, should_stop: ShouldStop | None = None
                  ) -> EncodingResult:
@@ -65,9 +77,12 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
 
     Raises
     ------
+    InputError
+        When `batch_size` is not a whole number from 1 to `MAX_BATCH_SIZE` (before any work).
     Cancelled
         When `should_stop()` returned True. Batches already encoded stay in the cache.
     """
+    batch_size = check_batch_size(batch_size)
     progress = progress or _no_progress
     should_stop = should_stop or (lambda: False)
     positions: dict[str, int] = {}                 # distinct text -> its row in `table`

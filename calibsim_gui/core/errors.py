@@ -43,3 +43,10 @@ class NotFittedError(CalibsimError, ValueError):
 
 class Cancelled(CalibsimError):
     """The user stopped a long run (raised when `should_stop()` returns True)."""
+
+
+class WriteError(InputError, OSError):
+    """The system refused to write an output file (disk full, no permission, read-only, ...).
+
+    Also an `OSError`, so code that guards a write with ``except OSError`` still catches it.
+    """

@@ -38,22 +38,34 @@ def check_regular_file(path, *, what: str = "file") -> os.stat_result:
     return info
 
 
-def read_user_bytes(path, *, limit: int, what: str = "file",
-                    fix: str = "split it into smaller files or use a sample of it.") -> bytes:
-    """All bytes of the regular file `path`, refused before reading when over `limit` bytes."""
-    path = Path(path)
+_SPLIT_FIX = "split it into smaller files or use a sample of it."
+
+
+def check_file_size(path, *, limit: int, what: str = "file", fix: str = _SPLIT_FIX) -> int:
+    """Size of the regular file `path` (see `check_regular_file`), refused when over `limit`."""
     size = check_regular_file(path, what=what).st_size
     if size > limit:
         raise InputError(f"is {size / 1024**2:,.0f} MiB; {what}s up to "
                          f"{limit / 1024**2:,.0f} MiB are accepted.", path=path, fix=fix)
+    return size
+
+
+def read_user_bytes(path, *, limit: int, what: str = "file", fix: str = _SPLIT_FIX) -> bytes:
+    """All bytes of the regular file `path`, refused before reading when over `limit` bytes."""
+    path = Path(path)
+    check_file_size(path, limit=limit, what=what, fix=fix)
     try:
         # O_NONBLOCK: if the path was swapped for a FIFO after the check, open() does not wait.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 raise InputError("is not a regular file.", path=path,
                                  fix="save the data to a file first and give that file.")
-            data = handle.read(limit + 1)
+            # read(n) allocates n bytes up front: ask for the file's size, not the limit.
+            data = handle.read(min(info.st_size, limit) + 1)
+            if len(data) > info.st_size:             # it grew since: read on, up to the limit
+                data += handle.read(limit + 1 - len(data))
     except OSError as error:
         raise InputError(f"cannot be read ({error.strerror}).", path=path) from None
     if len(data) > limit:

@@ -8,15 +8,18 @@ can be called "same meaning" with a chosen precision.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.calibrators import Calibrator
+from calibsim_gui.core.calibrators import Calibrator, is_finite_vector
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.files import read_user_json
+from calibsim_gui.core.geometry import GEOMETRIES
 from calibsim_gui.core.inputs import PairTable, load_pairs
+from calibsim_gui.core.metrics import METRICS
 
 MIN_HUMAN_PAIRS = 100
 """Fewer labelled pairs are refused: the map would follow their noise."""
@@ -28,7 +31,7 @@ def _check_scale(scale) -> tuple[float, float]:
     low, high = (float(v) for v in scale)
     if not (np.isfinite([low, high]).all() and high > low):
         raise InputError(f"the declared human scale {low:g}-{high:g} is not a range.",
-                         fix="give the lowest and the highest possible score, e.g. 0 5")
+                         fix="give the lowest and the highest possible score, e.g. --scale 0,5")
     return low, high
 
 
@@ -132,10 +135,28 @@ class HumanCalibrator(Calibrator):
             raise ValueError(f"not a human calibration (type {d.get('type')!r})")
         obj = cls(**{k: d[k] for k in cls._settings})
         obj.x_, obj.y_ = (np.asarray(d[k], dtype=np.float64) for k in cls._arrays)
-        obj.n_pairs_, obj.warnings_ = int(d["n_pairs_"]), [str(w) for w in d["warnings_"]]
-        if len(obj.x_) != len(obj.y_) or not len(obj.x_) or np.any(np.diff(obj.y_) < 0):
-            raise ValueError("a human calibration needs increasing thresholds")
+        obj.n_pairs_, obj.warnings_ = d["n_pairs_"], d["warnings_"]
+        obj._validate()
         return obj
+
+    def _validate(self) -> None:
+        """Raise ValueError unless the loaded map could have come from `fit` for a named model:
+        finite, non-decreasing thresholds mapping into [0, 1], a real scale, metric and geometry."""
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError('it names no model ("model" is missing or null), so it cannot be '
+                             "matched to the model in use")
+        if not (isinstance(self.metric, str) and self.metric in METRICS
+                and isinstance(self.geometry, str) and self.geometry in GEOMETRIES):
+            raise ValueError(f"unknown metric {self.metric!r} or geometry {self.geometry!r}")
+        if len(self.scale) != 2 or not (np.isfinite(self.scale).all() and self.scale[1] > self.scale[0]):
+            raise ValueError(f"the scale {self.scale} is not a range")
+        if type(self.n_pairs_) is not int or self.n_pairs_ < MIN_HUMAN_PAIRS or not (
+                isinstance(self.warnings_, list) and all(isinstance(w, str) for w in self.warnings_)):
+            raise ValueError(f"it must be fitted on at least {MIN_HUMAN_PAIRS} pairs and list its warnings")
+        x, y = self.x_, self.y_
+        if not (is_finite_vector(x) and is_finite_vector(y) and len(x) == len(y)
+                and np.all(np.diff(x) >= 0) and np.all(np.diff(y) >= 0) and y[0] >= 0 and y[-1] <= 1):
+            raise ValueError("its thresholds must be finite and increasing, mapping scores into 0-1")
 
 
 def _sentence_key(text: str) -> str:
@@ -306,89 +327,10 @@ def load_human_pairs(path, *, scale=(0.0, 5.0), text_a: str | None = None,
     if len(outside):
         raise InputError(f"pair {outside[0] + 1} has human score {human[outside[0]]:g}, outside the "
                          f"declared scale {low:g}-{high:g}.", path=table.path,
-                         fix="declare the scale the pairs were labelled on (e.g. 0 5 or 1 5)")
+                         fix="declare the scale the pairs were labelled on, e.g. --scale 0,5 or --scale 1,5")
     rows = np.flatnonzero(usable)
     notes = table.notes + (f"{len(rows)} labelled pairs on the scale {low:g}-{high:g}",)
     return HumanPairs(table, rows, human[rows], (low, high), notes)
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """The score above which pairs are called "same meaning" at a chosen precision.
-
-    Attributes
-    ----------
-    threshold : float
-        Pairs scoring at least this are called "same meaning"; the lowest such score (most
-        recall) whose precision on the labelled pairs reaches `target_precision`.
-    precision, recall : float
-        Achieved on the labelled pairs.
-    interval : (float, float)
-        Bootstrap percentile interval of the threshold (pairs resampled), at `confidence`.
-    unreachable : int
-        Bootstrap samples in which no threshold reached the precision (left out of the interval).
-    """
-
-    threshold: float
-    precision: float
-    recall: float
-    target_precision: float
-    interval: tuple[float, float]
-    confidence: float
-    n_pairs: int
-    n_positive: int
-    n_boot: int
-    unreachable: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _lowest_threshold(scores: np.ndarray, same: np.ndarray, target: float) -> tuple[float, float, float]:
-    """(threshold, precision, recall) of the lowest score cut reaching `target` precision."""
-    order = np.argsort(-scores, kind="stable")
-    s, y = scores[order], same[order]
-    true_positives = np.cumsum(y)
-    called = np.arange(1, len(s) + 1)
-    ends = np.append(s[1:] < s[:-1], True)          # a cut may not split tied scores
-    reaching = np.flatnonzero(ends & (true_positives >= target * called))
-    if not len(reaching) or true_positives[-1] == 0:
-        return np.nan, np.nan, np.nan
-    k = reaching[-1]
-    return float(s[k]), float(true_positives[k] / called[k]), float(true_positives[k] / true_positives[-1])
-
-
-def threshold_at_precision(scores, same, *, precision: float = 0.9, confidence: float = 0.95,
-                           n_boot: int = 1000, seed: int = 0) -> Threshold:
-    """The lowest score threshold whose precision for "same meaning" reaches `precision`.
-
-    Parameters
-    ----------
-    scores : array-like of shape (n_pairs,), "higher = more similar"
-    same : array-like of bool of shape (n_pairs,), True where the pair means the same
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    same = np.asarray(same).astype(bool)
-    ok = np.isfinite(scores)
-    scores, same = scores[ok], same[ok]
-    if not 0 < precision <= 1:
-        raise ValueError("precision must be in (0, 1]")
-    if same.all() or not same.any():
-        raise InputError("the labels need pairs of both kinds (same meaning and not).",
-                         fix="label some pairs of each kind")
-    threshold, achieved, recall = _lowest_threshold(scores, same, precision)
-    if not np.isfinite(threshold):
-        raise InputError(f"no score threshold reaches a precision of {precision:.0%} on these pairs.",
-                         fix="choose a lower precision")
-    rng = np.random.default_rng(seed)
-    boot = np.array([_lowest_threshold(scores[i], same[i], precision)[0]
-                     for i in rng.integers(0, len(scores), size=(n_boot, len(scores)))])
-    found = boot[np.isfinite(boot)]
-    tail = (1 - confidence) / 2 * 100
-    interval = tuple(float(v) for v in np.percentile(found, [tail, 100 - tail])) if len(found) else (
-        np.nan, np.nan)
-    return Threshold(threshold, achieved, recall, precision, interval, confidence, len(scores),
-                     int(same.sum()), n_boot, int(n_boot - len(found)))
 
 
 HUMAN_FORMAT = "calibsim-human-calibration"
@@ -417,22 +359,21 @@ class HumanFit:
 
     @classmethod
     def load(cls, path) -> "HumanFit":
-        """Read a saved human calibration; a damaged or foreign file raises InputError."""
-        import json
-
+        """Read and check a saved human calibration; a damaged or foreign file raises InputError."""
         path = Path(path)
+        refit = "fit it again with `calibsim human fit` (or File ▸ Fit human calibration)"
+        data = read_user_json(path, what="human calibration", fix=refit)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or data.get("format") != HUMAN_FORMAT:
                 raise ValueError("not a calibsim human calibration")
             calibrator = HumanCalibrator.from_dict(data["calibrator"])
-            validation = dict(data["validation"])
-        except FileNotFoundError:
-            raise InputError("no such file.", path=path, fix="check the name of the human calibration file")
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise InputError(f"not a readable human calibration ({exc}).", path=path,
-                             fix="fit it again with `calibsim human fit` (or File ▸ Fit human calibration)")
-        return cls(calibrator, validation, data.get("source", {}))
+            validation, source = data["validation"], data.get("source", {})
+            if not (isinstance(validation, dict) and isinstance(source, dict)):
+                raise ValueError("its validation or source is not a JSON object")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            detail = str(exc) if type(exc) is ValueError else repr(exc)
+            raise InputError(f"not a usable human calibration ({detail}).", path=path, fix=refit) from None
+        return cls(calibrator, validation, source)
 
 
 def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: str = "cosine",

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,12 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError
-from .files import read_user_bytes
+from .files import check_file_size, check_regular_file, read_user_bytes
+from .memory import background_pairs_bytes, check_budget, file_read_bytes, format_size
 
 MAX_TEXT_BYTES = 512 * 1024**2
 """Largest text file we read (bytes); bigger files are refused before reading."""
+_TEXT_FILE = "text file"
 
 _BOMS = (  # UTF-32 first: its little-endian BOM starts with the UTF-16 one
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -100,7 +103,12 @@ def read_text_file(path, encoding: str | None = None) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    return read_user_bytes(path, limit=MAX_TEXT_BYTES, what="text file")
+    return read_user_bytes(path, limit=MAX_TEXT_BYTES, what=_TEXT_FILE)
+
+
+def _text_file_size(path: Path) -> int:
+    """Size of the text file `path`, refused (before reading) over `MAX_TEXT_BYTES`."""
+    return check_file_size(path, limit=MAX_TEXT_BYTES, what=_TEXT_FILE)
 
 
 def _is_wide(encoding: str | None) -> bool:
@@ -347,14 +355,18 @@ def load_pairs(
     text_b: str | None = None,
     label: str | None = None,
     encoding: str | None = None,
+    memory_budget: int | None = None,
 ) -> PairTable:
     """Read text pairs from a .csv, .tsv/.tab or .jsonl/.ndjson file.
 
     The two text columns and a numeric human-score column are found by common names
-    unless given. Rows with an empty text are kept and listed in `empty_rows` (0-based);
-    notes count pairs 1-based, in file order.
+    unless given; columns of numbers only are not taken for texts unless named. Rows with an
+    empty text are kept and listed in `empty_rows` (0-based); notes count pairs 1-based, in
+    file order. A file whose reading would exceed `memory_budget` (bytes; None: the default
+    budget) is refused from its size, before it is read.
     """
     path = Path(path)
+    check_read_budget([path], memory_budget)
     frame, notes = read_table(path, encoding)
     if frame.empty:
         raise InputError(
@@ -394,18 +406,29 @@ def load_pairs(
 
 
 def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
+    """The two text columns: as given, else by name, else the only two text columns.
+
+    Columns holding only numbers are never taken as texts unless named explicitly.
+    """
     a = _column(frame, text_a, path, "--text-a") if text_a is not None else None
     b = _column(frame, text_b, path, "--text-b") if text_b is not None else None
     if a is None or b is None:
         keys = _by_key(frame)
-        found = next(((keys[x], keys[y]) for x, y in _PAIR_NAMES if x in keys and y in keys), None)
+        texts = _text_columns(frame)
+        found = next(((keys[x], keys[y]) for x, y in _PAIR_NAMES
+                      if x in keys and y in keys and {keys[x], keys[y]} <= set(texts)), None)
+        if found is None and len(texts) == 2:
+            found = texts
         if found is None:
-            candidates = _text_columns(frame)
-            found = candidates if len(candidates) == 2 else None
-        if found is None:
+            numeric = [c for c in frame.columns if _is_numeric(frame[c])]
+            what = ("has no two text columns to compare: "
+                    + (f"column {_names(numeric)} holds" if len(numeric) == 1 else
+                       f"columns {_names(numeric)} hold") + " only numbers"
+                    if numeric else "has no recognised pair of text columns")
             raise ColumnsNotFound(
-                f"has no recognised pair of text columns; its columns are {_names(frame.columns)}.",
-                path=path, fix="name the two text columns with --text-a COL --text-b COL.",
+                f"{what}; its columns are {_names(frame.columns)}.", path=path,
+                fix="name the two text columns with --text-a COL --text-b COL (also when texts "
+                "really are numbers).",
                 columns=[str(c) for c in frame.columns], preview=frame.head(5),
             )
         a, b = a or found[0], b or found[1]
@@ -472,29 +495,23 @@ class DocumentSet:
 
 
 def load_documents(
-    paths, *, per_file: bool = False, column: str | None = None, encoding: str | None = None
+    paths, *, per_file: bool = False, column: str | None = None, encoding: str | None = None,
+    memory_budget: int | None = None,
 ) -> DocumentSet:
     """Read a corpus from files and folders.
 
     .txt/.md give one document per non-empty line (or one per file with `per_file`);
-    folders are searched recursively for .txt/.md (hidden ones skipped, sorted);
+    folders are searched recursively for .txt/.md (see `folder_files`);
     .csv/.tsv/.jsonl give one document per row of `column` (found by name if not given).
-    Empty texts and exact duplicates (first kept) are dropped and counted.
+    Empty texts and exact duplicates (first kept) are dropped and counted. Files whose reading
+    would exceed `memory_budget` (bytes; None: the default budget) are refused from their
+    sizes, before any is read.
     """
-    inputs = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    notes: list[str] = []
-    files: dict[Path, str] = {}  # file -> id prefix
-    for given in inputs:
-        if given.is_dir():
-            found = folder_files(given)
-            if not found:
-                notes.append(f"{given} holds no .txt or .md files")
-            for file in found:
-                files.setdefault(file, file.relative_to(given).as_posix())
-        elif given.exists():
-            files.setdefault(given, given.name)
-        else:
-            raise InputError("no such file or folder.", path=given, fix="check the path.")
+    inputs = _as_paths(paths)
+    files = input_files(inputs)
+    check_read_budget(files, memory_budget)
+    notes = [f"{given} holds no .txt or .md files" for given in inputs
+             if given.is_dir() and not any(given in f.parents for f in files)]
 
     documents, seen, empty, n_duplicates = [], set(), Counter(), 0
     for file, name in files.items():
@@ -523,16 +540,106 @@ def load_documents(
     )
 
 
+def _as_paths(paths) -> list[Path]:
+    return [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+
+
+def input_files(paths) -> dict[Path, str]:
+    """The files `paths` (files and folders) name, each with the id prefix of its documents.
+
+    Nothing is opened: given files must be regular files (a FIFO or device is refused), and
+    folders are listed by `folder_files`.
+    """
+    files: dict[Path, str] = {}
+    for given in _as_paths(paths):
+        if given.is_dir():
+            for file in folder_files(given):
+                files.setdefault(file, file.relative_to(given).as_posix())
+        elif given.exists() or given.is_symlink():
+            check_regular_file(given)
+            files.setdefault(given, given.name)
+        else:
+            raise InputError("no such file or folder.", path=given, fix="check the path.")
+    return files
+
+
+def check_read_budget(files, memory_budget: int | None, *, pairs: int = 0, dim: int = 0) -> None:
+    """Refuse `files` whose reading (and then drawing `pairs` background pairs of `dim`-long
+    embeddings) would exceed `memory_budget` (None: the default budget), from the files' sizes
+    (`calibsim_gui.core.memory.file_read_bytes`), before any is read."""
+    files = list(files)
+    size = sum(map(_text_file_size, files))
+    what = f"reading {_plural(len(files), 'file')} of {format_size(size)}"
+    check_budget(file_read_bytes(size) + background_pairs_bytes(pairs, dim), memory_budget,
+                 path=_first(files, ", ") or None,
+                 what=what + (f" and drawing {pairs:,} background pairs" if pairs else ""),
+                 fix="split the input into smaller files or use a sample of it"
+                     + (", ask for fewer --pairs" if pairs else ""))
+
+
 def folder_files(folder: Path) -> list[Path]:
-    """.txt/.md files under `folder`, hidden files and folders skipped, in sorted order."""
-    found = []
-    for root, dirs, names in os.walk(folder):
+    """Regular .txt/.md files under `folder` in sorted order; hidden files and folders are
+    skipped, links to folders followed (each folder listed once).
+
+    Raises
+    ------
+    InputError
+        Naming every subfolder that cannot be listed and every .txt/.md entry that is not a
+        readable regular file (a FIFO or device is never opened). An error, not a note: a
+        corpus silently missing part of a folder gives numbers that look complete, and a note
+        is easily missed (``--quiet`` hides it).
+    """
+    found, problems, listed = [], [], set()
+
+    def unlisted(error: OSError) -> None:
+        problems.append(f"{_inside(folder, error.filename)}/ ({error.strerror or error})")
+
+    for root, dirs, names in os.walk(folder, onerror=unlisted, followlinks=True):
+        real = os.path.realpath(root)
+        if real in listed:                              # reached again through a link
+            dirs[:] = []
+            continue
+        listed.add(real)
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found += [
-            Path(root, n) for n in names
-            if not n.startswith(".") and Path(n).suffix.lower() in TEXT_SUFFIXES
-        ]
+        for name in names:
+            if name.startswith(".") or Path(name).suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            problem = _unreadable(Path(root, name))
+            if problem:
+                problems.append(f"{_inside(folder, Path(root, name))} ({problem})")
+            else:
+                found.append(Path(root, name))
+    if problems:
+        raise InputError(
+            f"holds {len(problems):,} {'entry' if len(problems) == 1 else 'entries'} that cannot "
+            f"be read: {_first(problems, '; ')}.", path=folder,
+            fix="make them readable (regular files and folders you may open), move them out of "
+            "the folder, or name the files to read one by one.",
+        )
     return sorted(found)  # paths sort part by part: "a/z.md" before "a.txt"
+
+
+def _first(items, separator: str, shown: int = 10) -> str:
+    """The first `shown` of `items` joined, then how many more there are."""
+    more = f"{separator}and {len(items) - shown:,} more" if len(items) > shown else ""
+    return separator.join(map(str, items[:shown])) + more
+
+
+def _inside(folder: Path, path) -> str:
+    return Path(path).relative_to(folder).as_posix()
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why `path` cannot be read as a text file, or None when it is a readable regular file."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "a link to something missing"
+    except OSError as error:
+        return error.strerror or str(error)
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file but a pipe, socket or device"
+    return None if os.access(path, os.R_OK) else "permission denied"
 
 
 def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encoding):

@@ -18,6 +18,17 @@ BUDGET_ENV = "CALIBSIM_MEMORY_BUDGET"
 DEFAULT_SHARE = 0.5                     # of physical memory
 WORKING_BYTES = 200_000_000             # blocks, temporaries and libraries' own buffers
 _UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+# Bytes held while a file is read and parsed, per byte of the file: the bytes, the decoded text,
+# pandas' parse, the frame of Python strings and the texts or documents made from it. Measured as
+# the growth of peak RSS (and the tracemalloc peak) over `load_pairs` / `load_documents` of 42-51
+# MB files built by repeating rows of /work/shared/data: STS-B pairs 8.8x (traced 6.1x), AG News
+# CSV 8.6x (5.1x), STS-B sentences one per line as documents 14.7x (7.7x). Files of very short
+# lines hold more per byte (a Python string object per text).
+READ_FACTOR = 16
+# Background pairs: 13.7 KB a pair at dimension 384 (35.8 bytes per dimension), measured with
+# tracemalloc as the growth of `build_profile`'s peak from 20,000 to 120,000 pairs.
+PAIR_BYTES_PER_DIM = 40
+PAIR_BYTES_FIXED = 200
 
 
 def parse_size(text: str) -> int:
@@ -57,10 +68,24 @@ def pair_run_bytes(n_rows: int, n_texts: int, dim: int, n_columns: int, n_geomet
     return int(vectors + n_rows * 8 * (2 * n_columns + 2) + WORKING_BYTES)
 
 
-def profile_build_bytes(n_texts: int, dim: int) -> int:
-    """Peak estimate for a local background build: the float32 embeddings of every sentence and
-    the float64 copy their moments are summed from (`calibsim_gui.core.geometry`)."""
-    return int(n_texts * dim * 12 + WORKING_BYTES)
+def file_read_bytes(n_file_bytes: int) -> int:
+    """Peak estimate for reading and parsing text, CSV, TSV or JSONL files of `n_file_bytes`
+    bytes in all (known from their sizes before a byte is read)."""
+    return int(n_file_bytes * READ_FACTOR + WORKING_BYTES)
+
+
+def background_pairs_bytes(n_pairs: int, dim: int) -> int:
+    """Peak estimate for scoring `n_pairs` background pairs into sketches: the two gathered
+    float32 embeddings of every pair, their float64 copies under a geometry fix, the index
+    arrays, a score array per metric and the sorted copy a sketch takes (`PAIR_BYTES_PER_DIM`)."""
+    return int(n_pairs * (PAIR_BYTES_PER_DIM * dim + PAIR_BYTES_FIXED))
+
+
+def profile_build_bytes(n_texts: int, dim: int, n_pairs: int = 0) -> int:
+    """Peak estimate for a local background build: the float32 embeddings of every sentence,
+    the float64 copy their moments are summed from (`calibsim_gui.core.geometry`) and the
+    `n_pairs` background pairs (`background_pairs_bytes`)."""
+    return int(n_texts * dim * 12 + background_pairs_bytes(n_pairs, dim) + WORKING_BYTES)
 
 
 def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
@@ -68,11 +93,21 @@ def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
     return int(n_docs * n_docs * 4 * n_matrices + n_docs * dim * 12 + WORKING_BYTES)
 
 
-def check_budget(needed: int, budget: int | None, *, what: str, fix: str) -> None:
-    """Raise InputError when `needed` bytes exceed `budget` (None: the default budget)."""
+def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int) -> int:
+    """Peak estimate for a search: float32 vectors of corpus and queries with their
+    geometry-fixed float64 copies, one block of the score matrix, and the hits table."""
+    from calibsim_gui.core.search import BLOCK_BYTES
+
+    vectors = (n_queries + n_docs) * dim * (4 + 8)
+    return int(vectors + 3 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
+
+
+def check_budget(needed: int, budget: int | None, *, what: str, fix: str, path=None) -> None:
+    """Raise InputError (naming `path`, the input, when given) when `needed` bytes exceed
+    `budget` (None: the default budget)."""
     budget = default_budget() if budget is None else budget
     if needed > budget:
         raise InputError(f"{what} needs about {format_size(needed)} of memory, more than the memory "
-                         f"budget of {format_size(budget)}.",
+                         f"budget of {format_size(budget)}.", path=path,
                          fix=f"{fix}, or raise the memory budget (--memory-budget, Settings ▸ "
                              f"Memory budget in the app, or {BUDGET_ENV})")

@@ -55,16 +55,42 @@ _file_digests_lock = threading.Lock()
 
 
 def _model_files(folder: Path) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of the config, tokenizer and weight files, sorted."""
-    found = []
-    for path in folder.rglob("*"):
-        rel = path.relative_to(folder)
-        parts = rel.parts
-        if any(p.startswith(".") for p in parts) or (len(parts) > 1 and parts[0] in _OTHER_BACKEND_DIRS):
+    """(relative posix path, path) of the config, tokenizer and weight files, sorted.
+
+    Links to files and folders are followed (a module folder may be a link to weights kept
+    elsewhere), and module folders that modules.json places outside `folder` are included, so
+    every file a module loads is found. Hidden entries and exports for other runtimes
+    (onnx/, openvino/) are left out.
+    """
+    found = dict(_walk_model_files(folder))
+    modules = _read_json(folder / "modules.json")
+    for module in modules if isinstance(modules, list) else ():
+        rel = os.path.normpath(str(module.get("path", "")) if isinstance(module, dict) else "")
+        if os.path.isabs(rel) or Path(rel).parts[:1] == ("..",):
+            for name, path in _walk_model_files(folder / rel, Path(rel).as_posix() + "/"):
+                found.setdefault(name, path)
+    return sorted(found.items())
+
+
+def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = frozenset()):
+    """Yield (`prefix` + relative posix path, path) of the fingerprinted files under `folder`,
+    following links; a folder that links back to one of its ancestors is not entered again."""
+    real = os.path.realpath(folder)
+    if real in ancestors:
+        return
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        raise ModelError(f"Cannot read the model folder {folder}: {exc.strerror or exc}.") from exc
+    for entry in entries:
+        if entry.name.startswith("."):
             continue
-        if (path.suffix in _FINGERPRINT_SUFFIXES or path.name in _FINGERPRINT_NAMES) and path.is_file():
-            found.append((rel.as_posix(), path))
-    return sorted(found)
+        if entry.is_dir():
+            if prefix or entry.name not in _OTHER_BACKEND_DIRS:
+                yield from _walk_model_files(Path(entry.path), f"{prefix}{entry.name}/", ancestors | {real})
+        elif (Path(entry.name).suffix in _FINGERPRINT_SUFFIXES or entry.name in _FINGERPRINT_NAMES) \
+                and entry.is_file():
+            yield prefix + entry.name, Path(entry.path)
 
 
 def _file_sha256(path: Path) -> str:

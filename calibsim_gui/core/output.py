@@ -9,7 +9,7 @@ import json
 import math
 from pathlib import Path
 
-from calibsim_gui.core.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.atomic import atomic_paths
 from calibsim_gui.core.errors import InputError
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
@@ -30,21 +30,42 @@ def sidecar_path(path) -> Path:
     return path.with_name(path.name + ".provenance.json")
 
 
-def check_output_path(path, *, inputs=(), force: bool = False) -> Path:
-    """Refuse to overwrite an input file, an existing file without `force`, or an unknown format."""
+def check_output_path(path, *, inputs=(), force: bool = False, formats=REPORT_FORMATS) -> Path:
+    """Refuse an unknown format, to overwrite an input (even with `force`) or, without `force`,
+    an existing file; a CSV/TSV table's provenance side-car follows the same rules.
+
+    `inputs` are the files (and folders) the command reads; `formats=None` accepts any suffix.
+    """
     path = Path(path)
-    if path.suffix.lower() not in REPORT_FORMATS:
-        *first, last = REPORT_FORMATS
+    targets = [path, sidecar_path(path)] if path.suffix.lower() in TABLE_SUFFIXES else [path]
+    for target in targets:
+        source = _input_at(target, inputs)
+        if source is not None:
+            raise InputError(f"the output would overwrite the input {source}, even with --force.",
+                             path=target, fix="choose another output name")
+    if formats is not None and path.suffix.lower() not in formats:
+        *first, last = formats
         raise InputError("unsupported output format.", path=path,
                          fix=f"end the output name with {', '.join(first)} or {last}")
-    for source in inputs:
-        if Path(source).exists() and path.exists() and path.samefile(source):
-            raise InputError("the output would overwrite an input file.", path=path,
-                             fix="choose another output name")
-    if path.exists() and not force:
-        raise InputError("the output file exists already.", path=path,
-                         fix="choose another output name, or add --force to replace it")
+    for target in targets:
+        if target.exists() and not force:
+            raise InputError("the output file exists already.", path=target,
+                             fix="choose another output name, or add --force to replace it")
     return path
+
+
+def _input_at(target: Path, inputs) -> Path | None:
+    """The input that `target` is (or lies inside, for an input folder), if any."""
+    if not target.exists():
+        return None
+    for source in map(Path, inputs):
+        if not source.exists():
+            continue
+        if target.samefile(source):
+            return source
+        if source.is_dir() and target.resolve().is_relative_to(source.resolve()):
+            return source
+    return None
 
 
 def figure_path(path, name: str, suffix: str) -> Path:
@@ -69,24 +90,72 @@ def dump_json(obj) -> str:
     return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False, default=str)
 
 
-def write_scored_pairs(scored, path) -> Path:
-    """Write a `ScoredPairs` as a CSV/TSV table plus ``<out>.provenance.json``."""
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        scored.frame.to_csv(tmp, sep=TABLE_SUFFIXES[path.suffix.lower()], index=False,
-                            float_format="%.10g")
-    write_text_atomic(sidecar_path(path), dump_json(scored.provenance))
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _defused(value, count: list[int]):
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        count[0] += 1
+        return "'" + value
+    return value
+
+
+def protect_formulas(frame):
+    """`frame` with a leading ``'`` on every text a spreadsheet would run as a formula.
+
+    Texts starting with ``= + - @``, a tab or a carriage return (OWASP's list) in text columns,
+    column names and the index; numbers are never changed. Returns ``(frame, cells_changed)``.
+    """
+    import pandas as pd
+
+    count = [0]
+    out = frame.copy()
+    for i, column in enumerate(frame.columns):
+        values = frame.iloc[:, i]
+        if pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+            out.isetitem(i, values.map(lambda v: _defused(v, count)))
+    out.columns = [_defused(c, count) for c in frame.columns]
+    if not isinstance(frame.index, pd.RangeIndex):
+        out.index = pd.Index([_defused(v, count) for v in frame.index], name=frame.index.name)
+    return out, count[0]
+
+
+def _holds_carriage_return(frame) -> bool:
+    texts = [*frame.columns, *frame.index, *frame.select_dtypes(exclude="number").to_numpy().ravel()]
+    return any(isinstance(v, str) and "\r" in v for v in texts)
+
+
+def _write_table(frame, provenance: dict, path: Path, *, keep_formulas: bool, **to_csv) -> Path:
+    """`frame` as CSV/TSV plus its provenance side-car, replaced together or not at all."""
+    changed = 0
+    if not keep_formulas:
+        frame, changed = protect_formulas(frame)
+    provenance = {**provenance, "formula_protection": {
+        "applied": not keep_formulas, "cells_changed": changed,
+        "rule": "texts starting with = + - @, a tab or a carriage return get a leading '"}}
+    # The csv module quotes a text only for the characters of the line end: a text holding a
+    # carriage return needs CRLF line ends, or it would split its row when read back.
+    line_end = "\r\n" if _holds_carriage_return(frame) else "\n"
+    with atomic_paths(path, sidecar_path(path)) as (table, sidecar):
+        frame.to_csv(table, sep=TABLE_SUFFIXES[path.suffix.lower()], lineterminator=line_end, **to_csv)
+        sidecar.write_text(dump_json(provenance), encoding="utf-8")
     return path
 
 
-def write_matrix(result, path, *, form: str = "calibrated") -> Path:
+def write_scored_pairs(scored, path, *, keep_formulas: bool = False) -> Path:
+    """Write a `ScoredPairs` as a CSV/TSV table plus ``<out>.provenance.json``.
+
+    Formula-like texts are defused (see `protect_formulas`) unless `keep_formulas`.
+    """
+    return _write_table(scored.frame, scored.provenance, Path(path), keep_formulas=keep_formulas,
+                        index=False, float_format="%.10g")
+
+
+def write_matrix(result, path, *, form: str = "calibrated", keep_formulas: bool = False) -> Path:
     """Write one form of a `DocumentMatrix` as a square CSV/TSV with document ids (+ side-car)."""
     import pandas as pd
 
-    path = Path(path)
     frame = pd.DataFrame(result.matrices[form], index=result.ids, columns=result.ids)
     frame.index.name = f"{result.metric}_{form}"
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, sep=TABLE_SUFFIXES[path.suffix.lower()], float_format="%.6g")
-    write_text_atomic(sidecar_path(path), dump_json({**result.provenance, "form": form}))
-    return path
+    return _write_table(frame, {**result.provenance, "form": form}, Path(path),
+                        keep_formulas=keep_formulas, float_format="%.6g")

@@ -14,10 +14,18 @@ existed have no ``"geometries"`` entry and offer only "none".
 Schema 2 (calibsim 0.2) adds the two ends of the default calibrated scale per metric: the median
 score of calibsim's reference sentence pairs ("unrelated") and a text's score with itself
 ("identical"). Schema 1 profiles are refused with the command that rebuilds them.
+
+Profiles are files people share, so loading one checks it for meaning, not only syntax: every
+sketch's bytes are checked before the native library reads them, every calibrator must be the one
+fitted on the profile's own references and keep scores in order on its declared scale, and a
+``content_sha256`` written at save time must match. Profiles saved before the checksum existed
+carry none; they are accepted, because the checks of meaning run on every profile and a checksum
+anyone can recompute proves no authorship, only that nothing changed by accident.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -35,8 +43,12 @@ from calibsim_gui.core.calibrators import (
     PercentileCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
+    check_outputs,
+    is_finite_number,
+    is_finite_vector,
 )
 from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.files import read_user_json
 from calibsim_gui.core.geometry import (
     FIXES,
     GeometryTransform,
@@ -52,6 +64,8 @@ from calibsim_gui.core.sketch import ScoreSketch
 FORMAT = "calibsim-profile"
 SCHEMA_VERSION = 2
 SUFFIX = ".calibsim-profile"
+DIGEST_KEY = "content_sha256"
+REBUILD = "rebuild it with `calibsim profile build`, or get an undamaged copy."
 
 ANCHOR_FORMS = ("calibrated", "anchor_minmax")
 BACKGROUND_FORMS = ("bg_minmax", "bg_percentile", "bg_zscore", "bg_surprise")
@@ -74,6 +88,19 @@ FORM_DESCRIPTIONS = {
     "csls": "cosine minus each text's mean cosine to its 10 nearest background texts, "
             "hubness-corrected (CSLS; higher = more similar)",
 }
+FORM_CALIBRATORS = {"calibrated": ReferenceCurveCalibrator, "anchor_minmax": MinMaxCalibrator,
+                    "bg_minmax": MinMaxCalibrator, "bg_percentile": PercentileCalibrator,
+                    "bg_zscore": ZScoreCalibrator, "bg_surprise": TailSurpriseCalibrator}
+FORM_BOUNDS = {"calibrated": (0.0, 1.0), "bg_percentile": (0.0, 100.0), "bg_surprise": (0.0, math.inf)}
+"""Declared ranges of the bounded forms; the others are unbounded but increasing."""
+PROBE_POINTS = 401
+
+
+def content_digest(d: dict) -> str:
+    """sha256 of the canonical JSON of profile document `d`, leaving out its own digest."""
+    body = {key: value for key, value in d.items() if key != DIGEST_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -90,24 +117,74 @@ class MetricReference:
     def fit(self, anchors: AnchorSet) -> "MetricReference":
         """(Re)fit every calibrator from the anchor scores, the scale's ends and the background."""
         levels = np.array([p.level for p in anchors.pairs])
-        targets = anchors.targets
-        order = sorted({str(v) for v in levels}, key=targets.get)
-        lowest = self.anchor_scores[levels == order[0]]
-        highest = self.anchor_scores[levels == order[-1]]
         self.calibrators = {
-            "calibrated": ReferenceCurveCalibrator().fit(self.anchor_scores, levels, targets,
+            "calibrated": ReferenceCurveCalibrator().fit(self.anchor_scores, levels, anchors.targets,
                                                          unrelated=self.unrelated, identical=self.identical),
-            "anchor_minmax": MinMaxCalibrator().fit(np.median(lowest), np.median(highest)),
+            **self._closed_form_calibrators(anchors),
         }
         if self.background is not None:
-            bg = self.background
-            self.calibrators.update({
-                "bg_minmax": MinMaxCalibrator().fit(bg.min, bg.max),
-                "bg_percentile": PercentileCalibrator().fit(bg),
-                "bg_zscore": ZScoreCalibrator().fit(bg),
-                "bg_surprise": TailSurpriseCalibrator().fit(bg),
-            })
+            self.calibrators["bg_surprise"] = TailSurpriseCalibrator().fit(self.background)
         return self
+
+    def _closed_form_calibrators(self, anchors: AnchorSet) -> dict[str, Calibrator]:
+        """The calibrators fitted without a search: anchor and background min-max, percentile, z."""
+        levels = np.array([p.level for p in anchors.pairs])
+        order = sorted(set(levels.tolist()), key=anchors.targets.get)
+        out = {"anchor_minmax": MinMaxCalibrator().fit(np.median(self.anchor_scores[levels == order[0]]),
+                                                       np.median(self.anchor_scores[levels == order[-1]]))}
+        if self.background is not None:
+            bg = self.background
+            out.update({"bg_minmax": MinMaxCalibrator().fit(bg.min, bg.max),
+                        "bg_percentile": PercentileCalibrator().fit(bg),
+                        "bg_zscore": ZScoreCalibrator().fit(bg)})
+        return out
+
+    def check(self, anchors: AnchorSet) -> None:
+        """Raise ValueError unless these references mean something: finite, one score per anchor
+        pair, identical above unrelated, every calibrator the one fitted on them (the tail fit in
+        the values it takes from the background), and every calibrated form increasing on its scale.
+        """
+        if not (is_finite_vector(self.anchor_scores) and len(self.anchor_scores) == len(anchors.pairs)
+                and is_finite_vector(self.unrelated) and is_finite_number(self.identical)):
+            raise ValueError("the anchor scores or the scale's ends are not finite numbers, one per anchor pair")
+        if not self.identical > self.unrelated.max():
+            raise ValueError("identical texts do not score above unrelated ones")
+        forms = ANCHOR_FORMS + (BACKGROUND_FORMS if self.background is not None else ())
+        if (set(self.calibrators) != set(forms)
+                or any(type(self.calibrators[f]) is not FORM_CALIBRATORS[f] for f in forms)):
+            raise ValueError(f"the calibrated forms are not {', '.join(forms)}")
+        for form, fresh in self._closed_form_calibrators(anchors).items():
+            stored = self.calibrators[form]
+            if not all(np.array_equal(getattr(stored, a), getattr(fresh, a))
+                       for a in fresh._state if a != "halfwidth_"):
+                raise ValueError(f"the {form} form was not fitted on the profile's own references")
+        self._check_curve(anchors)
+        if self.background is not None and not self.calibrators["bg_surprise"].matches(self.background):
+            raise ValueError("the bg_surprise form was not fitted on the profile's own background")
+        grid = self._probe_grid()
+        for form in forms:
+            try:
+                check_outputs(self.calibrators[form], grid, bounds=FORM_BOUNDS.get(form, (-math.inf, math.inf)))
+            except ValueError as exc:
+                raise ValueError(f"the {form} form is broken: {exc}") from None
+
+    def _check_curve(self, anchors: AnchorSet) -> None:
+        """The calibrated scale must use this reference's ends and its anchors' best exponent."""
+        curve = self.calibrators["calibrated"]
+        ends = np.resize(self.unrelated, 1 + len(curve.unrelated_resampled_))
+        levels = [p.level for p in anchors.pairs]
+        if not (curve.unrelated_ == ends[0] and curve.identical_ == self.identical
+                and np.array_equal(curve.unrelated_resampled_, ends[1:])
+                and curve.gamma_ == curve.best_gamma(self.anchor_scores, levels, anchors.targets)):
+            raise ValueError("the calibrated form was not fitted on the profile's anchors and scale ends")
+
+    def _probe_grid(self) -> np.ndarray:
+        """Raw scores ("higher = more similar") from well below to well above every reference."""
+        bg = self.background
+        values = np.concatenate([self.anchor_scores, self.unrelated, [self.identical],
+                                 [] if bg is None else [bg.min, bg.max]])
+        low, high = float(values.min()), float(values.max())
+        return np.linspace(low - (high - low), high + (high - low), PROBE_POINTS)
 
     def to_dict(self) -> dict:
         return {"anchor_scores": self.anchor_scores.tolist(), "unrelated": self.unrelated.tolist(),
@@ -262,9 +339,11 @@ class ReferenceProfile:
                 "provenance": self.provenance}
 
     def save(self, path) -> Path:
-        """Write the profile atomically (temporary file, then rename)."""
+        """Write the profile atomically (temporary file, then rename), with its content digest."""
         path = Path(path)
-        write_text_atomic(path, json.dumps(self.to_dict(), allow_nan=False))
+        document = self.to_dict()
+        document[DIGEST_KEY] = content_digest(document)
+        write_text_atomic(path, json.dumps(document, allow_nan=False))
         return path
 
     @classmethod
@@ -282,18 +361,25 @@ class ReferenceProfile:
             raise ProfileError(f"{where}profile schema version {d.get('schema_version')!r} is not "
                                f"supported (this calibsim reads version {SCHEMA_VERSION}); rebuild "
                                "the profile with `calibsim profile build`.")
+        if DIGEST_KEY in d and d[DIGEST_KEY] != content_digest(d):
+            raise ProfileError(f"{where}this profile was modified or damaged after it was saved (its "
+                               f"content does not match its checksum). Fix: {REBUILD}")
         try:
             model = d["model"]
+            if not (isinstance(model.get("name"), str) and isinstance(model.get("digest"), str)
+                    and type(model["dimension"]) is int and model["dimension"] > 0
+                    and isinstance(d.get("provenance", {}), dict)):
+                raise ValueError("the model's name, digest or dimension, or the provenance, is malformed")
             qr = d.get("query_reference")
-            profile = cls(ModelFingerprint.from_dict(model), int(model["dimension"]),
+            profile = cls(ModelFingerprint.from_dict(model), model["dimension"],
                           AnchorSet.from_dict(d["anchors"], path=path),
                           {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()},
                           None if qr is None else decode_array(qr), d.get("provenance", {}),
                           {name: GeometryReference.from_dict(g)
                            for name, g in d.get("geometries", {}).items()})
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProfileError(f"{where}profile is damaged or hand-edited ({exc!r}); rebuild it "
-                               "with `calibsim profile build`.") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            detail = str(exc) if type(exc) is ValueError else repr(exc)
+            raise ProfileError(f"{where}profile is damaged or hand-edited ({detail}). Fix: {REBUILD}") from None
         unknown = sorted(set(profile.metrics) - set(METRICS))
         unknown += sorted({m for g in profile.geometries.values() for m in g.metrics} - set(METRICS))
         if unknown or not profile.metrics:
@@ -307,26 +393,32 @@ class ReferenceProfile:
         if bad:
             raise ProfileError(f"{where}profile has unknown geometry fixes or fixes for another "
                                f"dimension ({', '.join(bad)}); rebuild it with `calibsim profile build`.")
+        profile._check_meaning(where)
         return profile
+
+    def _check_meaning(self, where: str) -> None:
+        """Raise ProfileError unless every metric reference passes `MetricReference.check` and
+        the warnings can be written (they read the provenance)."""
+        for geometry in self.geometry_names():
+            suffix = "" if geometry == "none" else f" under geometry {geometry}"
+            for name, ref in self.references(geometry).items():
+                try:
+                    ref.check(self.anchors)
+                except (ValueError, TypeError) as exc:
+                    raise ProfileError(f"{where}profile is damaged or hand-edited: {name}{suffix}: {exc}. "
+                                       f"Fix: {REBUILD}") from None
+        try:
+            self.warnings()
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ProfileError(f"{where}profile's provenance is damaged or hand-edited ({exc}). "
+                               f"Fix: {REBUILD}") from None
 
     @classmethod
     def load(cls, path) -> "ReferenceProfile":
+        """Read and check a profile file; every problem raises ProfileError or InputError."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ProfileError(f"{path}: no such profile file.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProfileError(f"{path}: cannot read the profile ({exc}).") from None
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except (json.JSONDecodeError, ValueError, RecursionError) as exc:
-            raise ProfileError(f"{path}: not a valid profile file ({exc}).") from None
+        data = read_user_json(path, what="profile", fix=REBUILD)
         return cls.from_dict(data, path=path)
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not allowed in a profile")
 
 
 def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> ReferenceProfile:

@@ -24,7 +24,7 @@ from calibsim_gui.core.background import (
 )
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
 from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import (
     FIXES,
     GEOMETRIES,
@@ -163,10 +163,15 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
     options = dict(cache=cache, batch_size=batch_size, should_stop=should_stop)
     background = None
     if background_texts is not None:
+        if n_pairs < 1:
+            raise InputError(f"{n_pairs:,} background pairs cannot be drawn.",
+                             fix="ask for at least one pair (the default is 20,000)")
         texts = list(dict.fromkeys(background_texts))
-        check_budget(profile_build_bytes(len(texts), embedder.dimension), memory_budget,
-                     what=f"a background of {len(texts):,} sentences",
-                     fix="use a sample of the corpus, or build on several machines with --engine ray")
+        pairs = min(n_pairs, len(texts) * (len(texts) - 1) // 2)
+        check_budget(profile_build_bytes(len(texts), embedder.dimension, pairs), memory_budget,
+                     what=f"a background of {len(texts):,} sentences and {pairs:,} pairs",
+                     fix="use a sample of the corpus or fewer pairs (--pairs), or build on several "
+                         "machines with --engine ray")
         encoding = encode_texts(embedder, texts, progress=progress, **options)
         keys = text_keys(texts, seed)
         first, second = key_pairs(keys, n_pairs)
@@ -277,12 +282,16 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
         anchors = AnchorSet.from_dict(d["anchors"])
 
         def sketches(metrics: dict) -> dict:
-            return {n: m.get("background") and ScoreSketch.from_dict(m["background"]) for n, m in metrics.items()}
+            return {n: None if m.get("background") is None else ScoreSketch.from_dict(m["background"])
+                    for n, m in metrics.items()}
 
         parts = {"none": (None, sketches(d["metrics"]))}
         parts.update({name: (GeometryTransform.from_dict(g["transform"]), sketches(g["metrics"]))
                       for name, g in d.get("geometries", {}).items()})
-        query = d.get("query_reference")
+        query = None if d.get("query_reference") is None else decode_array(d["query_reference"])
+        dimension, old_provenance = int(d["model"]["dimension"]), d.get("provenance", {})
+        if not isinstance(old_provenance, dict):
+            raise ValueError("the provenance is not a JSON object")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ProfileError(f"the profile is damaged or hand-edited ({exc!r}); rebuild it with "
                            "`calibsim profile build`.") from None
@@ -294,12 +303,11 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     fitted = {name: {m: ref.fit(anchors) for m, ref in
                      _metric_references(a, b, reference, list(bgs), transform, bgs).items()}
               for name, (transform, bgs) in parts.items()}
-    provenance = {**d.get("provenance", {}), "scale": _scale_provenance(len(reference)),
+    provenance = {**old_provenance, "scale": _scale_provenance(len(reference)),
                   "model": {**fingerprint.to_dict(), "precision": embedder_precision(embedder)}, "upgraded": {
         "from_schema": 1, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions()}}
-    profile = ReferenceProfile(fingerprint, int(d["model"]["dimension"]), anchors, fitted.pop("none"),
-                               None if query is None else decode_array(query), provenance,
+    profile = ReferenceProfile(fingerprint, dimension, anchors, fitted.pop("none"), query, provenance,
                                {name: GeometryReference(parts[name][0], refs) for name, refs in fitted.items()})
     return ReferenceProfile.from_dict(profile.to_dict())        # the loader's checks, once
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from calibsim_gui.core.anchors import AnchorSet
 from calibsim_gui.core.atomic import write_text_atomic
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.files import read_user_json
 from calibsim_gui.core.metrics import METRICS
 
 FORMAT = "calibsim-project"
@@ -82,13 +83,7 @@ class Project:
     def load(cls, path) -> "Project":
         """Read and validate a project file; errors name the file and the fix."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError("no such project file.", path=path) from None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise InputError(f"not a readable project file ({exc}).", path=path,
-                             fix="open a .calibsim file saved by calibsim") from None
+        data = read_user_json(path, what="project file", fix="open a .calibsim file saved by calibsim")
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError("not a calibsim project.", path=path, fix="open a .calibsim file")
         if data.get("schema_version") != SCHEMA_VERSION:
@@ -99,6 +94,9 @@ class Project:
         try:
             background = data.get("background") or {}
             model = data.get("model")
+            if not (isinstance(background.get("files", []), list) and isinstance(data.get("inputs", []), list)
+                    and isinstance(model, (str, type(None)))):
+                raise ValueError("the model must be a name or a folder, background files and inputs lists")
             project = cls(
                 model=str(_absolute(model, base)) if model and _absolute(model, base).exists() else model,
                 device=str(data.get("device", "auto")),

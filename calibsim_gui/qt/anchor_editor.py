@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.anchors import AnchorPair, AnchorSet, builtin_anchors, load_anchors
+from calibsim_gui.core.anchors import AnchorLevel, AnchorPair, AnchorSet, builtin_anchors, load_anchors
 from calibsim_gui.core.atomic import atomic_path, write_text_atomic
 from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.metrics import METRICS
@@ -525,6 +525,33 @@ class AnchorEditor(QWidget):
     def set_anchor_set(self, anchors: AnchorSet) -> None:
         """Show `anchors` (e.g. from a project) as one undoable step; Apply is still needed."""
         self.model.set_ladder(anchors, "open project anchors")
+
+    def pending_edits(self) -> AnchorSet | None:
+        """The edited ladder while it differs from the references in use (not applied yet)."""
+        profile, edited = self._state.profile, self.anchor_set()
+        if profile is None or (profile.anchors.levels, profile.anchors.pairs) == (edited.levels, edited.pairs):
+            return None
+        return edited
+
+    def restore_edits(self, data) -> bool:
+        """Show unapplied edits saved by `pending_edits().to_dict()` (e.g. in an autosave).
+
+        They may be an unfinished ladder, so they are read without the checks of Apply; a
+        damaged record is named and the ladder in use stays.
+        """
+        try:
+            anchors = AnchorSet(
+                str(data["name"]),
+                tuple(AnchorLevel(str(lv["name"]), str(lv["label"]), float(lv["target"]))
+                      for lv in data["levels"]),
+                tuple(AnchorPair(str(p["level"]), str(p["text_a"]), str(p["text_b"])) for p in data["pairs"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            self._show_message(f"The unapplied anchor edits of the last session could not be restored "
+                               f"({exc!r}); the ladder in use is shown.")
+            return False
+        self.model.set_ladder(anchors, "restore unapplied edits")
+        self._show_message("")
+        return True
 
     def add_level(self) -> bool:
         """Add the level typed in the form; an invalid one shows why and changes nothing."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
+from calibsim_gui.core.errors import CalibsimError
+
 AUTOSAVE_DELAY_MS = 2000          # a killed session loses at most the last ~2 s of changes
 
 
@@ -28,7 +30,8 @@ def autosave_path() -> Path:
 
 
 class Autosaver(QObject):
-    """Writes `window.current_project()` (atomically) a moment after the state changes."""
+    """Writes `window.current_project()` (atomically) a moment after the state or the anchor
+    ladder being edited changes."""
 
     def __init__(self, window):
         super().__init__(window)
@@ -40,31 +43,36 @@ class Autosaver(QObject):
         self.timer.setInterval(AUTOSAVE_DELAY_MS)
         self.timer.timeout.connect(self.save_now)
         state = window.state
-        for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed):
+        for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed,
+                       window.anchors.model.ladder_changed):
             signal.connect(self.timer.start)
 
     def save_now(self) -> None:
-        """Write the project now if it holds anything worth restoring (an input file)."""
+        """Write the project now if it holds anything worth restoring (an input, anchor edits)."""
         self.timer.stop()
         project = self.window.current_project()
-        if not project.inputs:
+        if not project.inputs and "anchor_edits" not in project.settings:
             return
         project.settings["saved_as"] = self.window.project_path
         text = json.dumps(project.to_dict(self.path.parent.resolve()), sort_keys=True)
         if text != self._last:
-            project.save(self.path)
+            try:
+                project.save(self.path)
+            except (OSError, CalibsimError) as exc:      # e.g. a full disk: say so, keep working
+                self.window.status_label.setText(f"Autosave failed ({exc}); save the project "
+                                                 "(File ▸ Save project) to keep this session.")
+                return
             self._last = text
 
     def pending(self):
         """The project a previous session left behind, or None (a damaged one is discarded)."""
-        from calibsim_gui.core.errors import InputError
         from calibsim_gui.core.project import Project
 
         if not self.path.exists():
             return None
         try:
             return Project.load(self.path)
-        except InputError:
+        except CalibsimError:
             self.discard()
             return None
 

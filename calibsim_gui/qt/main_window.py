@@ -94,12 +94,16 @@ class MainWindow(QMainWindow):
         self.project_path: str | None = None
         self.input_spec: dict | None = None           # how the current input was read
         self.profile_path: str | None = None          # a profile opened from a file
+        self._incoming_input: dict | None = None      # input_spec of the file being read
+        self._incoming_source = (None, None)          # profile_path, built_from of coming references
+        self._anchor_edits = None                     # a project's unapplied anchor edits (a dict)
         self._awaiting_profile = False                # a project's references are on their way
         self._pending_project = None                  # a project waiting for its model
         self._project_step = None                     # ("rebuild" | "anchors", project) waiting for a run
         self.built_from: dict | None = None           # files, pairs, seed of a background built here
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
+        self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
 
         self.model_runner = TaskRunner("loading model", self)
@@ -211,7 +215,7 @@ class MainWindow(QMainWindow):
             if runner is not self.input_runner:
                 runner.failed.connect(self._run_failed)
         self.input_runner.failed.connect(self._input_failed)
-        self.profile_runner.failed.connect(self._references_failed)
+        self.profile_runner.failed.connect(self._references_settled)
         self.background.runner.finished.connect(self._background_read)
         self.model_runner.finished.connect(self._model_loaded)
         self.profile_runner.finished.connect(self._profile_ready)
@@ -245,6 +249,7 @@ class MainWindow(QMainWindow):
             self.status_label.setText(f"{running[0].name.capitalize()}…")
         else:
             self.status_label.setText(self._idle_message())
+        self._show_cache_warnings()
 
     def _idle_message(self) -> str:
         state = self.state
@@ -254,6 +259,8 @@ class MainWindow(QMainWindow):
         parts = [f"Model {embedder.fingerprint.name} on {embedder.device} in {embedder_precision(embedder)}"]
         if state.profile is not None:
             parts.append(f"reference: {state.profile_label}")
+        if self._cache_failed or (self._cache is not None and self._cache.off):
+            parts.append("no embedding cache (texts are encoded every time)")
         if state.input is None:
             parts.append("drop a pairs file or documents onto the window")
         return " · ".join(parts)
@@ -270,8 +277,12 @@ class MainWindow(QMainWindow):
         self.show_error(f"{getattr(runner, 'name', 'task').capitalize()} failed", message)
 
     def show_error(self, title: str, message: str) -> None:
+        """A non-modal warning (a worker's traceback goes under Show Details) and the status line."""
+        message, _, details = message.partition("\n\nTraceback")
         self.status_label.setText(message.splitlines()[0])
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        if details:
+            box.setDetailedText("Traceback" + details)
         box.setModal(False)
         box.show()
         self._last_error = box
@@ -298,6 +309,15 @@ class MainWindow(QMainWindow):
                                 f"{exc}\n\ncalibsim goes on without a cache: texts are encoded every time.")
         return self._cache
 
+    def _show_cache_warnings(self) -> None:
+        """Show what the cache reported since last time (e.g. it turned itself off on a full disk)."""
+        if self._cache is None:
+            return
+        new = self._cache.warnings[self._cache_warnings_shown:]
+        self._cache_warnings_shown += len(new)
+        if new:
+            self.show_error("Embedding cache", "\n\n".join(new))
+
     def _load_default_model(self) -> None:
         self.load_model(None, "auto")
 
@@ -309,6 +329,7 @@ class MainWindow(QMainWindow):
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
         # them paused the window for up to 270 ms during runs. Exempt what exists now.
         gc.freeze()
+        self.score_runner.cancel()                 # its results are the previous model's
         self.state.set_model(embedder, embedder.info)
         self.profile_path = None
         self.use_builtin_reference()
@@ -320,10 +341,8 @@ class MainWindow(QMainWindow):
         embedder = self.state.embedder
         if embedder is None:
             return
-        self.profile_path = None
-        self.built_from = None
         cache = self.cache                       # opened here, on the GUI thread
-        self.profile_runner.start(
+        self._start_references(
             lambda progress, should_stop: (default_profile(embedder, cache=cache,
                                                            should_stop=should_stop), "built-in"))
 
@@ -338,9 +357,7 @@ class MainWindow(QMainWindow):
                 profile.check_model(embedder.fingerprint, source=path)
             return profile, Path(path).name
 
-        self.profile_path = path
-        self.built_from = None
-        self.profile_runner.start(task)
+        self._start_references(task, path=path)
 
     def apply_anchors(self, anchors) -> None:
         from calibsim_gui.core.profile_builder import with_anchors
@@ -349,10 +366,11 @@ class MainWindow(QMainWindow):
         if state.profile is None or state.embedder is None:
             return
         profile, embedder, label, cache = state.profile, state.embedder, state.profile_label, self.cache
-        self.profile_runner.start(
+        self._start_references(
             lambda progress, should_stop: (with_anchors(profile, embedder, anchors, cache=cache,
                                                          should_stop=should_stop),
-                                            label.split(" + ")[0] + " + edited anchors"))
+                                            label.split(" + ")[0] + " + edited anchors"),
+            path=self.profile_path, built_from=self.built_from)
 
     def build_background(self, documents, pairs: int, seed: int) -> None:
         from calibsim_gui.core.profile_builder import build_profile
@@ -362,8 +380,7 @@ class MainWindow(QMainWindow):
             self.show_error("No model", "Load a model before building a background.")
             return
         anchors = self.anchors.anchor_set()
-        self.profile_path = None
-        self.built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
+        built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
         cache, budget = self.cache, self.memory_budget()
 
         def task(progress, should_stop):
@@ -373,19 +390,32 @@ class MainWindow(QMainWindow):
                                     name=f"background of {len(documents.files)} files")
             return profile, f"built from {len(documents.files)} file(s)"
 
+        self._start_references(task, built_from=built_from)
+
+    def _start_references(self, task, *, path: str | None = None, built_from: dict | None = None) -> None:
+        """Prepare references in the profile worker; `path` and `built_from` count once they arrive."""
+        self._incoming_source = (path, built_from)
         self.profile_runner.start(task)
 
     def _profile_ready(self, result) -> None:
         profile, label = result
+        self.profile_path, self.built_from = self._incoming_source
         self.state.set_profile(profile, label)
         if self._take_project_step("anchors"):
             return                          # the project's anchors come next, then the scoring
-        self._awaiting_profile = False
-        self.rescore()
+        self._references_settled()
 
-    def _references_failed(self, _message: str = "") -> None:
-        """Score with the references in use when a project's own could not be prepared."""
+    def _references_settled(self, failure: str = "") -> None:
+        """New references are in, or were refused and those in use stay (with their source):
+        show a project's unapplied anchor edits, then score."""
+        if (failure and self.state.profile is None and self.state.embedder is not None
+                and self._incoming_source != (None, None)):
+            self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
+            return
         self._awaiting_profile = False
+        edits, self._anchor_edits = self._anchor_edits, None
+        if edits is not None:
+            self.anchors.restore_edits(edits)
         self.rescore()
 
     # ------------------------------------------------------------------ inputs & scoring
@@ -423,13 +453,13 @@ class MainWindow(QMainWindow):
         self._read_documents(paths, {**(options or {}), "per_file": per_file})
 
     def _read_pairs(self, path: str, options: dict) -> None:
-        self.input_spec = {"paths": [path], "kind": "pairs", "options": options}
+        self._incoming_input = {"paths": [path], "kind": "pairs", "options": options}
         self.input_runner.start(_read_pairs_or_columns, path, options)
 
     def _read_documents(self, paths: list[str], options: dict) -> None:
         from calibsim_gui.core.inputs import load_documents
 
-        self.input_spec = {"paths": paths, "kind": "documents", "options": options}
+        self._incoming_input = {"paths": paths, "kind": "documents", "options": options}
         self.input_runner.start(lambda progress, should_stop: load_documents(paths, **options))
 
     def _input_read(self, value) -> None:
@@ -438,6 +468,7 @@ class MainWindow(QMainWindow):
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return
+        self.input_spec = self._incoming_input          # only an accepted input is the session's
         self.state.set_input(value)
         self.tabs.setCurrentWidget(self.results)
         self.rescore()
@@ -580,7 +611,7 @@ class MainWindow(QMainWindow):
         self._last_error = box
 
     def choose_human_file(self) -> None:
-        from calibsim_gui.core.errors import InputError
+        from calibsim_gui.core.errors import CalibsimError
         from calibsim_gui.core.human import HUMAN_SUFFIX, HumanFit
 
         path, _ = QFileDialog.getOpenFileName(self, "Open human calibration", "",
@@ -589,7 +620,7 @@ class MainWindow(QMainWindow):
             return
         try:
             fit = HumanFit.load(path)
-        except InputError as exc:
+        except CalibsimError as exc:
             self.show_error("Cannot open the human calibration", str(exc))
             return
         embedder = self.state.embedder
@@ -671,7 +702,8 @@ class MainWindow(QMainWindow):
         from calibsim_gui.core.project import Project, ProjectInput
 
         state = self.state
-        anchors = self.anchors.anchor_set()
+        anchors = state.profile.anchors if state.profile is not None else self.anchors.anchor_set()
+        edits = self.anchors.pending_edits()
         model = None
         if state.model_info is not None and state.model_info.source != "built-in":
             model = str(state.model_info.path)
@@ -686,7 +718,8 @@ class MainWindow(QMainWindow):
                        profile=self.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
                        inputs=inputs, settings={"metric": state.metric, "form": state.form,
-                                                "geometry": state.geometry})
+                                                "geometry": state.geometry,
+                                                **({"anchor_edits": edits.to_dict()} if edits else {})})
 
     def save_project(self) -> None:
         if self.project_path is None:
@@ -713,12 +746,12 @@ class MainWindow(QMainWindow):
 
     def open_project(self, path: str) -> None:
         """Restore a saved project: model, anchors, references, inputs and view choices."""
-        from calibsim_gui.core.errors import InputError
+        from calibsim_gui.core.errors import CalibsimError
         from calibsim_gui.core.project import Project
 
         try:
             project = Project.load(path)
-        except InputError as exc:
+        except CalibsimError as exc:
             self.show_error("Cannot open project", str(exc))
             return
         for missing in project.missing_files():
@@ -759,7 +792,8 @@ class MainWindow(QMainWindow):
         project = self.autosaver.pending()
         if project is None:
             return
-        names = ", ".join(Path(i.path).name for i in project.inputs)
+        names = ", ".join([Path(i.path).name for i in project.inputs]
+                          + (["unapplied anchor edits"] if "anchor_edits" in project.settings else []))
         box = QMessageBox(QMessageBox.Icon.Question, "Restore the last session?",
                           f"calibsim did not close normally last time. Restore that session ({names})?",
                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
@@ -788,6 +822,7 @@ class MainWindow(QMainWindow):
             return
         if project.anchors is not None:
             self.anchors.set_anchor_set(project.anchors)
+        self._anchor_edits = project.settings.get("anchor_edits")
         self._awaiting_profile = True
         self.score_runner.cancel()      # a run with the old references must not be shown
         if project.profile:
@@ -823,7 +858,7 @@ class MainWindow(QMainWindow):
             return True
         documents = self.background.documents()
         if documents is None:
-            self._references_failed()
+            self._references_settled()
             self.show_error("Background not rebuilt", "The project's background files could not "
                             "be read; see the Background tab.")
             return True

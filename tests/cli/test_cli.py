@@ -259,7 +259,8 @@ def test_memory_budget_refuses_a_run_that_would_not_fit_and_says_how_much(pairs,
     out = tmp_path / "o.csv"
     assert cli.main(["score", str(pairs), "--out", str(out), "--memory-budget", "1M"]) == 2
     err = capsys.readouterr().err
-    assert "scoring 3 pairs" in err and "more than the memory budget of 1.0 MB" in err
+    assert "pairs.csv: reading 1 file of 116 B needs about" in err       # refused before reading
+    assert "more than the memory budget of 1.0 MB" in err
     assert not out.exists()
     monkeypatch.setenv("CALIBSIM_MEMORY_BUDGET", "2M")
     assert cli.main(["matrix", str(pairs), "--column", "sentence1", "--out", str(out)]) == 2

@@ -150,3 +150,18 @@ def test_cache_key_names_the_precision_except_float32(fake_embedder):
     assert cache_key(fake_embedder) == fake_embedder.fingerprint.id     # caches written before stay valid
     fake_embedder.precision = "bfloat16"
     assert cache_key(fake_embedder) == fake_embedder.fingerprint.id + "+bfloat16"
+
+
+def test_a_cache_that_fills_up_turns_itself_off_with_a_warning_and_encoding_goes_on(tmp_path, fake_embedder):
+    from calibsim_gui.core.encoding import encode_texts
+
+    texts = [f"sentence number {i}" for i in range(200)]
+    expected = encode_texts(fake_embedder, texts).embeddings
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    cache._conn.execute("PRAGMA max_page_count = 3")          # SQLite: "database or disk is full"
+    with pytest.warns(RuntimeWarning, match="stopped working.*disk is full"):
+        got = encode_texts(fake_embedder, texts, cache=cache, batch_size=16).embeddings
+    np.testing.assert_array_equal(got, expected)
+    assert cache.off and len(cache.warnings) == 1 and "CALIBSIM_CACHE_DIR" in cache.warnings[0]
+    assert cache.lookup("any", texts) == {}
+    cache.close()

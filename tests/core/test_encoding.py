@@ -3,7 +3,7 @@ import pytest
 
 from calibsim_gui.core.cache import EmbeddingCache
 from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.errors import Cancelled
+from calibsim_gui.core.errors import Cancelled, InputError
 
 
 def test_rows_follow_inputs_and_each_distinct_text_is_encoded_once(fake_embedder):
@@ -62,3 +62,11 @@ def test_only_texts_that_may_be_too_long_are_tokenized(fake_embedder):
     result = encode_texts(fake_embedder, [short, long, accented])
     assert result.n_truncated == 2
     assert sorted(asked) == sorted([long, accented])
+
+
+@pytest.mark.parametrize("batch_size", [0, -5, 2.5, True, "64", 10**9])
+def test_a_batch_size_outside_1_to_4096_is_refused_before_any_text_is_encoded(fake_embedder, batch_size):
+    """No numbers from an invalid setting: 0 never ends a range(), -5 would give empty batches."""
+    with pytest.raises(InputError, match=f"batch size {batch_size!r} is not a whole number from 1 to 4096"):
+        encode_texts(fake_embedder, ["a cat", "a dog"], batch_size=batch_size)
+    assert fake_embedder.calls == 0

@@ -11,7 +11,6 @@ from calibsim_gui.core.human import (
     load_human_pairs,
     reliability_curve,
     sentence_groups,
-    threshold_at_precision,
 )
 
 
@@ -99,30 +98,6 @@ def test_reliability_curve_by_hand():
     np.testing.assert_allclose(curve["bin_low"], [0.0, 0.1, 0.9])
     np.testing.assert_allclose(curve["mean_predicted"], [0.05, 0.135, 0.975])
     np.testing.assert_allclose(curve["mean_observed"], [0.0, 0.3, 0.9])
-
-
-def test_threshold_at_precision_by_hand():
-    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
-    same = np.array([1, 1, 0, 1, 0], dtype=bool)
-    loose = threshold_at_precision(scores, same, precision=0.75, n_boot=200)
-    assert (loose.threshold, loose.precision, loose.recall) == (0.6, 0.75, 1.0)
-    strict = threshold_at_precision(scores, same, precision=0.9, n_boot=200)
-    assert (strict.threshold, strict.recall) == (0.8, pytest.approx(2 / 3))
-    # a cut never splits tied scores
-    assert threshold_at_precision([0.9, 0.8, 0.8], [1, 1, 0], precision=0.9, n_boot=50).threshold == 0.9
-    with pytest.raises(InputError, match="both kinds"):
-        threshold_at_precision(scores, np.ones(5, dtype=bool))
-
-
-def test_threshold_interval_covers_the_estimate():
-    rng = np.random.default_rng(3)
-    scores = rng.uniform(0, 1, 1000)
-    same = rng.uniform(0, 1, 1000) < scores ** 2
-    found = threshold_at_precision(scores, same, precision=0.8, n_boot=300)
-    low, high = found.interval
-    assert low <= found.threshold <= high and high - low < 0.3
-    assert found.precision >= 0.8
-    json.dumps(found.to_dict())
 
 
 def test_load_human_pairs_reads_scores_and_checks_the_scale(tmp_path):

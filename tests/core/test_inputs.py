@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,95 @@ def test_inputs_without_text_are_an_error(tmp_path):
 def test_missing_document_path_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no such file or folder"):
         load_documents([tmp_path / "missing"])
+
+
+# --------------------------------------------------------------------------- hostile inputs
+
+
+def test_columns_of_numbers_only_are_not_texts(tmp_path):
+    """`a,b,c / 1,2,3`: 'a' and 'b' are pair names, but numbers only are not texts to compare."""
+    numbers = write(tmp_path / "numbers.csv", "a,b,c\n1,2,3\n4,5,6\n")
+    with pytest.raises(inputs.ColumnsNotFound) as err:
+        load_pairs(numbers)
+    message = str(err.value)
+    assert "numbers.csv: has no two text columns" in message
+    assert "columns 'a', 'b', 'c' hold only numbers" in message and "--text-a COL --text-b COL" in message
+    assert err.value.columns == ["a", "b", "c"] and len(err.value.preview) == 2   # the app can ask
+    named = load_pairs(numbers, text_a="a", text_b="b")                           # named: texts
+    assert (named.text_a, named.text_b) == ("a", "b")
+
+
+def test_numeric_columns_with_pair_names_give_way_to_text_columns(tmp_path):
+    table = write(tmp_path / "ids.csv", "a,b,question1,question2\n1,2,Is it?,Is it so?\n")
+    found = load_pairs(table)
+    assert (found.text_a, found.text_b) == ("question1", "question2")
+
+
+def test_a_file_over_the_memory_budget_is_refused_from_its_size_before_reading(tmp_path):
+    """The file is all NUL bytes: had it been read, it would be refused as binary instead."""
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as f:
+        f.truncate(50_000_000)                          # sparse: no disk used
+    with pytest.raises(InputError, match=r"big\.csv: reading 1 file of 50\.0 MB needs about 1\.0 GB"
+                                         r".*budget of 500\.0 MB. Fix: split the input"):
+        load_pairs(big, memory_budget=500_000_000)
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):            # each alone fits, together they do not
+        with open(folder / name, "wb") as f:
+            f.truncate(10_000_000)
+    with pytest.raises(InputError, match=r"reading 3 files of 30\.0 MB needs about 680\.0 MB"):
+        load_documents([folder], memory_budget=500_000_000)
+
+
+def test_a_fifo_is_refused_unopened_as_a_pairs_file_or_a_corpus(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for read in (load_pairs, load_documents):
+        with pytest.raises(InputError, match=r"pipe\.csv: is a named pipe \(FIFO\).*Fix: save the data"):
+            read(fifo)
+
+
+def test_every_entry_of_a_folder_that_cannot_be_read_is_named_and_none_is_opened(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder / "good.txt", "a text\n")
+    write(folder / "notes" / "more.md", "another text\n")
+    os.mkfifo(folder / "pipe.txt")                                    # opening it would block
+    (folder / "gone.txt").symlink_to(tmp_path / "deleted.txt")
+    os.mkfifo(folder / "pipe.bin")                                    # not a text file: ignored
+    with pytest.raises(InputError) as err:
+        load_documents([folder])
+    message = str(err.value)
+    assert message.startswith(f"{folder}: holds 2 entries that cannot be read")
+    assert "gone.txt (a link to something missing)" in message
+    assert "pipe.txt (not a regular file but a pipe, socket or device)" in message
+    assert "Fix: make them readable" in message
+
+
+def test_a_subfolder_that_cannot_be_listed_is_named(tmp_path, monkeypatch):
+    """chmod 000 does not stop root, so the listing itself is made to fail."""
+    folder = tmp_path / "corpus"
+    write(folder / "good.txt", "a text\n")
+    write(folder / "locked" / "secret.txt", "a secret\n")
+    scandir = os.scandir
+
+    def refuse_locked(path):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse_locked)
+    with pytest.raises(InputError, match=r"corpus: holds 1 entry that cannot be read: "
+                                         r"locked/ \(Permission denied\)"):
+        load_documents([folder])
+
+
+def test_linked_subfolders_are_read_once_and_a_link_loop_ends(tmp_path):
+    shared = write(tmp_path / "shared" / "s.txt", "shared text\n").parent
+    folder = tmp_path / "corpus"
+    write(folder / "own.txt", "own text\n")
+    (folder / "linked").symlink_to(shared, target_is_directory=True)
+    (folder / "loop").symlink_to(folder, target_is_directory=True)
+    docs = load_documents([folder])
+    assert sorted(docs.texts) == ["own text", "shared text"]
+    assert [p.relative_to(folder).as_posix() for p in docs.files] == ["linked/s.txt", "own.txt"]

@@ -13,10 +13,12 @@ from calibsim_gui.core.memory import (
     BUDGET_ENV,
     WORKING_BYTES,
     default_budget,
+    file_read_bytes,
     format_size,
     pair_run_bytes,
     parse_size,
     physical_memory,
+    profile_build_bytes,
 )
 from calibsim_gui.core.metrics import PAIR_BLOCK, pair_scores
 from calibsim_gui.core.profile_builder import build_profile
@@ -105,7 +107,43 @@ def test_the_pair_estimate_covers_what_scoring_really_holds(tmp_path):
 
 def test_a_background_over_the_budget_is_refused_before_encoding():
     embedder = FakeEmbedder()
-    with pytest.raises(InputError, match="a background of 500 sentences needs about") as err:
+    with pytest.raises(InputError, match="a background of 500 sentences and 20,000 pairs needs about") as err:
         build_profile(embedder, random_sentences(500, seed=3), memory_budget=1000)
     assert "--engine ray" in err.value.fix
     assert embedder.calls == 0
+
+
+def traced_peak(run) -> int:
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_read_estimate_covers_what_reading_a_file_holds(tmp_path):
+    """Checked from the file's size before reading, and not wildly above what reading holds."""
+    texts = random_sentences(12000, seed=5)
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"sentence1": texts[:6000], "sentence2": texts[6000:]}).to_csv(path, index=False)
+    load_pairs(path)                                        # pandas' lazy imports are not the file
+    size = path.stat().st_size
+    peak = traced_peak(lambda: load_pairs(path))
+    assert size * 2 < peak < file_read_bytes(size) - WORKING_BYTES
+
+
+def test_background_pairs_are_in_the_build_estimate_and_it_covers_the_build():
+    """`--pairs 2000000` once held 7 GB under a 1G budget: the pairs are counted now."""
+    embedder, texts = FakeEmbedder(dimension=128), random_sentences(1500, seed=4)
+    with pytest.raises(InputError, match="a background of 1,500 sentences and 1,000,000 pairs"):
+        build_profile(embedder, texts, n_pairs=1_000_000, memory_budget=1_000_000_000)
+    assert embedder.calls == 0
+    peak = traced_peak(lambda: build_profile(embedder, texts, n_pairs=40_000))
+    estimate = profile_build_bytes(1500, 128, 40_000)
+    assert (estimate - WORKING_BYTES) / 4 < peak < estimate
+
+
+def test_a_build_asked_for_no_pairs_is_refused():
+    with pytest.raises(InputError, match="-5 background pairs cannot be drawn"):
+        build_profile(FakeEmbedder(), random_sentences(50, seed=4), n_pairs=-5)

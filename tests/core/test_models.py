@@ -111,6 +111,57 @@ def test_fingerprint_ignores_readme(fake_model):
     assert fingerprint_folder(fake_model) == before
 
 
+def transformer_in_module_folder(folder: Path, module_path: str) -> Path:
+    """`folder` laid out the older way: its Transformer module in `module_path` (weights there)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": module_path, "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text('{"word_embedding_dimension": 8}')
+    return folder
+
+
+def weights_folder(folder: Path, weights: bytes) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"hidden_size": 8}')
+    (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_fingerprint_follows_a_linked_module_folder_and_sees_its_weights_change(tmp_path):
+    """A Transformer folder that is a link: its weights are fingerprinted through the link, so
+    changed weights give a new fingerprint (and a new embedding cache key), never the old one."""
+    weights = weights_folder(tmp_path / "store" / "transformer", bytes(range(256)))
+    linked = transformer_in_module_folder(tmp_path / "linked", "0_Transformer")
+    (linked / "0_Transformer").symlink_to(weights, target_is_directory=True)
+    copied = transformer_in_module_folder(tmp_path / "copied", "0_Transformer")
+    shutil.copytree(weights, copied / "0_Transformer")
+    before = fingerprint_folder(linked, name="m")
+    assert before == fingerprint_folder(copied, name="m")         # linked or copied: the same files
+    assert {rel for rel, _ in models._model_files(linked)} >= {"0_Transformer/model.safetensors",
+                                                          "0_Transformer/config.json"}
+    (weights / "model.safetensors").write_bytes(bytes(reversed(range(256))))
+    assert fingerprint_folder(linked, name="m").digest != before.digest
+
+
+def test_fingerprint_includes_a_module_folder_outside_the_model_folder(tmp_path):
+    weights = weights_folder(tmp_path / "shared-transformer", b"weights one")
+    folder = transformer_in_module_folder(tmp_path / "model", "../shared-transformer")
+    before = fingerprint_folder(folder)
+    assert "../shared-transformer/model.safetensors" in {rel for rel, _ in models._model_files(folder)}
+    (weights / "model.safetensors").write_bytes(b"weights two")
+    assert fingerprint_folder(folder).digest != before.digest
+
+
+def test_a_link_back_to_the_model_folder_does_not_loop(fake_model):
+    before = fingerprint_folder(fake_model)
+    (fake_model / "1_Pooling" / "again").symlink_to(fake_model, target_is_directory=True)
+    files = {rel for rel, _ in models._model_files(fake_model)}
+    assert "1_Pooling/again/model.safetensors" not in files and "model.safetensors" in files
+    assert fingerprint_folder(fake_model) == before
+
+
 def test_fingerprint_round_trips_through_dict(fake_model):
     fp = fingerprint_folder(fake_model)
     d = fp.to_dict()

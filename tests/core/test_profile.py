@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.profile import ReferenceProfile, merge_profiles
 from calibsim_gui.core.profile_builder import build_profile
 from tests.fakes import FakeEmbedder, random_sentences
@@ -64,7 +64,7 @@ def test_nan_in_a_profile_is_refused(profile, tmp_path):
     text = json.dumps(profile.to_dict()).replace('"mean": ', '"mean": NaN, "x": ', 1)
     path = tmp_path / "nan.calibsim-profile"
     path.write_text(text)
-    with pytest.raises(ProfileError, match="NaN"):
+    with pytest.raises(InputError, match="NaN"):
         ReferenceProfile.load(path)
 
 

@@ -48,7 +48,7 @@ HEAD = '{"format": "calibsim-project", "schema_version": 1, '
     (HEAD + '"inputs": [{"nopath": 1}]}', "damaged"),
     ("not json", "not a readable project"),
     ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "not a readable project"),
-    (HEAD + '"background": {"pairs": Infinity}}', "background pairs must be a whole number"),
+    (HEAD + '"background": {"pairs": Infinity}}', "Infinity is not allowed"),
     (HEAD + '"background": {"pairs": 2.5}}', "background pairs must be a whole number"),
     (HEAD + '"background": {"seed": -1}}', "background seed must be a whole number from 0"),
     (HEAD + '"background": {"seed": 4294967296}}', "background seed must be a whole number"),
@@ -60,7 +60,8 @@ HEAD = '{"format": "calibsim-project", "schema_version": 1, '
     (HEAD + '"inputs": [{"path": "a.txt", "kind": "documents", "options": {"per_file": "yes"}}]}',
      "option 'per_file' .* wrong type"),
     (HEAD + '"anchors": ["a", "b"]}', "anchors must be a JSON object"),
-    (HEAD + '"anchors": {"levels": [{"name": "x", "target": NaN}], "pairs": []}}', "outside 0..1"),
+    (HEAD + '"anchors": {"levels": [{"name": "x", "target": NaN}], "pairs": []}}', "NaN is not allowed"),
+    (HEAD + '"background": {"files": "corpus.txt"}}', "inputs lists"),
     (HEAD + '"model": 5}', "damaged"),
 ], ids=lambda v: v if len(v) < 40 else None)
 def test_bad_project_files_are_refused_with_a_reason(tmp_path, content, message):

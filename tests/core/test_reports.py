@@ -243,3 +243,23 @@ def test_reports_show_the_calibrated_map_and_the_typical_interval_width(report, 
     pdf.close()
     assert "How a cosine score (x) becomes cosine_calibrated (y)" in everything       # the map's caption
     assert f"{p90} or less" in everything
+
+
+HOSTILE_TEXTS = [" ".join(f"word{i}" for i in range(2000)),          # one 2,000-word cell
+                 "القطة تنام على الأريكة", "החתול ישן על הספה", "猫在沙发上睡觉", "고양이가 잔다",
+                 "a cat 😺 sleeps", "mixed: the word שלום means peace"]
+
+
+def test_pdf_renders_long_cells_and_every_script_with_a_note_on_what_it_cannot_show(profile, tmp_path):
+    pdfium = pytest.importorskip("pypdfium2")
+    path = tmp_path / "hostile.csv"
+    pd.DataFrame({"sentence1": HOSTILE_TEXTS, "sentence2": HOSTILE_TEXTS[::-1]}).to_csv(path, index=False)
+    report = build_report(score_pairs(load_pairs(path), FakeEmbedder(), profile), profile)
+    pdf = pdfium.PdfDocument(str(write_report(report, tmp_path / "r.pdf")))
+    text = " ".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+    pdf.close()
+    flat = " ".join(text.split())
+    assert "cannot show (CJK, HANGUL" in flat and "The HTML report shows them" in flat
+    assert "cut with “…” to fit a table cell" in flat and "word1999" not in flat
+    assert "ספה" in flat or "הספ" in flat[::-1] or "הפס" in flat       # Hebrew is there, in some order
+    assert "word0 word1" in flat

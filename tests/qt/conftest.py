@@ -39,6 +39,27 @@ def pairs_csv(tmp_path):
     return path
 
 
+@pytest.fixture
+def good_results(window, qtbot, pairs_csv):
+    """Drop a good pairs file and check it is scored: the window still works."""
+    def check():
+        window._last_error = None
+        with qtbot.waitSignal(window.results_shown, timeout=20_000):
+            drop(window, [pairs_csv])
+        assert window.state.input.path == pairs_csv
+        assert len(window.state.results.frame) == 30
+        assert window.state.results.frame["cosine_calibrated"].notna().all()
+        assert window._last_error is None
+    return check
+
+
+def shown_error(window, qtbot, timeout=10_000) -> str:
+    """The text of the (non-modal) error box the window shows next."""
+    qtbot.waitUntil(lambda: window._last_error is not None, timeout=timeout)
+    assert window._last_error.isVisible() and not window._last_error.isModal()
+    return window._last_error.text()
+
+
 def drop(widget, paths):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDialog
 import calibsim_gui.qt.main_window as main_window
 from calibsim_gui.core import inputs
 from tests.fakes import random_sentences
-from tests.qt.conftest import drop
+from tests.qt.conftest import drop, shown_error
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00"
 
@@ -94,26 +94,6 @@ BAD_FILES = [
     ("no pairs.csv", lambda p, t: p.write_text(csv_text("sentence1,sentence2", "a,", ",b", " , ")),
      ["no pair with two non-empty texts", "Fix:"]),
 ]
-
-
-@pytest.fixture
-def good_results(window, qtbot, pairs_csv):
-    """Drop a good pairs file and check it is scored: the window still works."""
-    def check():
-        window._last_error = None
-        with qtbot.waitSignal(window.results_shown, timeout=20_000):
-            drop(window, [pairs_csv])
-        assert window.state.input.path == pairs_csv
-        assert len(window.state.results.frame) == 30
-        assert window.state.results.frame["cosine_calibrated"].notna().all()
-        assert window._last_error is None
-    return check
-
-
-def shown_error(window, qtbot, timeout=10_000) -> str:
-    qtbot.waitUntil(lambda: window._last_error is not None, timeout=timeout)
-    assert window._last_error.isVisible() and not window._last_error.isModal()
-    return window._last_error.text()
 
 
 @pytest.mark.parametrize("name, write, expected", BAD_FILES, ids=[case[0] for case in BAD_FILES])
@@ -250,7 +230,7 @@ def damaged_profile(kind, window, path):
 
 
 @pytest.mark.parametrize("kind, expected", [
-    ("not json", "not a valid profile file"),
+    ("not json", "not a readable profile"),
     ("schema version", "schema version 99"),
     ("missing keys", "damaged or hand-edited"),
     ("other model", "another-model"),

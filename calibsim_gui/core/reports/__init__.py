@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibsim_gui.core.atomic import atomic_path, write_text_atomic
-from calibsim_gui.core.errors import CalibsimError, Cancelled, InputError
+from calibsim_gui.core.atomic import atomic_path, atomic_paths, write_text_atomic
+from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.output import (
     FIGURE_FORMATS,
     REPORT_FORMATS,
@@ -38,12 +38,14 @@ def _stopper(should_stop):
 
 
 def write_report(report: Report, path, *, force: bool = False, inputs=(), progress=None,
-                 should_stop=None) -> Path:
+                 should_stop=None, keep_formulas: bool = False) -> Path:
     """Write `report` in the format named by `path`'s extension (see `REPORT_FORMATS`).
 
     Refuses to replace an input or (without `force`) an existing file. CSV/TSV hold the table
-    (a document set: the featured form's square matrix) plus ``<out>.provenance.json``.
-    A stop request (`should_stop()` true) raises `Cancelled` and leaves no file.
+    (a document set: the featured form's square matrix) plus ``<out>.provenance.json``; their
+    formula-like texts get a leading ``'`` unless `keep_formulas` (see `protect_formulas`).
+    A stop request (`should_stop()` true) raises `Cancelled` and leaves no file; a write the
+    system refuses raises `WriteError` and leaves every previous file as it was.
     """
     from calibsim_gui.core.reports import html, pdf, tables
 
@@ -56,43 +58,42 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
         progress(1, 3, "drawing figures")
         report.figures          # drawn before the write, whose OSErrors are about the output file
         check()
-    try:
-        if suffix in TABLE_SUFFIXES:
-            if report.kind == "pairs":
-                write_scored_pairs(report.result, path)
-            else:
-                form = report.form if report.form in report.result.matrices else "raw"
-                write_matrix(report.result, path, form=form)
-        elif suffix == ".json":
-            write_text_atomic(path, tables.report_json(report))
-        elif suffix == ".html":
-            progress(2, 3, "writing HTML")
-            write_text_atomic(path, html.render_html(report))
+    if suffix in TABLE_SUFFIXES:
+        if report.kind == "pairs":
+            write_scored_pairs(report.result, path, keep_formulas=keep_formulas)
         else:
-            with atomic_path(path) as tmp:
-                if suffix == ".xlsx":
-                    tables.write_xlsx(report, tmp)
-                else:
-                    pdf.render_pdf(report, tmp, progress=progress, check=check)
-    except OSError as exc:
-        raise CalibsimError(f"could not write {path}: {exc.strerror or exc}. Nothing was written; "
-                            "check the folder exists and is writable, and that there is free space.") from exc
+            form = report.form if report.form in report.result.matrices else "raw"
+            write_matrix(report.result, path, form=form, keep_formulas=keep_formulas)
+    elif suffix == ".json":
+        write_text_atomic(path, tables.report_json(report))
+    elif suffix == ".html":
+        progress(2, 3, "writing HTML")
+        write_text_atomic(path, html.render_html(report))
+    else:
+        with atomic_path(path) as tmp:
+            if suffix == ".xlsx":
+                tables.write_xlsx(report, tmp)
+            else:
+                pdf.render_pdf(report, tmp, progress=progress, check=check)
     progress(3, 3, f"wrote {path.name}")
     return path
 
 
 def write_figures(report: Report, path, *, force: bool = False) -> list[Path]:
-    """Write each figure beside `path` as ``<stem>-<figure>.png`` and ``.svg``; returns the files."""
+    """Write each figure beside `path` as ``<stem>-<figure>.png`` and ``.svg``; returns the files.
+
+    The files are replaced together: if one cannot be written, none is.
+    """
     targets = [(figure, figure_path(path, figure.name, suffix))
                for figure in report.figures for suffix in FIGURE_FORMATS]
     existing = [t for _, t in targets if t.exists()]
     if existing and not force:
         raise InputError("a figure file exists already.", path=existing[0],
                          fix="choose another name, or add --force to replace it")
-    for figure, target in targets:
-        if target.suffix == ".svg":
-            write_text_atomic(target, figure.svg)
-        else:
-            with atomic_path(target) as tmp:
-                Path(tmp).write_bytes(figure.png)
+    with atomic_paths(*(target for _, target in targets)) as temporaries:
+        for (figure, target), tmp in zip(targets, temporaries):
+            if target.suffix == ".svg":
+                tmp.write_text(figure.svg, encoding="utf-8")
+            else:
+                tmp.write_bytes(figure.png)
     return [t for _, t in targets]

@@ -1,12 +1,18 @@
 """The paginated PDF report (reportlab, no browser): same content as the HTML report.
 
-Text is set in DejaVu Sans (shipped with matplotlib), which covers Latin, Greek and Cyrillic
-scripts; long tables continue on the next page under a repeated header row.
+Text is set in DejaVu Sans (shipped with matplotlib), which covers Latin, Greek, Cyrillic,
+Arabic and Hebrew; right-to-left text is put in display order (python-bidi) with Arabic letters
+joined (arabic-reshaper). Characters the font lacks (CJK, Hangul, Thai, Devanagari, ...) are
+named in a note that points to the HTML report. A very long text is cut with "…" to fit a
+table cell (the full text is in the HTML, XLSX, JSON and CSV outputs). Long tables continue on
+the next page under a repeated header row.
 """
 
 from __future__ import annotations
 
 import io
+import re
+import unicodedata
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -17,6 +23,67 @@ from calibsim_gui.core.reports.content import readable
 
 FONT, FONT_BOLD, FONT_MONO = "DejaVuSans", "DejaVuSans-Bold", "DejaVuSansMono"
 TEXT_COLUMN_SHARE = 2.2        # a text column is this many times wider than a number column
+CELL_LINES = 20                # a table cell shows at most about this many lines of text
+CELL_PADDING = 12              # points of a cell's width taken by its left and right padding
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")     # Hebrew, Arabic (+ forms)
+
+
+class _Texts:
+    """Turns user texts into paragraphs the PDF can show, noting characters the font lacks."""
+
+    def __init__(self, styles):
+        from reportlab.pdfbase import pdfmetrics
+
+        self.styles = styles
+        self.glyphs = set(pdfmetrics.getFont(FONT).face.charToGlyph)
+        self.missing: set[str] = set()
+        self.clipped = 0
+
+    def para(self, text: str, style: str = "body", *, width: float | None = None, bold: bool = False):
+        """`text` as a Paragraph; in a table cell of `width` points, cut to fit."""
+        from reportlab.platypus import Paragraph
+
+        style = self.styles[style]
+        self.missing.update(c for c in text if ord(c) > 0x7f and ord(c) not in self.glyphs
+                            and not unicodedata.category(c).startswith(("Z", "C", "M")))
+        if width is not None:
+            text = self._clip(text, width, style.fontSize)
+        if _RTL.search(text):
+            body = "<br/>".join(escape(line) for line in _visual_lines(text, style, width))
+        else:
+            body = escape(text)
+        return Paragraph(f"<b>{body}</b>" if bold else body, style)
+
+    def _clip(self, text: str, width: float, size: float) -> str:
+        limit = max(40, int((width - CELL_PADDING) / (0.5 * size)) * CELL_LINES)
+        if len(text) <= limit:
+            return text
+        self.clipped += 1
+        return text[:limit].rstrip() + "…"
+
+    def notes(self) -> list[str]:
+        """What the PDF could not show as-is, and where to read it in full."""
+        notes = []
+        if self.missing:
+            scripts = sorted({unicodedata.name(c, "OTHER").split()[0] for c in self.missing})
+            notes.append(f"Some texts hold characters this PDF's font cannot show ({', '.join(scripts[:6])}"
+                         f"{', ...' if len(scripts) > 6 else ''}: {len(self.missing)} distinct); they "
+                         "appear as empty boxes here. The HTML report shows them.")
+        if self.clipped:
+            notes.append(f"{self.clipped} long text(s) are cut with “…” to fit a table cell; the HTML, "
+                         "XLSX, JSON and CSV outputs hold them in full.")
+        return notes
+
+
+def _visual_lines(text: str, style, width: float | None) -> list[str]:
+    """`text` wrapped to `width` in reading order, each line then put in display order."""
+    from arabic_reshaper import reshape
+    from bidi import get_display
+    from reportlab.lib.utils import simpleSplit
+
+    lines = simpleSplit(text, style.fontName, style.fontSize, width - CELL_PADDING) if width \
+        else [text]
+    return [get_display(reshape(line)) for line in lines]
 
 
 def _register_fonts() -> None:
@@ -48,22 +115,24 @@ def _styles():
     return styles
 
 
-def _table(frame: pd.DataFrame, styles, width: float, *, small: bool = False, shares=None, prefix=""):
+def _table(frame: pd.DataFrame, texts: _Texts, width: float, *, small: bool = False, shares=None,
+           prefix=""):
     """A long table whose header row repeats on every page; text columns get more room.
 
     `prefix` is left out of the header labels (e.g. the featured metric, named above the table).
     """
     from reportlab.lib import colors
-    from reportlab.platypus import LongTable, Paragraph, TableStyle
+    from reportlab.platypus import LongTable, TableStyle
 
     numeric = {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     text = readable(frame)
-    style = styles["small" if small else "cell"]
-    header = [Paragraph(f"<b>{escape(str(c).removeprefix(prefix).replace('_', ' '))}</b>", style)
-              for c in text.columns]
-    rows = [[Paragraph(escape(v), style) for v in row] for row in text.itertuples(index=False)]
+    style = "small" if small else "cell"
     shares = shares or [1.0 if c in numeric else TEXT_COLUMN_SHARE for c in text.columns]
     widths = [width * s / sum(shares) for s in shares]
+    header = [texts.para(str(c).removeprefix(prefix).replace("_", " "), style, width=w, bold=True)
+              for c, w in zip(text.columns, widths)]
+    rows = [[texts.para(v, style, width=w) for v, w in zip(row, widths)]
+            for row in text.itertuples(index=False)]
     table = LongTable([header] + rows, colWidths=widths, repeatRows=1)
     table.setStyle(TableStyle([
         ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#d0d7de")),
@@ -95,29 +164,31 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
     page = landscape(A4)
     margin = 1.5 * cm
     width = page[0] - 2 * margin
-    story = [Paragraph(escape(report.title), styles["title"]),
+    texts = _Texts(styles)
+    story = [texts.para(report.title, "title"),
              Paragraph(f"Embedding similarity scores calibrated against explicit references with calibsim "
                        f"{__version__}. Every calibrated column is “higher = more similar”.", styles["body"]),
              Paragraph("Summary", styles["h2"])]
     summary = pd.DataFrame(report.summary(), columns=["item", "value"])
-    story.append(_table(summary, styles, width, shares=[1, 4]))
+    story.append(_table(summary, texts, width, shares=[1, 4]))
     for note in report.notes():
-        story.append(Paragraph("• " + escape(note), styles["body"]))
+        story.append(texts.para("• " + note))
+    notes_at = len(story)           # where notes on what this PDF cannot show go, once known
     agreement = report.agreement_table()
     if agreement is not None:
         story += [Paragraph("Agreement with the human scores (Spearman × 100)", styles["h3"]),
-                  _table(agreement, styles, width)]
+                  _table(agreement, texts, width)]
     evaluation = report.evaluation_table()
     if evaluation is not None:
         story.append(KeepTogether([
             Paragraph(f"Evaluation against the human scores ({escape(report.metric)})", styles["h3"]),
-            Paragraph(escape(evaluation[1]), styles["body"]), _table(evaluation[0], styles, width)]))
+            Paragraph(escape(evaluation[1]), styles["body"]), _table(evaluation[0], texts, width)]))
     story += [Paragraph(f"Anchor levels ({escape(report.metric)})", styles["h3"]),
-              _table(report.anchors_table(), styles, width)]
+              _table(report.anchors_table(), texts, width)]
     table, note = report.results_table()
     story += [Paragraph("Results", styles["h2"]),
               Paragraph(escape(note) + f" Score columns are {escape(report.metric)} scores.", styles["body"]),
-              _table(table, styles, width, small=True, prefix=f"{report.metric}_"),
+              _table(table, texts, width, small=True, prefix=f"{report.metric}_"),
               Paragraph("Figures", styles["h2"])]
     if progress:
         progress(1, 3, "drawing figures")
@@ -125,7 +196,7 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
         image = Image(io.BytesIO(figure.png))
         scale = min(width / image.drawWidth, (page[1] - 2 * margin - 2 * cm) / image.drawHeight)
         image.drawWidth, image.drawHeight = image.drawWidth * scale, image.drawHeight * scale
-        story.append(KeepTogether([image, Paragraph(escape(figure.caption), styles["caption"])]))
+        story.append(KeepTogether([image, texts.para(figure.caption, "caption")]))
     space = report.space_table()
     if space is not None:
         story += [Paragraph("The embedding space", styles["h2"]),
@@ -133,7 +204,7 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
                             "background texts, raw and under each geometry fix (fitted on the background, "
                             "never on your pairs). A high mean cosine of random pairs and much variance "
                             "along few directions mean raw cosines crowd together.", styles["body"]),
-                  _table(space, styles, width, shares=[2] + [1] * (len(space.columns) - 1))]
+                  _table(space, texts, width, shares=[2] + [1] * (len(space.columns) - 1))]
     story.append(Paragraph("How to read these numbers", styles["h2"]))
     for form, text in report.how_to_read():
         story += [Paragraph(f"<b>{escape(report.metric)}_{escape(form)}</b>", styles["body"]),
@@ -152,6 +223,7 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
         canvas.drawRightString(page[0] - margin, margin / 2, f"page {doc.page}")
         canvas.restoreState()
 
+    story[notes_at:notes_at] = [texts.para("• " + note) for note in texts.notes()]
     if progress:
         progress(2, 3, "laying out pages")
     doc = SimpleDocTemplate(str(path), pagesize=page, leftMargin=margin, rightMargin=margin,

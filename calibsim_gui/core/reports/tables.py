@@ -5,6 +5,9 @@ Numbers keep full precision; see docs/report-formats.md for the JSON schema.
 
 from __future__ import annotations
 
+import errno
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -96,8 +99,43 @@ def _cell_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.map(clean).rename(columns=clean)
 
 
+def _serialisation_errors() -> tuple:
+    """What openpyxl raises for a failed write when it writes through lxml (not an OSError)."""
+    try:
+        from lxml.etree import SerialisationError
+    except ImportError:
+        return ()
+    return (SerialisationError,)
+
+
 def write_xlsx(report, path) -> None:
-    """Results sheet(s) at full precision, then provenance, anchors and calibrators sheets."""
+    """Results sheet(s) at full precision, then provenance, anchors and calibrators sheets.
+
+    A failed write is an `OSError`, also where openpyxl writes through lxml ("IO_ENOSPC").
+    """
+    try:
+        _write_sheets(report, path)
+    except _serialisation_errors() as exc:
+        code = getattr(errno, str(exc).removeprefix("IO_"), errno.EIO)
+        _close_quietly(exc)
+        raise OSError(code, os.strerror(code)) from None
+
+
+def _close_quietly(exc: BaseException) -> None:
+    """Let go of openpyxl's half-written sheet streams, whose closing fails once more (ignored)."""
+    import gc
+    import sys
+    import traceback
+
+    hook, sys.unraisablehook = sys.unraisablehook, lambda unraisable: None
+    try:
+        traceback.clear_frames(exc.__traceback__)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
+def _write_sheets(report, path) -> None:
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         if report.kind == "pairs":
             _cell_safe(report.result.frame).to_excel(writer, sheet_name="results", index=False)
