@@ -649,7 +649,8 @@ def cmd_human(args) -> int:
         fit = fit_human_calibration(args.pairs, embedder, profile, scale=scale, metric=args.metric,
                                     geometry=args.geometry, cache=cache, batch_size=args.batch_size,
                                     progress=progress, text_a=args.text_a, text_b=args.text_b,
-                                    label=args.label, encoding=args.encoding)
+                                    label=args.label, encoding=args.encoding,
+                                    memory_budget=args.memory_budget)
     finally:
         progress.close()
     fit.save(out)
@@ -759,7 +760,8 @@ def cmd_evaluate(args) -> int:
                          fix="leave them out to evaluate several models, each with its built-in reference")
     _check_input_memory(args, [args.pairs])
     pairs = load_human_pairs(args.pairs, scale=args.scale, text_a=args.text_a,
-                             text_b=args.text_b, label=args.label, encoding=args.encoding)
+                             text_b=args.text_b, label=args.label, encoding=args.encoding,
+                             memory_budget=args.memory_budget)
     human = [HumanFit.load(args.human).calibrator] if args.human else []
     results = {}
     for spec in specs:

@@ -308,15 +308,16 @@ class HumanPairs:
 
 def load_human_pairs(path, *, scale=(0.0, 5.0), text_a: str | None = None,
                      text_b: str | None = None, label: str | None = None,
-                     encoding: str | None = None) -> HumanPairs:
+                     encoding: str | None = None, memory_budget: int | None = None) -> HumanPairs:
     """Read labelled pairs, e.g. a CSV ``score,sentence1,sentence2`` with scores on `scale`.
 
     Columns are found as by `load_pairs`; the human-score column is required. Pairs with an
     empty text or no score are left out (and counted in the notes); a score outside the
-    declared scale is refused with its pair number.
+    declared scale is refused with its pair number. `memory_budget` is as for `load_pairs`.
     """
     low, high = _check_scale(scale)
-    table = load_pairs(path, text_a=text_a, text_b=text_b, label=label, encoding=encoding)
+    table = load_pairs(path, text_a=text_a, text_b=text_b, label=label, encoding=encoding,
+                       memory_budget=memory_budget)
     if table.label is None:
         raise InputError("has no column of human scores.", path=table.path,
                          fix="add a numeric column named score (or name it with --label).")
@@ -378,19 +379,21 @@ class HumanFit:
 
 def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: str = "cosine",
                           geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
-                          should_stop=None, **columns) -> HumanFit:
+                          should_stop=None, memory_budget: int | None = None, **columns) -> HumanFit:
     """Score the labelled pairs in `path` with `embedder`, fit the isotonic map and check it.
 
     The check is a 5-fold cross-validation split by sentence (no sentence in both fit and check).
-    `columns` (text_a, text_b, label, encoding) are passed to `load_human_pairs`.
+    `columns` (text_a, text_b, label, encoding) are passed to `load_human_pairs`; reading and
+    scoring are checked against `memory_budget` (bytes; None: the default budget).
     """
     from calibsim_gui.core.analysis import score_column, score_pairs
     from calibsim_gui.core.metrics import METRICS
     from calibsim_gui.core.provenance import file_digest
 
-    pairs = load_human_pairs(path, scale=scale, **columns)
+    pairs = load_human_pairs(path, scale=scale, memory_budget=memory_budget, **columns)
     scored = score_pairs(pairs.table, embedder, profile, metrics=[metric], geometry=geometry, cache=cache,
-                         batch_size=batch_size, progress=progress, should_stop=should_stop)
+                         batch_size=batch_size, progress=progress, memory_budget=memory_budget,
+                         should_stop=should_stop)
     raw = scored.frame[score_column(metric, "raw", geometry)].to_numpy(dtype=float)[pairs.rows]
     similarity = METRICS[metric].as_similarity(raw)
     calibrator = HumanCalibrator(scale=scale, metric=metric, geometry=geometry,

@@ -87,9 +87,10 @@ class BackgroundLoader(QWidget):
     profile_open_requested = Signal(str)
     builtin_requested = Signal()
 
-    def __init__(self, state, parent: QWidget | None = None):
+    def __init__(self, state, parent: QWidget | None = None, *, memory_budget=None):
         super().__init__(parent)
         self.state = state
+        self.memory_budget = memory_budget    # () -> bytes a read may hold; None: the default budget
         self.settings = QSettings("calibsim", "calibsim")
         self.runner = TaskRunner("reading background files", self)
         self._paths: list[Path] = []          # the corpus shown (read without error)
@@ -347,8 +348,9 @@ class BackgroundLoader(QWidget):
         self.progress_label.setText(f"Reading {len(paths)} {what}…")
         from calibsim_gui.core.inputs import load_documents  # pandas: imported on first use
 
+        budget = self.memory_budget() if self.memory_budget else None
         self.runner.start(lambda progress, should_stop: load_documents(
-            paths, column=column, encoding=encoding))
+            paths, column=column, encoding=encoding, memory_budget=budget))
 
     def _reread(self) -> None:
         if self._requested or self._paths:

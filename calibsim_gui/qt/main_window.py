@@ -70,12 +70,12 @@ def _export_report(results, profile, *, path, metric, form, figures, force, prog
     return written
 
 
-def _read_pairs_or_columns(path, options, *, progress, should_stop):
+def _read_pairs_or_columns(path, options, budget, *, progress, should_stop):
     """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user."""
     from calibsim_gui.core.inputs import ColumnsNotFound, load_pairs
 
     try:
-        return load_pairs(path, **options)
+        return load_pairs(path, memory_budget=budget, **options)
     except ColumnsNotFound as problem:
         return problem
 
@@ -118,7 +118,7 @@ class MainWindow(QMainWindow):
 
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
-        self.background = BackgroundLoader(self.state)
+        self.background = BackgroundLoader(self.state, memory_budget=self.memory_budget)
         self.results = ResultsView(self.state)
         self.distributions = DistributionPlot(self.state)
         self.heatmap = HeatmapView(self.state)
@@ -454,13 +454,15 @@ class MainWindow(QMainWindow):
 
     def _read_pairs(self, path: str, options: dict) -> None:
         self._incoming_input = {"paths": [path], "kind": "pairs", "options": options}
-        self.input_runner.start(_read_pairs_or_columns, path, options)
+        self.input_runner.start(_read_pairs_or_columns, path, options, self.memory_budget())
 
     def _read_documents(self, paths: list[str], options: dict) -> None:
         from calibsim_gui.core.inputs import load_documents
 
         self._incoming_input = {"paths": paths, "kind": "documents", "options": options}
-        self.input_runner.start(lambda progress, should_stop: load_documents(paths, **options))
+        budget = self.memory_budget()
+        self.input_runner.start(lambda progress, should_stop: load_documents(
+            paths, memory_budget=budget, **options))
 
     def _input_read(self, value) -> None:
         from calibsim_gui.core.inputs import ColumnsNotFound
@@ -589,10 +591,10 @@ class MainWindow(QMainWindow):
         if state.embedder is None or state.profile is None:
             self.show_error("No model", "Load a model before fitting a human calibration.")
             return
-        embedder, profile, cache = state.embedder, state.profile, self.cache
+        embedder, profile, cache, budget = state.embedder, state.profile, self.cache, self.memory_budget()
         self.human_runner.start(lambda progress, should_stop: fit_human_calibration(
             path, embedder, profile, scale=(low, high), metric=metric, cache=cache, progress=progress,
-            should_stop=should_stop))
+            should_stop=should_stop, memory_budget=budget))
 
     def _human_fitted(self, fit) -> None:
         self.state.set_human(fit)
