@@ -28,6 +28,18 @@ def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> Non
                         "(scores then differ by ~0.003 between machines), else float32")
     g.add_argument("--batch-size", type=_batch_size, default=64, metavar="N",
                    help="texts per model call (default 64)")
+    prompt = g.add_mutually_exclusive_group()
+    prompt.add_argument("--prompt-name", default=None, metavar="NAME",
+                        help="one of the model folder's prompts (config_sentence_transformers.json) "
+                             "put before scored texts, anchors and background (default: the folder's "
+                             "default prompt, else its \"query\" prompt, else none)")
+    prompt.add_argument("--no-prompt", action="store_true",
+                        help="use none of the model folder's prompts")
+    g.add_argument("--query-prompt", default=None, metavar="TEXT",
+                   help="text put before search queries (default: the folder's \"query\" prompt)")
+    g.add_argument("--doc-prompt", default=None, metavar="TEXT",
+                   help="text put before searched documents (default: the folder's \"document\" "
+                        "or \"passage\" prompt)")
     g.add_argument("--allow-pickle", action="store_true",
                    help="allow models whose weights exist only as pickle (.bin) files; "
                         "only for models you trust")
@@ -186,6 +198,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
                         "expected human similarity on a 0-1 scale")
+    g = p.add_argument_group("long texts (past the model's max length, e.g. 256 tokens)")
+    g.add_argument("--long-texts", choices=["truncate", "chunk"], default="truncate",
+                   help="truncate (default): score their beginning and mark the pair in a 'truncated' "
+                        "column; chunk: split them into overlapping windows, encode every chunk and "
+                        "score the pair over its chunk pairs")
+    g.add_argument("--chunk-aggregate", choices=["match", "max", "mean"], default="match",
+                   help="with --long-texts chunk, how a pair scores from its chunk pairs: match (the "
+                        "default) averages each chunk's best match in the other text, both ways "
+                        "(identical texts score as identical, a changed passage lowers the score); "
+                        "max takes the most similar chunk pair (one shared passage is enough); mean "
+                        "averages all chunk pairs. Calibration is applied to that score")
+    g.add_argument("--chunk-overlap", type=_whole_number(0, 10_000), default=32, metavar="N",
+                   help="with --long-texts chunk: tokens shared by neighbouring chunks (default 32)")
     _add_model_options(p)
 
     p = sub.add_parser("human", help="fit a monotone map from scores to human judgements")
@@ -272,7 +297,71 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calibrated form computed next to raw (the one a CSV holds); csls: cosine "
                         "corrected for hubness against the background (CSLS, K = 10)")
     _add_model_options(p)
+    _add_search_commands(sub)
     return parser
+
+
+def _add_search_commands(sub) -> None:
+    """`calibsim search` and `calibsim threshold`."""
+    p = sub.add_parser("search", help="rank the documents of a corpus for each query, with raw and "
+                                      "calibrated scores")
+    p.add_argument("queries", nargs="+", metavar="QUERIES",
+                   help="queries: text files (one per line), folders, or CSV/JSONL files")
+    p.add_argument("--corpus", nargs="+", required=True, metavar="DOCS",
+                   help="documents to search: text files (one per line), folders, or CSV/JSONL files")
+    p.add_argument("--top-k", type=_whole_number(1, 10_000), default=10, metavar="K",
+                   help="hits kept per query, 1 to 10,000 (default 10)")
+    p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--metric", default="cosine")
+    p.add_argument("--geometry", default="none", metavar="FIX",
+                   help="search under a geometry fix fitted on the background: center, whiten or abtt")
+    p.add_argument("--query-column", help="text column of CSV/JSONL query files")
+    p.add_argument("--column", help="text column of CSV/JSONL corpus files")
+    p.add_argument("--per-file", action="store_true",
+                   help="one corpus document per file instead of per line")
+    p.add_argument("--encoding", help="text encoding of the inputs (default: UTF-8/UTF-16 with BOM)")
+    p.add_argument("--out", help="output by extension: .html/.pdf report, .xlsx, .json, .csv/.tsv table")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _add_report_options(p)
+    _add_model_options(p)
+
+    p = sub.add_parser("threshold", help="find the score above which labelled pairs mean the same, "
+                                         "raw and calibrated")
+    p.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score or 0/1 label column")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--target-precision", type=_fraction, metavar="P",
+                        help="the lowest threshold whose precision reaches P (default 0.9): the most "
+                             "recall at that precision")
+    target.add_argument("--target-recall", type=_fraction, metavar="R",
+                        help="the highest threshold whose recall reaches R")
+    target.add_argument("--best-f1", action="store_true", help="the threshold of the best F1")
+    p.add_argument("--same-at", type=float, metavar="S",
+                   help="labels >= S count as the same meaning (default: 1 for a 0/1 label column, "
+                        "else the upper fifth of --scale: 4 on 0-5)")
+    p.add_argument("--scale", type=_scale, default="0,5",
+                   help="the scale the pairs were labelled on (default 0,5)")
+    p.add_argument("--metric", default="cosine")
+    p.add_argument("--geometry", default="none", metavar="FIX",
+                   help="find the thresholds under a geometry fix (center, whiten, abtt)")
+    p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--label", help="column of human scores or 0/1 labels (default: auto-detected)")
+    p.add_argument("--text-a")
+    p.add_argument("--text-b")
+    p.add_argument("--encoding")
+    p.add_argument("--out", help="also write the thresholds and precision-recall curves as .json")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    _add_model_options(p)
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number above 0 and at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction above 0 and at most 1 (e.g. 0.9)")
+    return value
 
 
 class _Progress:
@@ -303,15 +392,20 @@ def _say(args, text: str = "") -> None:
 
 
 def _load_model(args):
-    from calibsim_gui.core.models import load_model, resolve_model
+    from calibsim_gui.core.models import choose_prompts, load_model, resolve_model
 
     info = resolve_model(args.model)
+    prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),
+                             query_prompt=getattr(args, "query_prompt", None),
+                             doc_prompt=getattr(args, "doc_prompt", None),
+                             no_prompt=getattr(args, "no_prompt", False))
     _say(args, f"loading model {info.name} ({info.source}) ...")
     embedder = load_model(info, device=args.device, precision=args.precision,
-                          allow_pickle=args.allow_pickle)
+                          allow_pickle=args.allow_pickle, prompts=prompts)
     _say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
                + (" (picked by --device auto)" if args.device == "auto" else "")
-               + f" in {embedder.precision_note}")
+               + f" in {embedder.precision_note}"
+               + ("" if not prompts.symmetric else f", prompt {prompts.describe()}"))
     return embedder
 
 
@@ -347,7 +441,7 @@ def _profile(args, embedder, cache):
 
     if args.profile:
         profile = ReferenceProfile.load(args.profile)
-        profile.check_model(embedder.fingerprint, source=args.profile)
+        profile.check_model(embedder.fingerprint, source=args.profile, prompt=embedder.prompt)
         return profile
     return default_profile(embedder, cache=cache, batch_size=args.batch_size)
 
@@ -394,9 +488,14 @@ def cmd_profile(args) -> int:
     if args.profile_command == "show":
         profile = ReferenceProfile.load(args.profile)
         print(f"model: {profile.fingerprint.id}  dimension {profile.dimension}  precision {profile.precision}")
+        print(f"prompt: {profile.prompt!r}" if profile.prompt else "prompt: none")
         print(f"anchors: {profile.anchors.name} ({len(profile.anchors.pairs)} pairs)")
         print(f"background pairs: {profile.background_pairs} "
               "(statistics below in the 'higher = more similar' view: distances negated)")
+        if profile.has_background:
+            from calibsim_gui.core.languages import describe, profile_languages
+
+            print(f"background languages: {describe(profile_languages(profile.provenance))}")
         for name, ref in profile.metrics.items():
             bg = ref.background
             extra = f"  background mean {bg.mean:.4f} sd {bg.std:.4f} p99 {bg.quantile(0.99):.4f}" if bg else ""
@@ -548,7 +647,10 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
         scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
                              human=human, norms=norms, interval=interval, cache=cache,
                              batch_size=args.batch_size, progress=progress,
-                             memory_budget=args.memory_budget)
+                             memory_budget=args.memory_budget,
+                             long_texts=getattr(args, "long_texts", "truncate"),
+                             chunk_aggregate=getattr(args, "chunk_aggregate", "match"),
+                             chunk_overlap=getattr(args, "chunk_overlap", 32))
     finally:
         progress.close()
     return scored, profile
@@ -836,6 +938,139 @@ def cmd_diagnose(args) -> int:
     return 0
 
 
+def _short(text, width: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _print_search_summary(hits, *, per_query: int = 3, queries: int = 10) -> None:
+    """Each query's best hits: rank, raw, calibrated, query z-score, document."""
+    frame, search = hits.frame, hits.provenance["search"]
+    metric = search["metric"]
+    print(f"{search['queries']['count']:,} queries against {search['corpus']['count']:,} documents, "
+          f"top {search['top_k']} by {metric}" + ("" if search["geometry"] == "none"
+                                                  else f" under {search['geometry']}"))
+    z = f"{metric}_query_zscore"
+    for n, (_, group) in enumerate(frame.groupby("query_id", sort=False)):
+        if n == queries:
+            print(f"... and {search['queries']['count'] - queries:,} more queries (add --out to save all)")
+            break
+        print(f"\nquery {group['query_id'].iloc[0]}: {_short(group['query'].iloc[0])}")
+        for _, row in group.head(per_query).iterrows():
+            zscore = f"  z {row[z]:+6.2f}" if z in row else ""
+            print(f"  {row['rank']:>3}. raw {row[f'{metric}_raw']:.4f}  calibrated "
+                  f"{row[f'{metric}_calibrated']:.3f}{zscore}  {_short(row['document'], 60)}")
+    print(f"\n{metric}_local_minmax (in --out) is local to each query: not comparable across queries")
+
+
+def cmd_search(args) -> int:
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.search import search
+
+    inputs = [*args.queries, *args.corpus, *([args.profile] if args.profile else [])]
+    if args.out:
+        _check_outputs(args, inputs)
+    _check_input_memory(args, [*args.queries, *args.corpus])
+    queries = load_documents(args.queries, column=args.query_column, encoding=args.encoding,
+                             memory_budget=args.memory_budget)
+    corpus = load_documents(args.corpus, per_file=args.per_file, column=args.column,
+                            encoding=args.encoding, memory_budget=args.memory_budget)
+    for what, docs in (("queries", queries), ("corpus", corpus)):
+        for note in docs.notes:
+            _say(args, f"{what}: {note}")
+    embedder = _load_model(args)
+    cache = _cache(args)
+    profile = _profile(args, embedder, cache)
+    progress = _Progress(args.quiet)
+    try:
+        hits = search(queries, corpus, embedder, profile, metric=args.metric, top_k=args.top_k,
+                      geometry=args.geometry, cache=cache, batch_size=args.batch_size,
+                      progress=progress, memory_budget=args.memory_budget)
+    finally:
+        progress.close()
+    if not args.out:
+        if not args.quiet:
+            _print_search_summary(hits)
+        print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save every hit)")
+        return 0
+    _say(args, f"{len(queries.texts):,} queries x {len(corpus.texts):,} documents, "
+               f"top {hits.provenance['search']['top_k']} each")
+    return _write_outputs(args, hits, profile, inputs=inputs, metric=args.metric)
+
+
+def cmd_threshold(args) -> int:
+    import numpy as np
+
+    from calibsim_gui.core.atomic import write_text_atomic
+    from calibsim_gui.core.human import load_human_pairs
+    from calibsim_gui.core.metrics import get_metrics
+    from calibsim_gui.core.output import check_output_path, dump_json
+    from calibsim_gui.core.provenance import file_digest
+    from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning, threshold_in_raw_units
+
+    if args.out:
+        out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile) if p],
+                                force=args.force)
+        if out.suffix.lower() != ".json":
+            raise InputError("thresholds are written as JSON.", path=out, fix="end --out with .json")
+    metric = get_metrics([args.metric])[0]
+    criterion, target = (("recall", args.target_recall) if args.target_recall else
+                         ("f1", None) if args.best_f1 else ("precision", args.target_precision or 0.9))
+    _check_input_memory(args, [args.pairs])
+    pairs = load_human_pairs(args.pairs, scale=args.scale, text_a=args.text_a, text_b=args.text_b,
+                             label=args.label, encoding=args.encoding, memory_budget=args.memory_budget)
+    same, same_at = same_meaning(pairs.human, scale=pairs.scale, same_at=args.same_at)
+    args.metrics, args.geometry = [args.metric], [] if args.geometry == "none" else [args.geometry]
+    scored, _ = _score_table(args, pairs.table)
+    suffix = "" if not args.geometry else f"@{args.geometry[0]}"
+    columns = {"raw": f"{args.metric}_raw{suffix}", "calibrated": f"{args.metric}_calibrated{suffix}"}
+    label = pairs.table.label
+    print(f"{len(same):,} labelled pairs; '{label}' >= {same_at:g} counts as the same meaning "
+          f"({int(same.sum()):,} pairs, {same.mean():.1%})")
+    goal = ("the best F1" if criterion == "f1" else
+            f"the most {'recall' if criterion == 'precision' else 'precision'} at a {criterion} of at "
+            f"least {target:.0%}")
+    print(f"threshold chosen for {goal}; interval: 95% bootstrap (pairs resampled)")
+    results = {}
+    for form, column in columns.items():
+        values = scored.frame[column].to_numpy(dtype=float)[pairs.rows]
+        similarity = metric.as_similarity(values) if form == "raw" else values
+        found = find_threshold(similarity, same, criterion=criterion, target=target)
+        found_dict = (threshold_in_raw_units(found, metric.higher_is_similar) if form == "raw"
+                      else {**found.to_dict(), "rule": "score >= threshold"})
+        results[form] = {"column": column, **found_dict,
+                         "curve": pr_curve(similarity[np.isfinite(similarity)],
+                                           same[np.isfinite(similarity)]).to_dict()}
+    print("  " + "column".ljust(28) + "threshold".rjust(11) + "95% interval".rjust(20)
+          + "precision".rjust(11) + "recall".rjust(8) + "F1".rjust(7))
+    for form, r in results.items():
+        low, high = r["interval"]
+        op = "<=" if r["rule"].startswith("distance") else ">="
+        print("  " + r["column"].ljust(28) + f"{op} {r['threshold']:.4f}".rjust(11)
+              + f"{low:.4f} - {high:.4f}".rjust(20) + f"{r['precision']:.3f}".rjust(11)
+              + f"{r['recall']:.3f}".rjust(8) + f"{r['f1']:.3f}".rjust(7))
+        if r["unreachable"]:
+            print(f"  note: {r['unreachable']} of {r['n_boot']} resamples could not reach the target")
+    cal = results["calibrated"]
+    print(f"\nOn the calibrated scale the threshold is {cal['threshold']:.3f} (0 = a typical unrelated "
+          "pair, 1 = identical text): it carries across models, since each model's own calibration "
+          f"maps its raw scores to that scale; the raw threshold {results['raw']['threshold']:.4f} "
+          f"belongs to {scored.provenance['model']['id']} alone.")
+    for note in scored.notes:
+        _say(args, f"note: {note}")
+    if args.out:
+        write_text_atomic(out, dump_json({
+            "format": "calibsim-threshold", "schema_version": 1,
+            "input": {"file": str(pairs.table.path), "sha256": file_digest(pairs.table.path),
+                      "label": label, "scale": list(pairs.scale), "same_at": same_at,
+                      "pairs": len(same), "same": int(same.sum())},
+            "metric": args.metric, "geometry": args.geometry[0] if args.geometry else "none",
+            "criterion": criterion, "target": target, "thresholds": results,
+            "provenance": scored.provenance}))
+        print(f"wrote {out}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.self_test:
@@ -848,7 +1083,8 @@ def main(argv=None) -> int:
         return run_app(screenshot_dir=args.screenshot)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
                "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
-               "compare": cmd_compare, "doctor": cmd_doctor, "evaluate": cmd_evaluate}[args.command]
+               "compare": cmd_compare, "doctor": cmd_doctor, "evaluate": cmd_evaluate,
+               "search": cmd_search, "threshold": cmd_threshold}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _print_warning

@@ -8,20 +8,23 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.models import ModelFingerprint, ModelInfo
+from calibsim_gui.core.models import ModelFingerprint, ModelInfo, PromptedEmbedder, PromptSettings
 
 _WORD = re.compile(r"\w+")
 
 
-class FakeEmbedder:
+class FakeEmbedder(PromptedEmbedder):
     """Texts sharing words get similar vectors; no torch, no files, fully deterministic.
 
     Every word maps to a fixed random vector (seeded by its digest); a text is the normalised sum
     of its words' vectors plus a shared offset, so unrelated texts still score a little above 0,
-    as real models do. ``max_seq_length`` counts words + 2 special tokens.
+    as real models do. ``max_seq_length`` counts words + 2 special tokens. A prompt is put before
+    each text, as sentence-transformers does; `prompts` sets the embedder's prompts (none by default).
     """
 
-    def __init__(self, dimension: int = 48, max_seq_length: int = 40, name: str = "fake-bow"):
+    def __init__(self, dimension: int = 48, max_seq_length: int = 40, name: str = "fake-bow",
+                 prompts: PromptSettings | None = None):
+        self.prompts = prompts or PromptSettings()
         self.dimension = dimension
         self.max_seq_length = max_seq_length
         self.device = "cpu"
@@ -39,10 +42,11 @@ class FakeEmbedder:
             self._words[word] = np.random.default_rng(seed).standard_normal(self.dimension)
         return self._words[word]
 
-    def encode_batch(self, texts):
+    def encode_batch(self, texts, prompt: str = ""):
         self.calls += 1
         out = np.zeros((len(texts), self.dimension))
         for row, text in enumerate(texts):
+            text = prompt + text
             words = _WORD.findall(text.lower())[: self.max_seq_length - 2] or ["<empty>"]
             vec = sum(self._word(w) for w in words) / np.sqrt(len(words)) + self._offset
             out[row] = vec / np.linalg.norm(vec)
@@ -50,6 +54,11 @@ class FakeEmbedder:
 
     def token_counts(self, texts):
         return np.array([len(_WORD.findall(t)) + 2 for t in texts], dtype=np.int64)
+
+    def token_spans(self, texts):
+        """Character span of every word (the fake's tokens), special tokens left out."""
+        return [np.array([m.span() for m in _WORD.finditer(t)], dtype=np.int64).reshape(-1, 2)
+                for t in texts]
 
 
 def random_sentences(n: int, *, seed: int = 0, vocabulary: int = 3000) -> list[str]:

@@ -27,6 +27,7 @@ SCRIPTS = {
     "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met"},
     "gui_stall": {"launch", "encode_pairs_file", "background_build", "targets_met"},
     "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},
+    "search_scale": {"runs", "cold_s", "warm_s", "memory_budget_mb", "within_budget"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput"}
 

@@ -12,12 +12,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from calibsim_gui.core.cache import cache_key
+from calibsim_gui.core.chunking import (CALIBRATION_NOTE, CHUNK_AGGREGATE_DESCRIPTIONS, DEFAULT_CHUNK_AGGREGATE, DEFAULT_CHUNK_OVERLAP,
+                                        DEFAULT_LONG_TEXTS, TRUNCATED_COLUMN, aggregate_pair_scores,
+                                        check_long_texts, chunk_window, encode_chunked)
 from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
 from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
+from calibsim_gui.core.languages import run_languages
 from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_bytes
-from calibsim_gui.core.models import embedder_precision
+from calibsim_gui.core.models import embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
@@ -66,6 +70,15 @@ class DocumentMatrix:
     geometry: str = "none"
 
 
+def prompt_provenance(embedder) -> dict:
+    """The prompts a run encoded with: ``prompt`` (scored texts, anchors, background), its folder
+    name, and the query and document prompts used by search."""
+    prompts = getattr(embedder, "prompts", None)
+    return {"prompt": embedder_prompt(embedder), "prompt_name": getattr(prompts, "name", None),
+            "query_prompt": str(getattr(embedder, "query_prompt", "") or ""),
+            "document_prompt": str(getattr(embedder, "document_prompt", "") or "")}
+
+
 def run_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("none",)) -> dict:
     """What every run records: when, which model in which precision, which references, the
     encoding counts, the column meanings and the geometry fixes."""
@@ -74,7 +87,7 @@ def run_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("n
         "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
                   "precision": embedder_precision(embedder),
                   "precision_note": getattr(embedder, "precision_note", embedder_precision(embedder)),
-                  "max_seq_length": embedder.max_seq_length},
+                  "max_seq_length": embedder.max_seq_length, **prompt_provenance(embedder)},
         "references": {
             "profile": profile.provenance.get("name", "unnamed profile"),
             "profile_provenance": profile.provenance,
@@ -156,7 +169,8 @@ class PairChunk:
 def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
                      human=(), norms: bool = False, interval: bool = False, cache=None,
                      batch_size: int = 64, chunk_pairs: int = 512, memory_budget: int | None = None,
-                     should_stop=None):
+                     long_texts: str = DEFAULT_LONG_TEXTS, chunk_aggregate: str = DEFAULT_CHUNK_AGGREGATE,
+                     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, should_stop=None):
     """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
 
     Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
@@ -172,7 +186,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     """
     import pandas as pd
 
-    profile.check_model(embedder.fingerprint)
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
+    check_long_texts(long_texts, chunk_aggregate, chunk_overlap)
     plan, plan_notes = _plan(profile, geometry, metrics)
     _check_human(human, plan, embedder)
     frame = table.frame
@@ -192,38 +207,60 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     first, second = np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.int64)
     raw = {(g, m): np.zeros(len(rows)) for g, names in plan.items() for m in names}
     primary = next(iter(plan))
-    n_cached = n_truncated = 0
+    n_cached = n_truncated = n_chunks = 0
+    too_long = np.zeros(n_texts, dtype=bool)     # distinct texts the model saw only the start of
+    pieces: dict[int, np.ndarray] = {}          # --long-texts chunk: row in `vectors` -> chunk vectors
     for start in range(0, len(rows), chunk_pairs):
         chunk = slice(start, start + chunk_pairs)
         chunk_rows = rows[chunk]
         new = list(dict.fromkeys(t for t in np.concatenate([texts_a[chunk_rows], texts_b[chunk_rows]])
                                  if t not in known))
-        result = encode_texts(embedder, new, batch_size=batch_size, cache=cache,
-                              should_stop=should_stop)
+        if long_texts == "chunk":
+            chunked = encode_chunked(embedder, new, overlap=chunk_overlap, batch_size=batch_size,
+                                     cache=cache, should_stop=should_stop)
+            result = chunked.encoding
+            pieces.update({len(known) + row: block for row, block in chunked.chunks.items()})
+            n_chunks += chunked.n_chunks
+        else:
+            result = encode_texts(embedder, new, batch_size=batch_size, cache=cache,
+                                  should_stop=should_stop)
         vectors[len(known):len(known) + len(new)] = result.embeddings
+        if result.truncated is not None:
+            too_long[len(known):len(known) + len(new)] = result.truncated
         known.update(zip(new, range(len(known), len(known) + len(new))))
         n_cached += result.n_cached
         n_truncated += result.n_truncated
         first[chunk] = [known[t] for t in texts_a[chunk_rows]]
         second[chunk] = [known[t] for t in texts_b[chunk_rows]]
         chunk_raw = {}
+        split = pieces and any(i in pieces for i in np.concatenate([first[chunk], second[chunk]]))
         for g, names in plan.items():
-            scores = pair_scores(profile.transformed(vectors[first[chunk]], g),
-                                 profile.transformed(vectors[second[chunk]], g), names)
+            if split:       # a pair with a chunked text scores the aggregate over its chunk pairs
+                scores = aggregate_pair_scores(
+                    [pieces.get(i, vectors[i:i + 1]) for i in first[chunk]],
+                    [pieces.get(i, vectors[i:i + 1]) for i in second[chunk]], names, chunk_aggregate,
+                    transform=lambda x, g=g: profile.transformed(x, g))
+            else:
+                scores = pair_scores(profile.transformed(vectors[first[chunk]], g),
+                                     profile.transformed(vectors[second[chunk]], g), names)
             for name in names:
                 raw[g, name][chunk] = scores[name]
             chunk_raw[g] = scores
         yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw[primary],
                         primary)
-    encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated)
+    encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated,
+                              too_long)
+    long = {"mode": long_texts, "aggregate": chunk_aggregate, "overlap": chunk_overlap,
+            "texts_chunked": len(pieces), "chunks": n_chunks}
     return _assemble(table, scored, embedder, profile, encoding, (list(known), vectors), first, second,
-                     raw, plan, plan_notes, human, norms, interval, cache)
+                     raw, plan, plan_notes, human, norms, interval, cache, long)
 
 
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
                 human=(), norms: bool = False, interval: bool = False, cache=None,
                 batch_size: int = 64, progress=None, memory_budget: int | None = None,
-                should_stop=None) -> ScoredPairs:
+                long_texts: str = DEFAULT_LONG_TEXTS, chunk_aggregate: str = DEFAULT_CHUNK_AGGREGATE,
+                chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, should_stop=None) -> ScoredPairs:
     """Score every pair of `table` (a `PairTable`) with every metric and calibration.
 
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
@@ -248,10 +285,18 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
         Its typical width is in the provenance (``calibrated_interval``) either way.
     memory_budget : int or None
         Bytes the run may hold at once; see `iter_score_pairs`.
+    long_texts : {"truncate", "chunk"}, default "truncate"
+        Texts past the model's max length: "truncate" scores their beginning and adds a
+        ``truncated`` column ("a", "b", "both" or empty) when any pair has one; "chunk" splits
+        them into windows of the model's length sharing `chunk_overlap` tokens and scores such a
+        pair by the `chunk_aggregate` ("max", "mean" or "match") of its chunk-pair scores,
+        calibrated as any raw score. See `calibsim_gui.core.chunking`.
     """
     steps = iter_score_pairs(table, embedder, profile, metrics=metrics, geometry=geometry,
                              human=human, norms=norms, interval=interval, cache=cache,
-                             batch_size=batch_size, memory_budget=memory_budget, should_stop=should_stop)
+                             batch_size=batch_size, memory_budget=memory_budget, long_texts=long_texts,
+                             chunk_aggregate=chunk_aggregate, chunk_overlap=chunk_overlap,
+                             should_stop=should_stop)
     while True:
         try:
             chunk = next(steps)
@@ -262,7 +307,7 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
 
 
 def _assemble(table, scored, embedder, profile, encoding, distinct, first, second, raw, plan,
-              plan_notes, human, norms, interval, cache) -> ScoredPairs:
+              plan_notes, human, norms, interval, cache, long=None) -> ScoredPairs:
     """Calibrate the raw scores and put table, columns, provenance and notes together.
 
     `distinct` is ``(texts, vectors)`` of the distinct texts; pair i is rows ``first[i]`` and
@@ -274,9 +319,32 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     provenance = run_provenance(embedder, profile, encoding, tuple(plan))
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
     notes = list(table.notes) + plan_notes + profile.warnings(precision=embedder_precision(embedder))
+    provenance["languages"], language_notes = run_languages(          # core/languages.py
+        texts, profile.provenance, model_folder=getattr(getattr(embedder, "info", None), "path", None),
+        pairs=(first, second, np.flatnonzero(scored)))
+    notes += language_notes
+    long = long or {"mode": DEFAULT_LONG_TEXTS, "aggregate": DEFAULT_CHUNK_AGGREGATE,
+                    "overlap": DEFAULT_CHUNK_OVERLAP, "texts_chunked": 0, "chunks": 0}
+    truncated = _truncated_marks(encoding.truncated, first, second)
+    long["pairs_truncated"] = int((truncated != "").sum())
+    provenance["long_texts"] = {**long, "note": CALIBRATION_NOTE if long["mode"] == "chunk" else
+                                "texts past the model's max length are scored by their beginning"}
+    if long["mode"] == "chunk":
+        long["window"] = provenance["long_texts"]["window"] = chunk_window(embedder)
+    if long["texts_chunked"]:
+        notes.append(f"{long['texts_chunked']} texts are longer than the model's max length "
+                     f"({embedder.max_seq_length} tokens): each was split into chunks of up to "
+                     f"{long['window']} tokens ({long['overlap']} shared by neighbours, "
+                     f"{long['chunks']} chunks in all); their pairs score "
+                     f"{CHUNK_AGGREGATE_DESCRIPTIONS[long['aggregate']]} ({long['aggregate']}); "
+                     f"{CALIBRATION_NOTE}")
     if encoding.n_truncated:
+        pairs = long["pairs_truncated"]
         notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
-                     f"({embedder.max_seq_length} tokens); only their beginning was scored")
+                     f"({embedder.max_seq_length} tokens); only their beginning was scored"
+                     + (f": {pairs} pairs have a truncated text (column {TRUNCATED_COLUMN}); "
+                        "score them whole with --long-texts chunk (app: Settings > Long texts)"
+                        if pairs else ""))
     lengths = np.linalg.norm(vectors, axis=1)
     if len(lengths) and np.abs(lengths - 1).max() > UNIT_NORM_TOLERANCE:
         notes.append(f"the model does not normalise its embeddings (lengths {lengths.min():.3g} to "
@@ -294,8 +362,10 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         reference = None
         if profile.query_reference is not None:
             reference = profile.transformed(profile.query_reference, g)
+            # a chunked text's scale comes from its mean chunk vector: kept apart in the cache
+            chunked = (f"|chunked-{long['window']}-{long['overlap']}" if long["texts_chunked"] else "")
             scales = text_scales(names, profile.transformed(vectors, g), reference, texts=texts,
-                                 cache=cache, model_key=cache_key(embedder))
+                                 cache=cache, model_key=cache_key(embedder) + chunked)
         for name in names:
             values = raw[g, name]
             columns[score_column(name, "raw", g)] = full(values)
@@ -347,8 +417,29 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         columns[f"{table.text_b}_norm"] = full(lengths[second])
     import pandas as pd
 
-    out = pd.concat([frame.reset_index(drop=True), pd.DataFrame(columns)], axis=1)
+    flags = {}
+    if long["pairs_truncated"]:
+        marks = np.full(len(frame), "", dtype=object)
+        marks[scored] = truncated
+        name = TRUNCATED_COLUMN
+        while name in frame.columns:
+            name = f"calibsim_{name}"
+        flags[name] = marks
+        provenance["columns"][name] = (
+            f"which text of the pair is longer than the model's max length ({embedder.max_seq_length} "
+            f"tokens), so only its beginning was scored: a ({table.text_a}), b ({table.text_b}), both, "
+            "or empty when neither")
+    parts = [frame.reset_index(drop=True)] + ([pd.DataFrame(flags)] if flags else []) + [pd.DataFrame(columns)]
+    out = pd.concat(parts, axis=1)
     return ScoredPairs(out, provenance, notes)
+
+
+def _truncated_marks(too_long, first, second) -> np.ndarray:
+    """Per scored pair: "a", "b", "both" or "" — which of its texts the model saw only the start of."""
+    if too_long is None or not len(too_long):
+        return np.full(len(first), "", dtype=object)
+    a, b = too_long[first], too_long[second]
+    return np.where(a & b, "both", np.where(a, "a", np.where(b, "b", ""))).astype(object)
 
 
 def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
@@ -384,7 +475,7 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     background sample under the same geometry. A run whose matrices would not fit in
     `memory_budget` (bytes; None: the default budget) raises InputError before any work.
     """
-    profile.check_model(embedder.fingerprint)
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     metric_ = get_metrics([metric])[0]
     references = profile.references(geometry)
     if metric not in references:
@@ -424,5 +515,9 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
                                "duplicates_dropped": documents.n_duplicates}
     provenance["metric"] = metric
     notes = list(documents.notes) + profile.warnings(precision=embedder_precision(embedder))
+    provenance["languages"], language_notes = run_languages(
+        documents.texts, profile.provenance,
+        model_folder=getattr(getattr(embedder, "info", None), "path", None))
+    notes += language_notes
     provenance["notes"] = notes
     return DocumentMatrix(documents.ids, metric, matrices, provenance, notes, geometry)

@@ -1,4 +1,4 @@
-"""SQLite cache of text embeddings, keyed by model (fingerprint id and precision) and the text's sha256."""
+"""SQLite cache of text embeddings, keyed by model (fingerprint id, precision, prompt) and the text's sha256."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import platformdirs
 
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.models import embedder_precision
+from calibsim_gui.core.models import embedder_precision, embedder_prompt
 
 _CHUNK = 900  # digests per query; stays under SQLite's oldest variable limit (999)
 _SCHEMA = """
@@ -36,15 +36,23 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("calibsim", appauthor=False))
 
 
-def cache_key(embedder) -> str:
-    """The model key of `embedder`'s vectors: its fingerprint id, plus its precision unless float32.
+def cache_key(embedder, prompt: str | None = None) -> str:
+    """The model key of `embedder`'s vectors: its fingerprint id, plus its precision unless
+    float32, plus a digest of the prompt unless there is none.
 
     float32 and bfloat16 vectors of one model differ slightly, so they never share entries;
-    float32 keeps the bare id that caches written before precisions existed used.
+    neither do vectors of one text encoded with different prompts. float32 without a prompt keeps
+    the bare id that caches written before precisions and prompts existed used. `prompt` defaults
+    to the embedder's symmetric prompt (`embedder_prompt`).
     """
     precision = embedder_precision(embedder)
-    fingerprint_id = embedder.fingerprint.id
-    return fingerprint_id if precision == "float32" else f"{fingerprint_id}+{precision}"
+    prompt = embedder_prompt(embedder) if prompt is None else prompt
+    key = embedder.fingerprint.id
+    if precision != "float32":
+        key += f"+{precision}"
+    if prompt:
+        key += "+prompt:" + hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return key
 
 
 def text_digest(text: str) -> bytes:

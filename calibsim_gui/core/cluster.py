@@ -152,6 +152,12 @@ def _keyed_sentences(batch: dict, *, seed: int) -> dict:
 # --------------------------------------------------------------------------- workers
 
 
+def _prompts_of(embedder) -> dict | None:
+    """The driver's prompts as a plain dict, so every worker encodes with the same prompt."""
+    prompts = getattr(embedder, "prompts", None)
+    return prompts.to_dict() if hasattr(prompts, "to_dict") else None
+
+
 class BlockEncoder:
     """Ray Data UDF run by one actor per worker: encodes a block, returns its statistics.
 
@@ -160,6 +166,8 @@ class BlockEncoder:
     model : str or None
         Model folder (the same path on every node) or None for the built-in model.
     device, precision, allow_pickle : see `models.load_model`
+    prompts : dict, optional
+        `PromptSettings.to_dict()` of the driver's embedder (default: the folder's prompts).
     batch_size : texts per model call
     pair_limit, query_limit : int
         Rows with a text key (query key) at most this are sent back for the pairs (the sample).
@@ -168,10 +176,11 @@ class BlockEncoder:
     """
 
     def __init__(self, *, model, device, precision, allow_pickle, batch_size, pair_limit,
-                 query_limit, repeated):
-        from calibsim_gui.core.models import load_model
+                 query_limit, repeated, prompts=None):
+        from calibsim_gui.core.models import PromptSettings, load_model
 
-        self.embedder = load_model(model, device=device, precision=precision, allow_pickle=allow_pickle)
+        self.embedder = load_model(model, device=device, precision=precision, allow_pickle=allow_pickle,
+                                   prompts=None if prompts is None else PromptSettings.from_dict(prompts))
         self.batch_size = batch_size
         self.pair_limit, self.query_limit = np.uint64(pair_limit), np.uint64(query_limit)
         self.repeated = np.asarray(repeated, dtype=np.uint64)
@@ -365,7 +374,8 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
         fn_constructor_kwargs=dict(model=model, device=worker_device, precision=precision,
                                    allow_pickle=allow_pickle, batch_size=batch_size,
                                    pair_limit=pair_limit, query_limit=query_limit,
-                                   repeated=distinct[counts > 1]),
+                                   repeated=distinct[counts > 1],
+                                   prompts=_prompts_of(embedder)),
         **resources)
     totals = BlockTotals(embedder.dimension)
     digest = embedder.fingerprint.digest

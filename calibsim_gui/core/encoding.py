@@ -10,6 +10,7 @@ import numpy as np
 
 from calibsim_gui.core.cache import cache_key
 from calibsim_gui.core.errors import Cancelled, InputError
+from calibsim_gui.core.models import embedder_prompt
 
 Progress = Callable[[int, int, str], None]
 ShouldStop = Callable[[], bool]
@@ -34,12 +35,15 @@ class EncodingResult:
         Distinct texts taken from the embedding cache instead of the model.
     n_truncated : int
         Distinct texts longer than the model's max sequence length (the model saw only the start).
+    truncated : ndarray of shape (n_texts,), bool, or None
+        Row-aligned with the inputs: True where that text is longer than the model's max length.
     """
 
     embeddings: np.ndarray
     n_unique: int
     n_cached: int
     n_truncated: int
+    truncated: np.ndarray | None = None
 
     def summary(self) -> str:
         return (f"{self.n_unique} distinct texts, {self.n_cached} from cache, "
@@ -59,10 +63,28 @@ def check_batch_size(batch_size) -> int:
     return int(batch_size)
 
 
+def over_limit(embedder, texts: Sequence[str]) -> np.ndarray:
+    """Which `texts` are longer than the model's max length (the model would see only their start).
+
+    Returns
+    -------
+    ndarray of shape (len(texts),), bool; all False when the model declares no max length.
+    """
+    texts = [str(t) for t in texts]
+    out = np.zeros(len(texts), dtype=bool)
+    limit = embedder.max_seq_length
+    if limit:
+        may_exceed = [i for i, t in enumerate(texts)
+                      if not (t.isascii() and len(t) + SPECIAL_TOKEN_ROOM <= limit)]
+        if may_exceed:
+            out[may_exceed] = np.asarray(embedder.token_counts([texts[i] for i in may_exceed])) > limit
+    return out
+
+
 def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
-                 progress: Progress | None = None, should_stop: ShouldStop | None = None
-                 ) -> EncodingResult:
-    """Encode `texts` with `embedder`, each distinct text once.
+                 progress: Progress | None = None, should_stop: ShouldStop | None = None,
+                 prompt: str | None = None) -> EncodingResult:
+    """Encode `texts` with `embedder`, each distinct text once, with `prompt` before each.
 
     Distinct texts already in `cache` (an `EmbeddingCache`, keyed by `cache_key`) are not
     re-encoded; new ones are encoded in batches of similar length (less padding) and stored in
@@ -74,6 +96,10 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
         ``encode_batch(texts)``, ``token_counts(texts)`` and optionally ``precision``
     progress : callable ``progress(done, total, message)``, called after each batch
     should_stop : callable returning True to cancel; checked before each batch
+    prompt : str, optional
+        Text the model puts before each text (sentence-transformers' ``prompt``); defaults to
+        the embedder's symmetric prompt (`embedder_prompt`, "" for none). Part of the cache key,
+        so prompted and unprompted vectors of a text never mix.
 
     Raises
     ------
@@ -88,19 +114,16 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
     positions: dict[str, int] = {}                 # distinct text -> its row in `table`
     rows = np.fromiter((positions.setdefault(str(t), len(positions)) for t in texts), dtype=np.int64)
     unique = list(positions)
-    key = cache_key(embedder)
+    prompt = embedder_prompt(embedder) if prompt is None else str(prompt)
+    key = cache_key(embedder, prompt)
     table = np.empty((len(unique), embedder.dimension), dtype=np.float32)
 
     found = cache.lookup(key, unique, dimension=embedder.dimension) if cache is not None else {}
     for text, vector in found.items():
         table[positions[text]] = vector
     missing = [t for t in unique if t not in found]
-    n_truncated = 0
-    limit = embedder.max_seq_length
-    if limit:
-        may_exceed = [t for t in unique if not (t.isascii() and len(t) + SPECIAL_TOKEN_ROOM <= limit)]
-        if may_exceed:
-            n_truncated = int((embedder.token_counts(may_exceed) > limit).sum())
+    too_long = over_limit(embedder, [prompt + t for t in unique] if prompt else unique)
+    n_truncated = int(too_long.sum())
 
     missing.sort(key=len)
     total = len(missing)
@@ -109,7 +132,9 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
         if should_stop():
             raise Cancelled(f"encoding stopped after {start} of {total} texts")
         batch = missing[start:start + batch_size]
-        vectors = np.asarray(embedder.encode_batch(batch), dtype=np.float32)
+        # Encoders without prompts (test doubles, plug-ins) keep `encode_batch(texts)`.
+        vectors = embedder.encode_batch(batch, prompt=prompt) if prompt else embedder.encode_batch(batch)
+        vectors = np.asarray(vectors, dtype=np.float32)
         table[[positions[t] for t in batch]] = vectors
         if cache is not None:
             cache.store(key, batch, vectors)
@@ -117,5 +142,7 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
         progress(done, total, f"encoded {done} of {total} texts")
 
     # Distinct inputs (a background corpus, a document set) already are the table: no copy.
-    embeddings = table if len(rows) == len(unique) else table[rows]
-    return EncodingResult(embeddings, len(unique), len(unique) - total, n_truncated)
+    distinct = len(rows) == len(unique)
+    embeddings = table if distinct else table[rows]
+    return EncodingResult(embeddings, len(unique), len(unique) - total, n_truncated,
+                          too_long if distinct else too_long[rows])

@@ -95,11 +95,16 @@ def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
 
 def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int) -> int:
     """Peak estimate for a search: float32 vectors of corpus and queries with their
-    geometry-fixed float64 copies, one block of the score matrix, and the hits table."""
+    geometry-fixed float64 copies, one block of the score matrix, and the hits table.
+
+    A block's rows are sized for float32 scores but the scores are float64 (2 x BLOCK_BYTES), and
+    the ranking holds about five arrays of that size at once (scores, their negation, the
+    partition's indices and its copies): measured 9.5 x BLOCK_BYTES over 20,000 documents
+    (benchmarks/search_scale.py)."""
     from calibsim_gui.core.search import BLOCK_BYTES
 
     vectors = (n_queries + n_docs) * dim * (4 + 8)
-    return int(vectors + 3 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
+    return int(vectors + 10 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
 
 
 def check_budget(needed: int, budget: int | None, *, what: str, fix: str, path=None) -> None:

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -155,6 +155,9 @@ class ModelInfo:
     size_bytes: int
     safe_weights: bool
     needs_remote_code: bool
+    prompts: dict = field(default_factory=dict, hash=False)
+    """Prompt name -> text the folder declares (``config_sentence_transformers.json``)."""
+    default_prompt_name: str | None = None
 
 
 def builtin_model_path() -> Path:
@@ -193,6 +196,22 @@ def _json_dict(path: Path) -> dict:
 
 def _int_or_none(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+MAX_PROMPT_CHARS = 2000
+
+
+def _folder_prompts(folder: Path) -> tuple[dict, str | None]:
+    """(prompts, default prompt name) from the folder's ``config_sentence_transformers.json``.
+
+    Only text prompts with text names are kept; a default name that names no prompt is ignored.
+    """
+    config = _json_dict(folder / "config_sentence_transformers.json")
+    raw = config.get("prompts")
+    prompts = {name: text for name, text in (raw.items() if isinstance(raw, dict) else ())
+               if isinstance(name, str) and isinstance(text, str) and len(text) <= MAX_PROMPT_CHARS}
+    default = config.get("default_prompt_name")
+    return prompts, default if isinstance(default, str) and default in prompts else None
 
 
 def inspect_model_folder(path, source: str = "local", name: str | None = None) -> ModelInfo:
@@ -236,6 +255,7 @@ def inspect_model_folder(path, source: str = "local", name: str | None = None) -
                     dimension = cfg[key]
                     break
     st_config = _json_dict(transformer_dir / "sentence_bert_config.json")
+    prompts, default_prompt_name = _folder_prompts(folder)
     tokenizer_config = _json_dict(transformer_dir / "tokenizer_config.json")
     needs_remote_code = (
         "auto_map" in config
@@ -264,6 +284,8 @@ def inspect_model_folder(path, source: str = "local", name: str | None = None) -
         size_bytes=size,
         safe_weights=safe_weights,
         needs_remote_code=needs_remote_code,
+        prompts=prompts,
+        default_prompt_name=default_prompt_name,
     )
 
 
@@ -366,6 +388,97 @@ def resolve_model(spec: str | None) -> ModelInfo:
         f"No model folder or cached model named {spec!r}. Available models: {available}. "
         "Run `calibsim models` to list them, or pass the path of a sentence-transformers folder."
     )
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@dataclass(frozen=True)
+class PromptSettings:
+    """The texts calibsim puts before each text it encodes (sentence-transformers' ``prompt``).
+
+    Attributes
+    ----------
+    symmetric : str
+        Used for both sides of scored pairs, the anchors, the reference sentences and the
+        background, so one profile's references and the scores it calibrates see the same prompt.
+    query, document : str
+        Used for search: the query side and the corpus side.
+    name : str or None
+        The folder's prompt name the symmetric prompt came from (None for none or a typed text).
+    """
+
+    symmetric: str = ""
+    query: str = ""
+    document: str = ""
+    name: str | None = None
+
+    def describe(self) -> str:
+        """The symmetric prompt for people: ``'query: ' (prompt "query")`` or ``none``."""
+        if not self.symmetric:
+            return "none"
+        return repr(self.symmetric) + (f" (prompt {self.name!r})" if self.name else "")
+
+    def to_dict(self) -> dict:
+        return {"symmetric": self.symmetric, "query": self.query, "document": self.document,
+                "name": self.name}
+
+    @classmethod
+    def from_dict(cls, d) -> PromptSettings:
+        d = d if isinstance(d, dict) else {}
+        name = d.get("name")
+        return cls(**{k: str(d.get(k) or "") for k in ("symmetric", "query", "document")},
+                   name=name if isinstance(name, str) else None)
+
+
+def choose_prompts(info: ModelInfo, *, prompt_name: str | None = None, query_prompt: str | None = None,
+                   doc_prompt: str | None = None, no_prompt: bool = False) -> PromptSettings:
+    """The prompts to use with `info`'s model: the folder's, unless the user chose otherwise.
+
+    By default the symmetric prompt is the folder's ``default_prompt_name`` prompt, else its
+    ``"query"`` prompt (e5's advice for symmetric tasks), else none; the query and document
+    prompts are the folder's ``"query"`` and ``"document"`` (or ``"passage"``) prompts.
+
+    Parameters
+    ----------
+    prompt_name : str, optional
+        One of the folder's prompts, used as the symmetric prompt.
+    query_prompt, doc_prompt : str, optional
+        Texts used for search queries and documents instead of the folder's.
+    no_prompt : bool
+        Use no folder prompt at all (explicit `query_prompt`/`doc_prompt` still apply).
+
+    Raises
+    ------
+    ModelError
+        When `prompt_name` is not one of the folder's prompts, or is given with `no_prompt`.
+    """
+    prompts = dict(info.prompts or {})
+    if prompt_name is not None and no_prompt:
+        raise ModelError("Use either a prompt name (--prompt-name) or no prompt (--no-prompt), not both.")
+    if no_prompt:
+        symmetric, name, query, document = "", None, "", ""
+    else:
+        if prompt_name is not None:
+            if prompt_name not in prompts:
+                have = ", ".join(repr(n) for n in prompts) or "none"
+                raise ModelError(f"The model {info.name} has no prompt named {prompt_name!r} (its "
+                                 f"prompts: {have}). Fix: pick one of them, or pass --no-prompt.")
+            name = prompt_name
+        else:
+            name = info.default_prompt_name if info.default_prompt_name in prompts else (
+                "query" if "query" in prompts else None)
+        symmetric = prompts[name] if name is not None else ""
+        query = prompts.get("query", "")
+        document = prompts.get("document") or prompts.get("passage") or ""
+    return PromptSettings(symmetric=symmetric, name=name if symmetric else None,
+                          query=query if query_prompt is None else query_prompt,
+                          document=document if doc_prompt is None else doc_prompt)
+
+
+def embedder_prompt(embedder) -> str:
+    """The symmetric prompt `embedder` encodes with ("" for encoders that have none)."""
+    return str(getattr(embedder, "prompt", "") or "")
 
 
 # --------------------------------------------------------------------------- devices
@@ -480,7 +593,7 @@ def _anchor_check(model, bf16_model) -> float:
     texts = [p.text_a for p in pairs] + [p.text_b for p in pairs]
     scores = []
     for m in (model, bf16_model):
-        vectors = np.asarray(m.encode(texts, batch_size=64, show_progress_bar=False), dtype=np.float32)
+        vectors = np.asarray(m.encode(texts, batch_size=64, show_progress_bar=False, prompt=""), dtype=np.float32)
         scores.append(pair_scores(*np.split(vectors, 2), ["cosine"])["cosine"])
     return float(np.abs(scores[0] - scores[1]).max())
 
@@ -525,10 +638,26 @@ def _choose_precision(model, precision: str, device: str, digest: str):
 
 
 # --------------------------------------------------------------------------- loading
-# --------------------------------------------------------------------------- loading
 
 
-class SentenceTransformerEmbedder:
+class PromptedEmbedder:
+    """The prompts of an embedder with a `prompts` attribute (`PromptSettings`), by side."""
+
+    @property
+    def prompt(self) -> str:
+        """The symmetric prompt (scored pairs, anchors, background)."""
+        return self.prompts.symmetric
+
+    @property
+    def query_prompt(self) -> str:
+        return self.prompts.query
+
+    @property
+    def document_prompt(self) -> str:
+        return self.prompts.document
+
+
+class SentenceTransformerEmbedder(PromptedEmbedder):
     """A loaded sentence-transformers model that encodes batches of texts.
 
     Attributes
@@ -546,11 +675,15 @@ class SentenceTransformerEmbedder:
         Length of each embedding.
     max_seq_length : int or None
         Tokens beyond this are truncated by the model.
+    prompts : PromptSettings
+        The prompts texts are encoded with (`prompt`, `query_prompt`, `document_prompt`).
     """
 
     def __init__(self, model, info: ModelInfo, fingerprint: ModelFingerprint, device: str,
-                 precision: str = "float32", precision_note: str = "float32"):
+                 precision: str = "float32", precision_note: str = "float32",
+                 prompts: PromptSettings | None = None):
         self._model = model
+        self.prompts = choose_prompts(info) if prompts is None else prompts
         self.info = info
         self.fingerprint = fingerprint
         self.device = device
@@ -560,8 +693,12 @@ class SentenceTransformerEmbedder:
         self.dimension = int(get_dim() or info.dimension)
         self.max_seq_length = _int_or_none(getattr(model, "max_seq_length", None)) or info.max_seq_length
 
-    def encode_batch(self, texts: list[str]) -> np.ndarray:
-        """Embed `texts` exactly as the model outputs them.
+    def encode_batch(self, texts: list[str], prompt: str = "") -> np.ndarray:
+        """Embed `texts` exactly as the model outputs them, with `prompt` put before each.
+
+        The prompt is always passed to sentence-transformers explicitly (``""`` for none), so
+        the folder's ``default_prompt_name`` is never applied behind calibsim's back, and a
+        Pooling module with ``include_prompt: false`` leaves the prompt's tokens out.
 
         Returns
         -------
@@ -573,7 +710,8 @@ class SentenceTransformerEmbedder:
 
         with torch.inference_mode():
             vectors = self._model.encode(
-                list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
+                list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False,
+                prompt=str(prompt or ""),
             )
         return np.asarray(vectors, dtype=np.float32)
 
@@ -591,9 +729,34 @@ class SentenceTransformerEmbedder:
         )
         return np.array([len(ids) for ids in encoded["input_ids"]], dtype=np.int64)
 
+    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
+        """Character span ``(start, end)`` of every token of each text, special tokens left out
+        (for `calibsim_gui.core.chunking`: a run of tokens maps back to a substring).
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens, 2), int64
+
+        Raises
+        ------
+        ModelError
+            When the model's tokenizer cannot map tokens back to characters (a slow tokenizer).
+        """
+        if not texts:
+            return []
+        tokenizer = self._model.tokenizer
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelError(f"The tokenizer of {self.info.path} cannot map tokens back to the text "
+                             "(it has no tokenizer.json), so long texts cannot be split into chunks. "
+                             "Fix: score with --long-texts truncate, or use a model with a fast tokenizer.")
+        encoded = tokenizer(list(texts), truncation=False, padding=False, add_special_tokens=False,
+                            return_offsets_mapping=True, verbose=False)
+        return [np.asarray(spans, dtype=np.int64).reshape(-1, 2) for spans in encoded["offset_mapping"]]
+
 
 def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
-               allow_pickle: bool = False) -> SentenceTransformerEmbedder:
+               allow_pickle: bool = False, prompts: PromptSettings | None = None
+               ) -> SentenceTransformerEmbedder:
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
     Parameters
@@ -610,6 +773,8 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
         `BFLOAT16_MAX_ANCHOR_CHANGE`, checked at load), else float32.
     allow_pickle : bool
         Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
+    prompts : PromptSettings, optional
+        The prompts to encode with; defaults to the folder's (`choose_prompts`).
 
     Raises
     ------
@@ -654,4 +819,5 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     except Exception as exc:
         raise ModelError(f"Could not load the model in {info.path}: {type(exc).__name__}: {exc}") from exc
     model, chosen, note = _choose_precision(model, precision, resolved_device, fingerprint.digest)
-    return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device, chosen, note)
+    return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device, chosen, note,
+                                       choose_prompts(info) if prompts is None else prompts)

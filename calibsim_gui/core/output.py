@@ -22,7 +22,7 @@ REPORT_FORMATS = {
     ".tsv": "TSV table (+ provenance side-car)",
 }
 FIGURE_FORMATS = (".png", ".svg")
-FIGURE_NAMES = ("distribution", "calibrated-map", "heatmap")
+FIGURE_NAMES = ("distribution", "calibrated-map", "heatmap", "precision-recall")
 
 
 def sidecar_path(path) -> Path:

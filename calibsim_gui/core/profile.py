@@ -252,6 +252,14 @@ class ReferenceProfile:
         """The precision the profile's model ran in when it was built (float32 before it was recorded)."""
         return (self.provenance.get("model") or {}).get("precision", "float32")
 
+    @property
+    def prompt(self) -> str:
+        """The prompt the anchors and background were encoded with ("" for none, and for profiles
+        made before prompts were recorded)."""
+        model = self.provenance.get("model")
+        prompt = model.get("prompt", "") if isinstance(model, dict) else ""
+        return prompt if isinstance(prompt, str) else str(prompt)
+
     def warnings(self, *, precision: str | None = None) -> list[str]:
         """Plain-language caveats about these references (and about using them in `precision`)."""
         out = []
@@ -308,14 +316,32 @@ class ReferenceProfile:
         """`embeddings` under `geometry` (unchanged for "none")."""
         return apply_geometry(self.transform(geometry), embeddings)
 
-    def check_model(self, fingerprint: ModelFingerprint, *, source="this profile") -> None:
-        """Refuse to apply the profile to a model other than the one it was built with."""
+    def check_model(self, fingerprint: ModelFingerprint, *, source="this profile",
+                    prompt: str | None = None) -> None:
+        """Refuse to apply the profile to a model other than the one it was built with, or (when
+        `prompt` is given) to scores encoded with another prompt than its references."""
         if fingerprint.digest != self.fingerprint.digest:
             raise ProfileError(
                 f"{source} was built with model {self.fingerprint.id}, but the model in use is "
                 f"{fingerprint.id}; scores of different models are not comparable. Use "
                 f"--model to pick {self.fingerprint.name}, or build a profile for this model "
                 "with `calibsim profile build`.")
+        if prompt is not None:
+            self.check_prompt(prompt, source=source)
+
+    def check_prompt(self, prompt: str, *, source="this profile") -> None:
+        """Refuse scores encoded with `prompt` when the references were encoded with another."""
+        if prompt == self.prompt:
+            return
+        built = f"the prompt {self.prompt!r}" if self.prompt else "no prompt"
+        used = f"the prompt {prompt!r}" if prompt else "no prompt"
+        match = ("--no-prompt" if not self.prompt else
+                 "--prompt-name with the model's prompt of that text (or leave out --no-prompt)")
+        raise ProfileError(
+            f"{source} was built with {built}, but the model is used with {used}; scores encoded "
+            f"with different prompts are not comparable. Fix: pass {match} to match the profile, "
+            "or rebuild the profile with this prompt (`calibsim profile build` with the same "
+            "prompt options).")
 
     def calibrate(self, metric: str, raw, geometry: str = "none") -> dict[str, np.ndarray]:
         """Every calibrated form of `raw` scores of `metric` (raw in the metric's orientation,
@@ -429,6 +455,9 @@ def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> Referen
     """
     second_name = second.provenance.get("name", "the second profile")
     first.check_model(second.fingerprint, source=second_name)
+    if first.prompt != second.prompt:
+        raise ProfileError(f"the two profiles were built with different prompts ({first.prompt!r} and "
+                           f"{second.prompt!r}); build both with the same prompt options.")
     if first.anchors.to_dict() != second.anchors.to_dict():
         raise ProfileError("the two profiles use different anchors; build both with the same --anchors.")
     if first.precision != second.precision:

@@ -35,8 +35,9 @@ from calibsim_gui.core.geometry import (
     fit_geometries_from_moments,
     get_geometries,
 )
+from calibsim_gui.core.languages import summarise_texts
 from calibsim_gui.core.memory import check_budget, profile_build_bytes
-from calibsim_gui.core.models import ModelFingerprint, embedder_precision
+from calibsim_gui.core.models import ModelFingerprint, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
 from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
@@ -74,6 +75,8 @@ class BackgroundStatistics:
         Embeddings of the `background.query_sample` texts.
     provenance : dict
         Top-level provenance entries naming how it was computed (``{"engine": "local"}``, ...).
+    languages : dict or None
+        `languages.summarise_texts` of the sentences (None: not detected).
     """
 
     sentences: int
@@ -83,6 +86,7 @@ class BackgroundStatistics:
     sketches: dict[str, dict[str, ScoreSketch]]
     query_reference: np.ndarray
     provenance: dict = field(default_factory=lambda: {"engine": "local"})
+    languages: dict | None = None
 
 
 def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[np.ndarray]:
@@ -182,7 +186,7 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
         background = BackgroundStatistics(
             len(texts), len(first), encoding.n_truncated, transforms,
             pair_sketches(emb[first], emb[second], metrics, transforms, fixed_metrics),
-            emb[query_sample(keys)])
+            emb[query_sample(keys)], languages=summarise_texts(texts))
     return assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
                             fixed_metrics=fixed_metrics, seed=seed,
                             files=[{"name": Path(s).name, "sha256": file_digest(s)} for s in sources],
@@ -207,7 +211,8 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
         "name": name or "anchors only",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **(background.provenance if background else {"engine": "local"}),
-        "model": {**embedder.fingerprint.to_dict(), "precision": embedder_precision(embedder)},
+        "model": {**embedder.fingerprint.to_dict(), "precision": embedder_precision(embedder),
+                  **_prompt_provenance(embedder)},
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
         "scale": _scale_provenance(len(reference)),
         "versions": library_versions(),
@@ -226,6 +231,8 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
             "seed": seed, "truncated": background.truncated,
             "pair_scheme": PAIR_SCHEME, "query_reference": QUERY_SCHEME,
         }
+        if background.languages is not None:
+            provenance["background"]["languages"] = background.languages
         if geometry_references:
             provenance["geometries"] = {
                 "fitted_on_sentences": background.sentences, "metrics": fixed_metrics,
@@ -249,7 +256,7 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
 
     `encode_options` go to `encode_texts` (cache, batch_size, should_stop).
     """
-    profile.check_model(embedder.fingerprint)
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     names = list(profile.metrics) if metrics is None else metrics
     a, b = _anchor_embeddings(embedder, anchors, **encode_options)
 
@@ -304,12 +311,19 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
                      _metric_references(a, b, reference, list(bgs), transform, bgs).items()}
               for name, (transform, bgs) in parts.items()}
     provenance = {**old_provenance, "scale": _scale_provenance(len(reference)),
-                  "model": {**fingerprint.to_dict(), "precision": embedder_precision(embedder)}, "upgraded": {
+                  "model": {**fingerprint.to_dict(), "precision": embedder_precision(embedder),
+                            **_prompt_provenance(embedder)}, "upgraded": {
         "from_schema": 1, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions()}}
     profile = ReferenceProfile(fingerprint, dimension, anchors, fitted.pop("none"), query, provenance,
                                {name: GeometryReference(parts[name][0], refs) for name, refs in fitted.items()})
     return ReferenceProfile.from_dict(profile.to_dict())        # the loader's checks, once
+
+
+def _prompt_provenance(embedder) -> dict:
+    """The prompt the references were encoded with (`ReferenceProfile.prompt`) and its name."""
+    prompts = getattr(embedder, "prompts", None)
+    return {"prompt": embedder_prompt(embedder), "prompt_name": getattr(prompts, "name", None)}
 
 
 def builtin_profile_path(model_name: str) -> Path:
@@ -325,6 +339,7 @@ def default_profile(embedder, **options) -> ReferenceProfile:
     path = builtin_profile_path(embedder.fingerprint.name)
     if path.exists():
         profile = ReferenceProfile.load(path)
-        if profile.fingerprint.digest == embedder.fingerprint.digest:
+        if profile.fingerprint.digest == embedder.fingerprint.digest \
+                and profile.prompt == embedder_prompt(embedder):
             return profile
     return build_profile(embedder, None, **options)

@@ -17,6 +17,7 @@ from calibsim_gui.core.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.memory import check_budget, search_run_bytes
 from calibsim_gui.core.metrics import get_metrics
+from calibsim_gui.core.models import embedder_prompt
 from calibsim_gui.core.query_scale import reference_stats
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
 
     if top_k < 1:
         raise InputError(f"top-k must be at least 1, not {top_k}.", fix="ask for 1 or more hits")
-    profile.check_model(embedder.fingerprint)
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     references = profile.references(geometry)
     if metric not in references:
         raise InputError(f"geometry {geometry!r} has references only for {', '.join(references)}.",
@@ -112,9 +113,11 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
                                                      f"{name}: {message}")
 
     docs = encode_texts(embedder, corpus.texts, batch_size=batch_size, cache=cache,
-                        progress=stage("corpus", 0.7, 0.0), should_stop=should_stop)
+                        progress=stage("corpus", 0.7, 0.0), should_stop=should_stop,
+                        prompt=str(getattr(embedder, "document_prompt", "") or ""))
     asked = encode_texts(embedder, queries.texts, batch_size=batch_size, cache=cache,
-                         progress=stage("queries", 0.1, 0.7), should_stop=should_stop)
+                         progress=stage("queries", 0.1, 0.7), should_stop=should_stop,
+                         prompt=str(getattr(embedder, "query_prompt", "") or ""))
     doc_vectors = profile.transformed(docs.embeddings, geometry)
     query_vectors = profile.transformed(asked.embeddings, geometry)
     hits, raw, lowest, highest = top_hits(query_vectors, doc_vectors, metric, k,

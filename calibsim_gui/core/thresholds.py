@@ -127,3 +127,27 @@ def find_threshold(scores, same, *, criterion: str = "precision", target: float 
                      float(curve.recall[chosen]), float(curve.f1[chosen]), criterion,
                      None if criterion == "f1" else float(target), interval, confidence,
                      len(scores), int(same.sum()), n_boot, int(n_boot - len(found)))
+
+
+def same_meaning(labels, *, scale=(0.0, 5.0), same_at: float | None = None) -> tuple[np.ndarray, float]:
+    """Which labelled pairs count as "the same meaning": label >= `same_at`.
+
+    `same_at` defaults to 1 for a 0/1 label column, else to the upper fifth of `scale`
+    (4 on 0-5). Returns the boolean labels of shape (n_pairs,) and the cut used.
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    if same_at is None:
+        binary = len(labels) and np.isin(labels[np.isfinite(labels)], (0.0, 1.0)).all()
+        same_at = 1.0 if binary else scale[0] + 0.8 * (scale[1] - scale[0])
+    return labels >= same_at, float(same_at)
+
+
+def threshold_in_raw_units(threshold: Threshold, higher_is_similar: bool) -> dict:
+    """`threshold.to_dict()` in a raw metric's own units: for a distance (found on its negated,
+    "higher = more similar" view) the cut reads "distance <= threshold"."""
+    out = threshold.to_dict()
+    out["rule"] = "score >= threshold" if higher_is_similar else "distance <= threshold"
+    if not higher_is_similar:
+        out["threshold"] = -out["threshold"]
+        out["interval"] = tuple(sorted(-v for v in out["interval"]))
+    return out

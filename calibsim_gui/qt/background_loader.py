@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
+from calibsim_gui.core.languages import describe as describe_languages, profile_languages
 from calibsim_gui.core.profile import SUFFIX
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -468,7 +469,8 @@ class BackgroundLoader(QWidget):
         if backgrounds:
             rows += [("Sentences", f"{sum(bg.get('sentences', 0) for bg in backgrounds):,}"),
                      ("Seed", ", ".join(str(bg.get("seed", "?")) for bg in backgrounds)),
-                     ("Files", shown or "not recorded")]
+                     ("Files", shown or "not recorded"),
+                     ("Languages", describe_languages(profile_languages(profile.provenance)))]
         table = "".join(f"<tr><td style='padding-right:10px'>{k}</td>"
                         f"<td>{html.escape(str(v))}</td></tr>" for k, v in rows)
         warnings = "".join(f"<li>{html.escape(w)}</li>" for w in profile.warnings())

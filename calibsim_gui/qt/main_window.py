@@ -6,7 +6,7 @@ import gc
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
@@ -33,6 +33,7 @@ from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialo
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
 from calibsim_gui.qt.results_view import ResultsView
+from calibsim_gui.qt.search_view import SearchView
 from calibsim_gui.qt.space_view import SpaceView
 from calibsim_gui.qt.state import AppState
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
@@ -40,9 +41,23 @@ from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 MAX_RECENT = 8
 MEMORY_BUDGET_KEY = "memory/budget_bytes"     # 0 or absent: the default budget
+LONG_TEXTS_KEY = "scoring/long_texts"          # "truncate" (default), "chunk:match", "chunk:max", "chunk:mean"
+CHUNK_OVERLAP_KEY = "scoring/chunk_overlap"    # tokens shared by neighbouring chunks
+LONG_TEXT_CHOICES = (
+    ("truncate", "&Truncate: score the beginning, mark the pair",
+     "The model sees only its first tokens (256 for the built-in model); the pair is marked in "
+     "the 'truncated' column"),
+    ("chunk:match", "Split into chunks, score each chunk's best &match, averaged both ways",
+     "Encode every chunk of a long text; identical texts score as identical and a changed passage "
+     "lowers the score"),
+    ("chunk:max", "Split into chunks, score the &best chunk pair (max)",
+     "Encode every chunk of a long text; the pair scores its most similar chunk pair"),
+    ("chunk:mean", "Split into chunks, score the &mean over chunk pairs",
+     "Encode every chunk of a long text; the pair scores the mean over its chunk pairs"),
+)
 
 
-def _load_and_warm_up(info_or_spec, device, precision, *, progress, should_stop):
+def _load_and_warm_up(info_or_spec, device, precision, prompts=None, *, progress, should_stop):
     """Load a model and pay its first-call costs now, off the GUI thread.
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
@@ -53,7 +68,7 @@ def _load_and_warm_up(info_or_spec, device, precision, *, progress, should_stop)
 
     from calibsim_gui.core.models import load_model
 
-    embedder = load_model(info_or_spec, device=device, precision=precision)
+    embedder = load_model(info_or_spec, device=device, precision=precision, prompts=prompts)
     embedder.encode_batch(["calibsim warms up the model"])
     return embedder
 
@@ -124,11 +139,13 @@ class MainWindow(QMainWindow):
         self.heatmap = HeatmapView(self.state)
         self.space = SpaceView(self.state)
         self.runners.append(self.space.runner)
+        self.search = SearchView(self.state, cache=lambda: self.cache, memory_budget=self.memory_budget)
+        self.runners += [self.search.runner, self.search.export_runner]
         self.tabs = QTabWidget()
         for widget, title in ((self.models, "&Model"), (self.anchors, "&Anchors"),
                               (self.background, "&Background"), (self.results, "&Results"),
                               (self.distributions, "&Distributions"), (self.heatmap, "&Heatmap"),
-                              (self.space, "S&pace")):
+                              (self.space, "S&pace"), (self.search, "Sear&ch")):
             self.tabs.addTab(widget, title)
         self.setCentralWidget(self.tabs)
         self._build_status_bar()
@@ -196,6 +213,8 @@ class MainWindow(QMainWindow):
         self.save_human_action.setEnabled(False)
         self._action(file, "&Compare with another model…", self.choose_comparison_model, "Ctrl+Shift+M",
                      "Score the same pairs with another model: raw scores disagree, calibrated agree?")
+        self._action(file, "Find a &threshold…", self.show_threshold, "Ctrl+Shift+T",
+                     "On labelled pairs: the score above which pairs mean the same, raw and calibrated")
         file.addSeparator()
         self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view = self.menuBar().addMenu("&View")
@@ -204,6 +223,20 @@ class MainWindow(QMainWindow):
         settings = self.menuBar().addMenu("&Settings")
         self._action(settings, "&Memory budget…", self.choose_memory_budget, None,
                      "The most memory one run may hold; larger runs are refused before they start")
+        long_menu = settings.addMenu("&Long texts")
+        long_menu.setToolTipsVisible(True)
+        self.long_text_actions = QActionGroup(self)
+        chosen = self.long_text_setting()
+        for key, text, tip in LONG_TEXT_CHOICES:
+            action = self._action(long_menu, text, lambda _=False, key=key: self.set_long_texts(key),
+                                  None, tip)
+            action.setCheckable(True)
+            action.setChecked(key == chosen)
+            action.setData(key)
+            self.long_text_actions.addAction(action)
+        long_menu.addSeparator()
+        self._action(long_menu, "Chunk &overlap…", self.choose_chunk_overlap, None,
+                     "Tokens shared by neighbouring chunks of a long text")
         help_ = self.menuBar().addMenu("&Help")
         self._action(help_, "&About calibsim", self.about)
         self._refresh_recent()
@@ -323,7 +356,8 @@ class MainWindow(QMainWindow):
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
         self.state.device = device
-        self.model_runner.start(_load_and_warm_up, info_or_spec, device, self.models.precision())
+        self.model_runner.start(_load_and_warm_up, info_or_spec, device, self.models.precision(),
+                                self.models.prompts_for(info_or_spec))
 
     def _model_loaded(self, embedder) -> None:
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
@@ -354,7 +388,8 @@ class MainWindow(QMainWindow):
         def task(progress, should_stop):
             profile = ReferenceProfile.load(path)
             if embedder is not None:
-                profile.check_model(embedder.fingerprint, source=path)
+                profile.check_model(embedder.fingerprint, source=path,
+                                    prompt=str(getattr(embedder, "prompt", "") or ""))
             return profile, Path(path).name
 
         self._start_references(task, path=path)
@@ -503,9 +538,10 @@ class MainWindow(QMainWindow):
         if isinstance(inputs, PairTable):
             human = [state.human.calibrator] if state.human is not None else []
             geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
+            long_texts = self.long_text_options()
             self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
                 inputs, embedder, profile, geometry=geometries, human=human, cache=cache,
-                should_stop=should_stop, chunk_pairs=256, memory_budget=budget))
+                should_stop=should_stop, chunk_pairs=256, memory_budget=budget, **long_texts))
         else:
             self.score_runner.start(lambda progress, should_stop: score_matrix(
                 inputs, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
@@ -563,6 +599,17 @@ class MainWindow(QMainWindow):
     def _exported(self, written) -> None:
         extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
         self.status_label.setText(f"Exported {written[0]}{extra}")
+
+    def show_threshold(self) -> None:
+        """The Threshold dialog for scored pairs with a label column (non-modal)."""
+        from calibsim_gui.qt.threshold_view import ThresholdDialog, labelled_columns
+
+        if labelled_columns(self.state.results, self.state.metric) is None:
+            self.show_error("No labelled pairs", "Score a pairs file with a column of human scores "
+                                                 "or 0/1 labels first (e.g. score,sentence1,sentence2).")
+            return
+        self.threshold_dialog = ThresholdDialog(self.state.results, self.state.metric, self)
+        self.threshold_dialog.show()
 
     # ------------------------------------------------------------------ human calibration
 
@@ -926,6 +973,43 @@ class MainWindow(QMainWindow):
             self.settings.value(MEMORY_BUDGET_KEY, 0, type=int) / 1e9, 0.0, total / 1e9, 1)
         if ok:
             self.set_memory_budget(int(gigabytes * 1e9) or None)
+
+    def long_text_setting(self) -> str:
+        """The remembered long-text choice: "truncate", "chunk:match", "chunk:max" or "chunk:mean"."""
+        value = str(self.settings.value(LONG_TEXTS_KEY, "truncate"))
+        return value if value in {key for key, _, _ in LONG_TEXT_CHOICES} else "truncate"
+
+    def long_text_options(self) -> dict:
+        """Keyword options of `iter_score_pairs` for texts past the model's max length."""
+        from calibsim_gui.core.chunking import DEFAULT_CHUNK_OVERLAP, MAX_CHUNK_OVERLAP
+
+        mode, _, aggregate = self.long_text_setting().partition(":")
+        overlap = self.settings.value(CHUNK_OVERLAP_KEY, DEFAULT_CHUNK_OVERLAP, type=int)
+        return {"long_texts": mode, "chunk_aggregate": aggregate or "match",
+                "chunk_overlap": int(min(max(overlap, 0), MAX_CHUNK_OVERLAP))}
+
+    def set_long_texts(self, choice: str) -> None:
+        """Remember how long texts are scored and score the input again."""
+        if choice not in {key for key, _, _ in LONG_TEXT_CHOICES}:
+            raise ValueError(f"unknown long-text choice {choice!r}")
+        changed = choice != self.long_text_setting()
+        self.settings.setValue(LONG_TEXTS_KEY, choice)
+        for action in self.long_text_actions.actions():
+            action.setChecked(action.data() == choice)
+        if changed:
+            self.rescore()
+
+    def choose_chunk_overlap(self) -> None:
+        from calibsim_gui.core.chunking import MAX_CHUNK_OVERLAP
+
+        overlap, ok = QInputDialog.getInt(
+            self, "Chunk overlap", "Tokens shared by neighbouring chunks of a long text\n"
+            "(used when long texts are split into chunks):",
+            self.long_text_options()["chunk_overlap"], 0, MAX_CHUNK_OVERLAP)
+        if ok:
+            self.settings.setValue(CHUNK_OVERLAP_KEY, overlap)
+            if self.long_text_options()["long_texts"] == "chunk":
+                self.rescore()
 
     def about(self) -> None:
         QMessageBox.about(self, "About calibsim",

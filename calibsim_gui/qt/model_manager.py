@@ -1,7 +1,8 @@
-"""Model manager: the models on disk, the device and precision to run in, and which model is loaded."""
+"""Model manager: the models on disk, the device, precision and prompt to run with, and which model is loaded."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 from pathlib import Path
 
@@ -27,7 +28,9 @@ from calibsim_gui.core.errors import ModelError
 from calibsim_gui.core.models import (
     DEFAULT_PRECISION,
     ModelInfo,
+    PromptSettings,
     available_devices,
+    choose_prompts,
     discover_models,
     embedder_precision,
     fingerprint_folder,
@@ -37,6 +40,7 @@ from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"
 PRECISION_KEY = "models/precision"
+PROMPT_KEY = "models/prompt"        # + "/" + a digest of the model folder: "default", "none" or "name:<name>"
 DEVICES = (("auto", "Auto"), ("cpu", "CPU"), ("cuda", "CUDA"), ("mps", "MPS"))
 PRECISIONS = (("float32", "float32 (reproducible)"), ("auto", "Auto (faster where native)"),
               ("bfloat16", "bfloat16"))
@@ -63,6 +67,29 @@ def refusal(info: ModelInfo) -> str | None:
 
 def _key(path) -> Path:
     return Path(path).resolve()
+
+
+def _prompt_setting_key(info: ModelInfo) -> str:
+    return f"{PROMPT_KEY}/{hashlib.sha256(str(_key(info.path)).encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def remembered_prompt(info: ModelInfo) -> str:
+    """The prompt choice remembered for `info`'s folder: "default", "none" or "name:<name>"."""
+    return QSettings("calibsim", "calibsim").value(_prompt_setting_key(info), "default", type=str)
+
+
+def prompt_settings(info: ModelInfo, choice: str | None = None) -> PromptSettings:
+    """The prompts to load `info` with, from `choice` (default: the one remembered for it); a
+    remembered name the folder no longer declares falls back to the folder's default."""
+    choice = remembered_prompt(info) if choice is None else choice
+    try:
+        if choice == "none":
+            return choose_prompts(info, no_prompt=True)
+        if choice.startswith("name:"):
+            return choose_prompts(info, prompt_name=choice[len("name:"):])
+    except ModelError:
+        pass
+    return choose_prompts(info)
 
 
 def _discover_with_fingerprints(folders, *, progress, should_stop):
@@ -152,6 +179,7 @@ class ModelManager(QWidget):
         self._busy = False
         self._folders = remembered_folders()
         self._select_after: Path | None = None
+        self._prompts_shown_for: ModelInfo | None = None
 
         self.table_model = ModelTableModel(self)
         self.table = QTableView()
@@ -185,6 +213,13 @@ class ModelManager(QWidget):
         remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, DEFAULT_PRECISION, type=str)
         self.precision_combo.setCurrentIndex(max(0, self.precision_combo.findData(remembered)))
         self.precision_combo.currentIndexChanged.connect(self._save_precision)
+        self.prompt_combo = QComboBox()
+        self.prompt_combo.setToolTip(
+            "Text put before every scored text, anchor and background sentence (sentence-transformers' "
+            "prompt), from the model folder's config_sentence_transformers.json; e5 models expect "
+            "'query: '. A profile is only used with the prompt it was built with. Remembered per "
+            "model; applies to the next model loaded.")
+        self.prompt_combo.currentIndexChanged.connect(self._save_prompt)
         self.loaded_label = QLabel()
         self.loaded_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -216,6 +251,8 @@ class ModelManager(QWidget):
         buttons.addWidget(self.device_combo)
         buttons.addWidget(QLabel("Precision:"))
         buttons.addWidget(self.precision_combo)
+        buttons.addWidget(QLabel("Prompt:"))
+        buttons.addWidget(self.prompt_combo)
         buttons.addWidget(self.load_button)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
@@ -257,6 +294,19 @@ class ModelManager(QWidget):
     def precision(self) -> str:
         """The chosen precision ("auto", "float32" or "bfloat16"), remembered across sessions."""
         return self.precision_combo.currentData()
+
+    def prompt_choice(self) -> str:
+        """The prompt chosen for the selected model: "default", "none" or "name:<name>"."""
+        return self.prompt_combo.currentData() or "default"
+
+    def prompts_for(self, info_or_spec) -> PromptSettings | None:
+        """The prompts to load `info_or_spec` with (None: the folder's own, for a typed spec)."""
+        if not isinstance(info_or_spec, ModelInfo):
+            return None
+        selected = self.selected_model()
+        if selected is not None and _key(selected.path) == _key(info_or_spec.path):
+            return prompt_settings(info_or_spec, self.prompt_choice())
+        return prompt_settings(info_or_spec)
 
     def set_busy(self, busy: bool) -> None:
         """Disable Load while the main window loads a model."""
@@ -323,6 +373,28 @@ class ModelManager(QWidget):
     def _save_precision(self) -> None:
         QSettings("calibsim", "calibsim").setValue(PRECISION_KEY, self.precision())
 
+    def _save_prompt(self) -> None:
+        info = self.selected_model()
+        if info is not None and self.prompt_combo.isEnabled() and self.prompt_combo.currentData():
+            QSettings("calibsim", "calibsim").setValue(_prompt_setting_key(info), self.prompt_choice())
+
+    def _fill_prompts(self, info: ModelInfo | None) -> None:
+        """The selected folder's prompts in the Prompt box, the remembered choice selected."""
+        self.prompt_combo.blockSignals(True)
+        self.prompt_combo.clear()
+        prompts = dict(info.prompts) if info is not None else {}
+        if not prompts:
+            self.prompt_combo.addItem("None (the folder declares no prompts)", "default")
+        else:
+            default = choose_prompts(info)
+            self.prompt_combo.addItem(f"Folder default: {default.describe()}", "default")
+            for name, text in prompts.items():
+                self.prompt_combo.addItem(f"{name}: {text!r}", f"name:{name}")
+            self.prompt_combo.addItem("No prompt", "none")
+            self.prompt_combo.setCurrentIndex(max(0, self.prompt_combo.findData(remembered_prompt(info))))
+        self.prompt_combo.setEnabled(bool(prompts))
+        self.prompt_combo.blockSignals(False)
+
     def _is_added(self, info: ModelInfo) -> bool:
         return info.source == "local" and _key(info.path) in {_key(f) for f in self._folders}
 
@@ -370,8 +442,10 @@ class ModelManager(QWidget):
         else:
             name = info.name if info is not None else embedder.fingerprint.name
             precision = embedder_precision(embedder)
+            prompts = getattr(embedder, "prompts", None)
+            prompt = f", prompt <b>{html.escape(prompts.describe())}</b>" if prompts and prompts.symmetric else ""
             self.loaded_label.setText(f"Loaded: <b>{html.escape(name)}</b> running on <b>{embedder.device}</b>"
-                                      f" in <b>{precision}</b> — fingerprint {fingerprint}")
+                                      f" in <b>{precision}</b>{prompt} — fingerprint {fingerprint}")
             self.loaded_label.setToolTip(getattr(embedder, "precision_note", precision))
 
     def _update_details(self, *_) -> None:
@@ -380,6 +454,9 @@ class ModelManager(QWidget):
         self.load_button.setEnabled(info is not None and not self._busy and reason is None)
         self.load_button.setText("Loading…" if self._busy else "Load")
         self.remove_button.setEnabled(info is not None and self._is_added(info))
+        if info is not self._prompts_shown_for:
+            self._prompts_shown_for = info
+            self._fill_prompts(info)
         if info is None:
             self.details.setText("No model selected.")
             return
@@ -391,7 +468,9 @@ class ModelManager(QWidget):
         self.details.setText(
             f"<b>{html.escape(info.name)}</b> ({info.source})<br>Path: {html.escape(str(info.path))}"
             f"<br>Safe weights: {safe}"
-            f"<br>Needs remote code: {remote}")
+            f"<br>Needs remote code: {remote}"
+            f"<br>Prompts: {html.escape(', '.join(f'{k}={v!r}' for k, v in info.prompts.items()) or 'none', quote=False)}"
+            + (f" (default: {html.escape(info.default_prompt_name)})" if info.default_prompt_name else ""))
         self.load_button.setToolTip(f"Cannot load: {reason}." if reason else
                                     "Load the selected model on the chosen device (Ctrl+L)")
 

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, score_column, split_score_column
+from calibsim_gui.core.chunking import TRUNCATED_COLUMN
 from calibsim_gui.core.geometry import GEOMETRIES
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
@@ -37,11 +38,21 @@ SORT_ROLE = Qt.ItemDataRole.UserRole
 EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
 TOP_PAIRS = 10
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
+TRUNCATED_MARK = "✂"
+TRUNCATED_TIPS = {
+    "a": "The first text is longer than the model's max length: only its beginning was scored",
+    "b": "The second text is longer than the model's max length: only its beginning was scored",
+    "both": "Both texts are longer than the model's max length: only their beginnings were scored",
+}
+TRUNCATED_FIX = " (Settings ▸ Long texts ▸ Split into chunks scores them whole)"
 
 
 def column_tooltip(name: str) -> str:
     """What a column holds, in words (score columns: form meaning and the metric's orientation)."""
     parts = split_score_column(name)
+    if name == TRUNCATED_COLUMN:
+        return (f"{name}: which text of the pair (a, b, both) is longer than the model's max length, "
+                "so only its beginning was scored" + TRUNCATED_FIX)
     if parts is None:
         return f"{name}: a column of your input"
     metric, form, geometry = parts
@@ -98,6 +109,7 @@ class ResultsTableModel(QAbstractTableModel):
             self._numbers.append(numbers)
             self._texts.append(column.astype(str).to_numpy() if is_text else None)
             self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
+        self._flags = self._columns.index(TRUNCATED_COLUMN) if TRUNCATED_COLUMN in self._columns else -1
         self._intervals = {column: ends for column, name in enumerate(self._columns)
                            if (ends := self._interval_source(name, profile)) is not None}
         self._lowered: dict[int, pd.Series] = {}
@@ -207,6 +219,12 @@ class ResultsTableModel(QAbstractTableModel):
             return None
         row, column = self._rows[index.row()], index.column()
         numbers, texts = self._numbers[column], self._texts[column]
+        if column == self._flags and role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            mark = texts[row]
+            if mark not in TRUNCATED_TIPS:
+                return "" if role == Qt.ItemDataRole.DisplayRole else None
+            return (f"{TRUNCATED_MARK} {mark}" if role == Qt.ItemDataRole.DisplayRole
+                    else TRUNCATED_TIPS[mark] + TRUNCATED_FIX)
         if role == Qt.ItemDataRole.DisplayRole:
             if texts is not None:
                 return texts[row]
@@ -374,7 +392,8 @@ class ResultsView(QWidget):
         metrics, names = self.fontMetrics(), self.model.column_names
         for column in range(self.model.columnCount()):
             title = metrics.horizontalAdvance(names[column]) + 28
-            width = max(title, 90) if self.model.is_numeric(column) else max(title, 260)
+            width = (max(title, 90) if self.model.is_numeric(column) or names[column] == TRUNCATED_COLUMN
+                     else max(title, 260))
             header.resizeSection(column, width)
         header.setStretchLastSection(False)
 
@@ -433,6 +452,9 @@ class ResultsView(QWidget):
         saturation = results.provenance.get("background_saturation", {}).get(metric)
         if saturation:
             parts.append(f"{saturation['share_beyond_p99']:.1%} above the background's 99th percentile")
+        truncated = results.provenance.get("long_texts", {}).get("pairs_truncated", 0)
+        if truncated:
+            parts.append(f"{TRUNCATED_MARK} {truncated:,} pairs with a truncated text")
         self.summary.setText(" · ".join(parts))
 
     def _show_notes(self, notes) -> None:

@@ -269,3 +269,42 @@ def test_memory_budget_refuses_a_run_that_would_not_fit_and_says_how_much(pairs,
         cli.main(["score", str(pairs), "--memory-budget", "plenty"])
     assert "write it like 4G" in capsys.readouterr().err
     assert cli.main(["score", str(pairs), "--out", str(out), "--memory-budget", "4G", "-q"]) == 0
+
+
+def test_score_long_texts_are_flagged_or_chunked_and_recorded(tmp_path, capsys):
+    from tests.core.test_chunking import DOC_A, DOC_B, long_document
+
+    path = tmp_path / "long.csv"
+    doc_c, doc_d = long_document(2000, 1), long_document(2000, 2)
+    pd.DataFrame({"sentence1": [DOC_A, doc_c, "A cat sleeps."],
+                  "sentence2": [DOC_B, doc_d, "A cat sleeps."]}).to_csv(path, index=False)
+    out = tmp_path / "truncated.csv"
+    assert cli.main(["score", str(path), "--out", str(out)]) == 0
+    assert "2 pairs have a truncated text (column truncated)" in capsys.readouterr().out
+    frame = pd.read_csv(out, keep_default_na=False)
+    assert list(frame["truncated"]) == ["both", "both", ""]
+    assert frame.loc[0, "cosine_calibrated"] > 0.999                   # the issue: reads as identical
+    sidecar = json.loads((tmp_path / "truncated.csv.provenance.json").read_text())
+    assert "truncated" in sidecar["columns"] and sidecar["long_texts"]["mode"] == "truncate"
+
+    chunked = tmp_path / "chunked.csv"
+    assert cli.main(["score", str(path), "--long-texts", "chunk", "--chunk-overlap", "4",
+                     "--out", str(chunked), "--quiet"]) == 0
+    frame = pd.read_csv(chunked, keep_default_na=False)
+    assert "truncated" not in frame.columns and frame.loc[0, "cosine_raw"] < 0.999
+    assert frame.loc[2, "cosine_calibrated"] > 0.999                   # short pairs as before
+    long = json.loads((tmp_path / "chunked.csv.provenance.json").read_text())["long_texts"]
+    assert (long["mode"], long["aggregate"], long["overlap"]) == ("chunk", "match", 4)
+
+    report = tmp_path / "report.html"
+    assert cli.main(["score", str(path), "--long-texts", "chunk", "--chunk-aggregate", "max",
+                     "--out", str(report), "--quiet"]) == 0
+    assert "--long-texts chunk --chunk-aggregate max --chunk-overlap 32" in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("options", [["--long-texts", "split"], ["--chunk-aggregate", "median"],
+                                     ["--chunk-overlap", "-1"]])
+def test_score_refuses_bad_long_text_options(pairs, options, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["score", str(pairs), *options])
+    assert stop.value.code == 2

@@ -95,7 +95,7 @@ def test_html_is_self_contained_and_shows_summary_table_and_figures(report, tmp_
     assert text.index('id="summary"') < text.index('id="results"') < text.index('id="figures"') \
         < text.index('id="how-to-read"')
     assert report.provenance["model"]["digest"] in text
-    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 2   # distributions, map
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 3   # distributions, map, PR
     tables = pd.read_html(io.StringIO(text))
     results = next(t for t in tables if "sentence1" in t.columns)
     assert len(results) == N_PAIRS
@@ -161,7 +161,8 @@ def test_a_failing_write_leaves_no_file_and_says_why(report, tmp_path, monkeypat
 def test_figures_alone_as_png_and_svg(report, tmp_path):
     written = write_figures(report, tmp_path / "r.html")
     assert sorted(p.name for p in written) == ["r-calibrated-map.png", "r-calibrated-map.svg",
-                                               "r-distribution.png", "r-distribution.svg"]
+                                               "r-distribution.png", "r-distribution.svg",
+                                               "r-precision-recall.png", "r-precision-recall.svg"]
     assert (tmp_path / "r-distribution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import xml.etree.ElementTree as ET
 
@@ -263,3 +264,37 @@ def test_pdf_renders_long_cells_and_every_script_with_a_note_on_what_it_cannot_s
     assert "cut with “…” to fit a table cell" in flat and "word1999" not in flat
     assert "ספה" in flat or "הספ" in flat[::-1] or "הפס" in flat       # Hebrew is there, in some order
     assert "word0 word1" in flat
+
+
+def test_labelled_pairs_get_a_precision_recall_figure_and_unlabelled_none(report, profile, tmp_path):
+    figure = next(f for f in report.figures if f.name == "precision-recall")
+    assert "'score' is at least 4" in figure.caption and figure.png[:4] == b"\x89PNG"
+    unlabelled = tmp_path / "plain.csv"
+    pd.read_csv(report.input_files[0]).drop(columns="score").to_csv(unlabelled, index=False)
+    plain = build_report(score_pairs(load_pairs(unlabelled), FakeEmbedder(), profile), profile)
+    assert [f.name for f in plain.figures] == ["distribution", "calibrated-map"]
+
+
+def test_search_report_reads_the_local_min_max_as_local(profile, tmp_path):
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.search import search
+
+    texts = random_sentences(60, seed=13)
+    (tmp_path / "q.txt").write_text("\n".join(texts[:4]))
+    (tmp_path / "docs.txt").write_text("\n".join(texts))
+    hits = search(load_documents(tmp_path / "q.txt"), load_documents(tmp_path / "docs.txt"),
+                  FakeEmbedder(), profile, top_k=3)
+    search_report = build_report(hits, profile)
+    assert search_report.kind == "search" and search_report.metrics == ["cosine"]
+    summary = dict(search_report.summary())
+    assert summary["Queries"] == "4 from 1 file(s)" and summary["Corpus"] == "60 documents from 1 file(s)"
+    table, note = search_report.results_table()
+    assert list(table.columns[:3]) == ["query", "rank", "document"] and len(table) == 12
+    assert "cosine_local_minmax" in table.columns and "cosine_query_zscore" in table.columns
+    readings = dict(search_report.how_to_read())
+    assert "NOT comparable" in readings["local_minmax"] and "query" in readings["query_zscore"]
+    assert search_report.reproduce()[-1].startswith("calibsim search q.txt --corpus docs.txt")
+    assert [f.name for f in search_report.figures] == ["distribution", "calibrated-map"]
+    for suffix in (".csv", ".xlsx", ".pdf"):
+        assert write_report(search_report, tmp_path / f"hits{suffix}").stat().st_size > 0
+    assert len(pd.read_csv(tmp_path / "hits.csv")) == 12

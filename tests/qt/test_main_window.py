@@ -202,3 +202,25 @@ def test_declining_the_restore_forgets_it(window, qtbot, pairs_csv):
     assert not again.autosaver.path.exists() and again.state.input is None
     again.close()
     again.deleteLater()
+
+
+def test_long_texts_setting_is_remembered_and_rescores(window, qtbot, tmp_path):
+    from tests.core.test_chunking import DOC_A, DOC_B
+
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"sentence1": [DOC_A, "a cat"], "sentence2": [DOC_B, "a cat"]}).to_csv(path, index=False)
+    assert window.long_text_options() == {"long_texts": "truncate", "chunk_aggregate": "match",
+                                          "chunk_overlap": 32}
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [path])
+    assert list(window.state.results.frame["truncated"]) == ["both", ""]
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.set_long_texts("chunk:mean")
+    results = window.state.results
+    assert "truncated" not in results.frame.columns
+    assert results.provenance["long_texts"]["aggregate"] == "mean"
+    assert results.frame.loc[0, "cosine_raw"] < 0.999
+    checked = [a.data() for a in window.long_text_actions.actions() if a.isChecked()]
+    assert checked == ["chunk:mean"]
+    assert window.settings.value("scoring/long_texts") == "chunk:mean"
+    window.set_long_texts("truncate")                                  # back to the default

@@ -188,3 +188,27 @@ def test_loaded_model_shows_its_precision_and_why(qtbot, devices):
     state.set_model(embedder, manager.table_model.models[0])
     assert "in <b>bfloat16</b>" in manager.loaded_label.text()
     assert manager.loaded_label.toolTip() == embedder.precision_note
+
+
+def test_prompt_box_shows_the_folders_prompts_and_remembers_the_choice(qtbot, devices, tmp_path, monkeypatch):
+    folder = model_folder(tmp_path / "e5-like")
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(
+        {"prompts": {"query": "query: ", "document": "passage: "}, "default_prompt_name": "query"}))
+    manager = make_manager(qtbot)
+    assert not manager.prompt_combo.isEnabled()                  # the built-in model has no prompts
+    assert manager.prompts_for(manager.selected_model()).symmetric == ""
+    monkeypatch.setattr(mm.QFileDialog, "getExistingDirectory", lambda *a: str(folder))
+    wait_listed(qtbot, manager, manager.add_button.click)
+    info = manager.selected_model()
+    assert manager.prompt_combo.isEnabled()
+    assert [manager.prompt_combo.itemData(i) for i in range(manager.prompt_combo.count())] == \
+        ["default", "name:query", "name:document", "none"]
+    assert "'query: '" in manager.prompt_combo.currentText()
+    assert manager.prompts_for(info).symmetric == "query: "
+    assert "Prompts: query='query: '" in manager.details.text()
+    manager.prompt_combo.setCurrentIndex(manager.prompt_combo.findData("none"))
+    assert manager.prompts_for(info).symmetric == ""
+    again = make_manager(qtbot)                                  # remembered for this model
+    again.table.selectRow(again.table_model.row_of(folder))
+    assert again.prompt_choice() == "none"
+    assert mm.prompt_settings(info).symmetric == ""

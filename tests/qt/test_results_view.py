@@ -231,3 +231,28 @@ def test_calibrated_tooltips_read_the_interval_columns_when_present(qtbot, profi
     assert model.index(0, model.column_of("dot_calibrated")).data(Qt.ItemDataRole.ToolTipRole) \
         == "{:.2f} (95 % interval {:.2f}–{:.2f})".format(*frame.loc[0, ["dot_calibrated", "dot_calibrated_lo",
                                                                           "dot_calibrated_hi"]])
+
+
+def test_truncated_pairs_are_marked_with_a_tooltip(qtbot, profile, tmp_path):
+    from tests.core.test_chunking import DOC_A, DOC_B
+
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"sentence1": [DOC_A, "a cat", "w1 w2"], "sentence2": [DOC_B, DOC_B, "w1 w3"]}
+                 ).to_csv(path, index=False)
+    state = AppState()
+    state.set_profile(profile, "test")
+    state.set_results(score_pairs(load_pairs(path), FakeEmbedder(), profile))
+    widget = ResultsView(state)
+    qtbot.addWidget(widget)
+    assert shown_column(widget, "truncated") == ["✂ both", "✂ b", ""]
+    column = widget.model.column_of("truncated")
+    assert not widget.table.isColumnHidden(column)
+    tip = widget.model.index(1, column).data(Qt.ItemDataRole.ToolTipRole)
+    assert "second text is longer than the model's max length" in tip and "Long texts" in tip
+    assert widget.model.index(2, column).data(Qt.ItemDataRole.ToolTipRole) is None
+    header = widget.model.headerData(column, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "only its beginning was scored" in header
+    assert "✂ 2 pairs with a truncated text" in widget.summary.text()
+    widget.resize(1100, 300)
+    widget.grab().save(str(tmp_path / "truncated.png"))
+    widget.deleteLater()

@@ -59,7 +59,7 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
         report.figures          # drawn before the write, whose OSErrors are about the output file
         check()
     if suffix in TABLE_SUFFIXES:
-        if report.kind == "pairs":
+        if report.kind != "matrix":          # scored pairs, search hits: one row each
             write_scored_pairs(report.result, path, keep_formulas=keep_formulas)
         else:
             form = report.form if report.form in report.result.matrices else "raw"

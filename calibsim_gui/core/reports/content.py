@@ -17,6 +17,7 @@ from calibsim_gui.core.evaluation import evaluate
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.provenance import file_digest
+from calibsim_gui.core.search import SearchHits
 
 MAX_READABLE_ROWS = 5000        # HTML/PDF tables; every row is in CSV/XLSX/JSON
 TOP_DOCUMENT_PAIRS = 50
@@ -33,8 +34,22 @@ def _interval_width(provenance: dict, metric: str) -> str:
     return f" Its 95 % interval is typically {median} wide (90 % of the pairs: {p90} or less)."
 
 
-def _how_to_read(form: str, profile, provenance: dict, metric: str) -> str:
+SEARCH_READINGS = {
+    "query_zscore": "How many standard deviations this document's score lies above the query's mean "
+                    "score against the reference's background texts (query side only). It says how "
+                    "unusual the hit is for this query, whatever the model's global scale, and is "
+                    "comparable between queries.",
+    "local_minmax": "0 = this query's least similar document in this corpus, 1 = its most similar. "
+                    "Caveat: it is local to one query and one corpus; the top hit always reads 1, even "
+                    "when nothing in the corpus is related, so it is NOT comparable across queries or "
+                    "corpora. Use calibrated or query_zscore to judge whether a hit is good.",
+}
+
+
+def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = "pairs") -> str:
     """Plain-language reading of one form, with its caveats and this report's numbers."""
+    if kind == "search" and form in SEARCH_READINGS:
+        return SEARCH_READINGS[form]
     n_bg = profile.background_pairs
     levels = len(profile.anchors.levels)
     text = {
@@ -100,10 +115,22 @@ def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str
             build += ["--anchors", f"{profile.anchors.name}.json"]
         commands.append(shlex.join(build))
         profile_opt = ["--profile", out]
-    if isinstance(result, ScoredPairs):
+    if isinstance(result, SearchHits):
+        search = prov["search"]
+        cmd = ["calibsim", "search", *[Path(f).name for f in search["queries"]["files"]], "--corpus",
+               *[Path(f).name for f in search["corpus"]["files"]], *model_opt, *profile_opt,
+               "--top-k", str(search["top_k"]), "--metric", search["metric"]]
+        if search["geometry"] != "none":
+            cmd += ["--geometry", search["geometry"]]
+        cmd += ["--out", "report.html"]
+    elif isinstance(result, ScoredPairs):
         cmd = ["calibsim", "score", input_name, *model_opt, *profile_opt]
         if set(metrics) != set(METRICS):
             cmd += ["--metrics", ",".join(metrics)]
+        long = prov.get("long_texts") or {}
+        if long.get("mode") == "chunk":
+            cmd += ["--long-texts", "chunk", "--chunk-aggregate", str(long["aggregate"]),
+                    "--chunk-overlap", str(long["overlap"])]
         cmd += ["--out", "report.html"]
     else:
         files = [Path(f).name for f in prov["documents"]["files"]]
@@ -116,8 +143,18 @@ def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str
 def _result_metrics(result) -> list[str]:
     if isinstance(result, DocumentMatrix):
         return [result.metric]
+    if isinstance(result, SearchHits):
+        return [result.provenance["search"]["metric"]]
     found = {parts[0] for parts in map(split_score_column, result.frame.columns) if parts}
     return [m for m in METRICS if m in found]
+
+
+def _prompt_text(prompt, name=None) -> str:
+    """A prompt for the summary: ``'query: ' (prompt "query")``, or "none" (also for runs made
+    before prompts were recorded, which used none)."""
+    if not prompt:
+        return "none"
+    return repr(str(prompt)) + (f' (prompt "{name}")' if name else "")
 
 
 @dataclass
@@ -126,20 +163,22 @@ class Report:
 
     Attributes
     ----------
-    result : ScoredPairs or DocumentMatrix
+    result : ScoredPairs, DocumentMatrix or SearchHits
     profile : ReferenceProfile
         The references the result was calibrated with.
     metric, form : str
         Metric and calibrated form featured in readable tables and figures.
     """
 
-    result: ScoredPairs | DocumentMatrix
+    result: ScoredPairs | DocumentMatrix | SearchHits
     profile: object
     metric: str
     form: str
 
     @property
     def kind(self) -> str:
+        if isinstance(self.result, SearchHits):
+            return "search"
         return "pairs" if isinstance(self.result, ScoredPairs) else "matrix"
 
     @property
@@ -149,7 +188,10 @@ class Report:
     @property
     def input_files(self) -> list[Path]:
         prov = self.provenance
-        files = [prov["pairs"]["file"]] if self.kind == "pairs" else prov["documents"]["files"]
+        if self.kind == "search":
+            files = prov["search"]["queries"]["files"] + prov["search"]["corpus"]["files"]
+        else:
+            files = [prov["pairs"]["file"]] if self.kind == "pairs" else prov["documents"]["files"]
         return [Path(f) for f in files]
 
     @property
@@ -178,10 +220,23 @@ class Report:
                 ("Model fingerprint", model["digest"]),
                 ("Device", str(model["device"])),
                 ("Precision", str(model.get("precision_note") or model.get("precision", "float32"))),
-                ("Max sequence length", f"{model['max_seq_length']} tokens")]
+                ("Max sequence length", f"{model['max_seq_length']} tokens"),
+                ("Prompt", _prompt_text(model.get("prompt"), model.get("prompt_name")))]
+        if self.kind == "search":
+            rows.append(("Query / document prompts", f"{_prompt_text(model.get('query_prompt'))} / "
+                                                     f"{_prompt_text(model.get('document_prompt'))}"))
         if self.kind == "pairs":
             pairs = prov["pairs"]
             rows.append(("Input", f"{pairs['file']}: {pairs['scored']:,} of {pairs['rows']:,} pairs scored"))
+        elif self.kind == "search":
+            search = prov["search"]
+            rows.append(("Queries", f"{search['queries']['count']:,} from "
+                                    f"{len(search['queries']['files'])} file(s)"))
+            rows.append(("Corpus", f"{search['corpus']['count']:,} documents from "
+                                   f"{len(search['corpus']['files'])} file(s)"))
+            rows.append(("Search", f"top {search['top_k']} hits per query by {search['metric']}"
+                                   + ("" if search["geometry"] == "none"
+                                      else f" under geometry fix {search['geometry']}")))
         else:
             docs = prov["documents"]
             rows.append(("Input", f"{docs['count']:,} documents from {len(docs['files'])} file(s)"))
@@ -201,6 +256,18 @@ class Report:
         enc = prov["encoding"]
         rows.append(("Encoding", f"{enc['distinct_texts']:,} distinct texts, {enc['from_cache']:,} from "
                                  f"the embedding cache, {enc['truncated']:,} truncated"))
+        long = prov.get("long_texts") or {}
+        if long.get("mode") == "chunk":
+            rows.append(("Long texts", f"chunked: {long['texts_chunked']:,} texts into {long['chunks']:,} "
+                                       f"chunks of up to {long.get('window')} tokens ({long['overlap']} "
+                                       f"overlapping); a pair scores the {long['aggregate']} aggregate of its "
+                                       "chunk pairs; calibration applied to that score"))
+        if long.get("pairs_truncated"):
+            column = next((c for c, text in prov["columns"].items()
+                           if c.endswith("truncated") and "max length" in str(text)), "truncated")
+            rows.append(("Truncated pairs", f"{long['pairs_truncated']:,} pairs have a truncated text "
+                                            f"(column {column}): only the first "
+                                            f"{model['max_seq_length']} tokens were scored"))
         rows.append(("Metrics", ", ".join(self.metrics)))
         rows.append(("Versions", ", ".join(f"{k} {v}" for k, v in prov["versions"].items())))
         return rows
@@ -259,18 +326,26 @@ class Report:
         """Score columns shown in readable tables: every form (and geometry) of the featured metric."""
         if self.kind == "matrix":
             return list(self.result.matrices)
-        return [c for c in self.result.frame.columns
-                if (split_score_column(c) or ("",))[0] == self.metric]
+        columns = [c for c in self.result.frame.columns
+                   if (split_score_column(c) or ("",))[0] == self.metric]
+        if self.kind == "search":
+            columns += [c for c in self.result.frame.columns if c == f"{self.metric}_local_minmax"]
+        return columns
 
     def results_table(self) -> tuple[pd.DataFrame, str]:
         """The table of readable reports (full-precision numbers) and a note on what it holds."""
         if self.kind == "matrix":
             return self._top_document_pairs()
         frame = self.result.frame
-        inputs = [c for c in frame.columns if split_score_column(c) is None]
-        table = frame[inputs + self.featured_columns()]
-        note = (f"Every input column and every {self.metric} score; the other metrics are in the CSV, "
-                "XLSX and JSON exports.")
+        if self.kind == "search":
+            table = frame[["query", "rank", "document"] + self.featured_columns()]
+            note = (f"Each query's top {self.provenance['search']['top_k']} documents, best first; "
+                    "query and document ids are in the CSV, XLSX and JSON exports.")
+        else:
+            inputs = [c for c in frame.columns if split_score_column(c) is None]
+            table = frame[inputs + self.featured_columns()]
+            note = (f"Every input column and every {self.metric} score; the other metrics are in the "
+                    "CSV, XLSX and JSON exports.")
         if len(table) > MAX_READABLE_ROWS:
             note += f" The first {MAX_READABLE_ROWS:,} of {len(table):,} rows are shown."
             table = table.head(MAX_READABLE_ROWS)
@@ -291,9 +366,11 @@ class Report:
 
     def how_to_read(self) -> list[tuple[str, str]]:
         """(form, plain-language reading) for raw and every calibrated form in the report."""
-        forms = ([split_score_column(c)[1] for c in self.featured_columns()] if self.kind == "pairs"
-                 else list(self.result.matrices))
-        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric))
+        if self.kind == "matrix":
+            forms = list(self.result.matrices)
+        else:
+            forms = [(split_score_column(c) or (None, "local_minmax"))[1] for c in self.featured_columns()]
+        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric, self.kind))
                 for form in dict.fromkeys(forms)]
 
     def notes(self) -> list[str]:
@@ -307,6 +384,8 @@ class Report:
         """Geometry fixes the result was scored under ("none" = the model's own embeddings)."""
         if self.kind == "matrix":
             return [getattr(self.result, "geometry", "none")]
+        if self.kind == "search":
+            return [self.provenance["search"]["geometry"]]
         found = {parts[2] for parts in map(split_score_column, self.result.frame.columns) if parts}
         return [g for g in self.profile.geometry_names() if g in found]
 
@@ -352,7 +431,7 @@ class Report:
 
 
 def build_report(result, profile, *, metric: str | None = None, form: str = "calibrated") -> Report:
-    """A `Report` of `result` (ScoredPairs or DocumentMatrix) with the `profile` it used.
+    """A `Report` of `result` (ScoredPairs, DocumentMatrix or SearchHits) with the `profile` it used.
 
     `metric` and `form` choose what readable tables and figures feature (default: the first
     metric of the result and the anchor-ladder calibration).
@@ -365,6 +444,8 @@ def build_report(result, profile, *, metric: str | None = None, form: str = "cal
 
 
 def _score_form(column: str) -> str | None:
+    if column.endswith("_local_minmax"):
+        return "local_minmax"
     parts = split_score_column(column.removesuffix(" (median)"))
     return parts[1] if parts else None
 

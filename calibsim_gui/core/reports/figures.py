@@ -81,12 +81,12 @@ def distribution_figure(report) -> ReportFigure:
 
     profile, metric, form = report.profile, report.metric, report.form
     result = report.result
-    if report.kind == "pairs":
+    if report.kind != "matrix":
         user = result.frame[f"{metric}_raw"].to_numpy(dtype=float)
         column = f"{metric}_{form}"
         user_cal = (result.frame[column].to_numpy(dtype=float) if column in result.frame
                     else calibrate_form(profile, metric, form, user[np.isfinite(user)]))
-        what = "your pairs"
+        what = "your pairs" if report.kind == "pairs" else "your search hits"
     else:
         raw = result.matrices["raw"]
         user = raw[np.triu_indices(len(raw), k=1)].astype(float)
@@ -175,8 +175,73 @@ def calibrated_map_figure(report) -> ReportFigure:
     return _render(fig, "calibrated-map", f"{metric}: calibrated map", caption)
 
 
+def precision_recall_figure(report) -> ReportFigure | None:
+    """Labelled pairs only: precision against recall of "score >= t" (raw and the featured form)
+    predicting "the same meaning" (label in the upper fifth of the labels' range, or 1 of 0/1
+    labels; see `core.thresholds.same_meaning`), with the cut at 90 % precision marked. None
+    without labels of both kinds."""
+    from matplotlib.figure import Figure
+
+    from calibsim_gui.core.errors import InputError
+    from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning
+
+    agreement = report.provenance.get("agreement")
+    frame = report.result.frame
+    metric, form = report.metric, report.form
+    columns = [c for c in (f"{metric}_raw", f"{metric}_{form}") if c in frame]
+    if report.kind != "pairs" or not agreement or agreement.get("label") not in frame or not columns:
+        return None
+    import pandas as pd
+
+    labels = pd.to_numeric(frame[agreement["label"]], errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(labels)
+    for column in columns:
+        ok &= np.isfinite(frame[column].to_numpy(dtype=float))
+    if ok.sum() < 2:
+        return None
+    same, cut = same_meaning(labels[ok], scale=(labels[ok].min(), labels[ok].max()))
+    if same.all() or not same.any():
+        return None
+    fig = Figure(figsize=(7.5, 5.2), layout="constrained")
+    ax = fig.subplots()
+    marks = []
+    for column, color, style in zip(columns, (BACKGROUND_COLOR, USER_COLOR), ("-", "--")):
+        scores = frame[column].to_numpy(dtype=float)[ok]
+        if column.endswith("_raw"):
+            scores = METRICS[metric].as_similarity(scores)
+        curve = pr_curve(scores, same)
+        ax.step(np.r_[0.0, curve.recall], np.r_[1.0, curve.precision], where="post", color=color,
+                linestyle=style, linewidth=1.8, label=column)
+        try:
+            found = find_threshold(scores, same, target=0.9, n_boot=0)
+        except InputError:
+            continue
+        value = found.threshold if not column.endswith("_raw") or METRICS[metric].higher_is_similar \
+            else -found.threshold
+        ax.scatter([found.recall], [found.precision], color=color, zorder=3, s=36)
+        marks.append(f"{column} {'<=' if value != found.threshold else '>='} {value:.3f} "
+                     f"(recall {found.recall:.2f})")
+    ax.axhline(0.9, color=ANCHOR_COLOR, linestyle=":", linewidth=1)
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("recall")
+    ax.set_ylabel("precision")
+    ax.grid(alpha=0.2)
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    ax.set_title(f"Precision-recall: '{agreement['label']}' >= {cut:g} as the same meaning", fontsize=10)
+    caption = (f"How well \"score >= threshold\" finds the {int(same.sum()):,} of {len(same):,} labelled "
+               f"pairs whose '{agreement['label']}' is at least {cut:g} (the upper fifth of the labels' "
+               "range, or 1 for 0/1 labels), raw and " + form + ". Dots: the lowest threshold with 90 % "
+               "precision" + (": " + "; ".join(marks) if marks else "") + ". `calibsim threshold` "
+               "chooses other targets and adds bootstrap intervals.")
+    return _render(fig, "precision-recall", f"{metric}: precision and recall against the labels", caption)
+
+
 def report_figures(report) -> list[ReportFigure]:
     figures = [distribution_figure(report), calibrated_map_figure(report)]
     if report.kind == "matrix":
         figures.insert(0, heatmap_figure(report))
+    pr = precision_recall_figure(report) if report.kind == "pairs" else None
+    if pr is not None:
+        figures.append(pr)
     return figures

@@ -22,7 +22,11 @@ def _columns(report) -> dict[str, str]:
     if report.kind == "matrix":
         return {form: FORM_DESCRIPTIONS.get(form, form) for form in report.result.matrices}
     out = {}
+    described = report.provenance.get("columns", {}) if report.kind == "search" else {}
     for column in report.result.frame.columns:
+        if report.kind == "search" and column.endswith(("_local_minmax", "_query_zscore")):
+            out[column] = described.get(column.split("_", 1)[1], column)
+            continue
         parts = split_score_column(column)
         if parts:
             metric, form, geometry = parts
@@ -32,7 +36,8 @@ def _columns(report) -> dict[str, str]:
 
 def report_json(report) -> str:
     """The report as one JSON document: results, calibrators' parameters, references, provenance."""
-    body = {"format": "calibsim-scores" if report.kind == "pairs" else "calibsim-matrix",
+    body = {"format": {"pairs": "calibsim-scores", "search": "calibsim-search"}.get(report.kind,
+                                                                                  "calibsim-matrix"),
             "schema_version": JSON_SCHEMA_VERSION,
             "provenance": {**report.provenance, "input_sha256": report.input_digests},
             "columns": _columns(report),
@@ -42,7 +47,7 @@ def report_json(report) -> str:
             "calibrators": report.calibrators(),
             "diagnostics": None if report.space is None else report.space.diagnostics,
             "reproduce": report.reproduce()}
-    if report.kind == "pairs":
+    if report.kind != "matrix":
         body["rows"] = [{k: jsonable(v) for k, v in row.items()}
                         for row in report.result.frame.to_dict("records")]
     else:
@@ -137,7 +142,7 @@ def _close_quietly(exc: BaseException) -> None:
 
 def _write_sheets(report, path) -> None:
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
-        if report.kind == "pairs":
+        if report.kind != "matrix":
             _cell_safe(report.result.frame).to_excel(writer, sheet_name="results", index=False)
         else:
             ids = report.result.ids

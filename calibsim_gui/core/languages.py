@@ -1,0 +1,263 @@
+"""Which languages texts are in, and whether the model and the reference cover them.
+
+A monolingual model scores a sentence and its translation as unrelated, and a background of
+English pairs says nothing about how French pairs score. This module detects the language of
+each text with py3langid (langid.py's naive Bayes model on byte n-grams, shipped with the
+package: no network, deterministic), summarises a set of texts as shares per language, reads
+the languages a profile's background and a model's card declare, and writes the notes a run
+shows when they do not match.
+
+Texts too short for a reliable guess (fewer than `MIN_WORDS` words or `MIN_LETTERS` letters)
+and guesses below `MIN_CONFIDENCE` are "unknown"; shares are taken among the texts whose
+language was detected.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+import math
+from pathlib import Path
+
+import numpy as np
+
+UNKNOWN = "unknown"
+MIN_WORDS = 3
+MIN_LETTERS = 15
+MIN_CONFIDENCE = 0.5
+"""py3langid's normalised probability below which a guess is not trusted (headlines of AG News:
+99.5 % English above it, 93 % with every guess kept)."""
+MAX_TEXTS = 20_000
+"""Distinct texts checked per run or background (evenly spaced beyond that; ~65 ms per 1,000)."""
+COVERED_SHARE = 0.05      # a reference covers the languages of at least 5 % of its sentences
+NOTE_SHARE = 0.10         # an input language is worth a note from 10 % of the detected texts
+NO_LANGUAGE = {"zxx"}     # py3langid's "no linguistic content"
+
+_NAMES = {
+    "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
+    "cy": "Welsh", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
+    "eo": "Esperanto", "es": "Spanish", "et": "Estonian", "eu": "Basque", "fa": "Persian",
+    "fi": "Finnish", "fr": "French", "ga": "Irish", "gl": "Galician", "he": "Hebrew",
+    "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "id": "Indonesian", "is": "Icelandic",
+    "it": "Italian", "ja": "Japanese", "ko": "Korean", "la": "Latin", "lt": "Lithuanian",
+    "lv": "Latvian", "ms": "Malay", "nb": "Norwegian Bokmål", "nl": "Dutch", "no": "Norwegian",
+    "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
+    "sl": "Slovenian", "sq": "Albanian", "sr": "Serbian", "sv": "Swedish", "sw": "Swahili",
+    "ta": "Tamil", "th": "Thai", "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian",
+    "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+}
+
+
+def language_name(code: str) -> str:
+    """``"fr"`` -> ``"French"``; codes without a name here are returned as they are."""
+    return _NAMES.get(code, code)
+
+
+def _percent(share: float) -> str:
+    return f"{share:.0%}".replace("%", " %")
+
+
+def _named(code: str) -> str:
+    return f"{language_name(code)} ({code})" if code in _NAMES else code
+
+
+@functools.lru_cache(maxsize=1)
+def _identifier():
+    """py3langid's model, loaded once per process (~0.5 s: it is decompressed from the package)."""
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    except ImportError as exc:          # a bundle or environment without it
+        raise RuntimeError(f"language detection needs py3langid ({exc}); install it with "
+                           "`pip install py3langid`") from None
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def detector_name() -> str:
+    """The detector and its version, for provenance (``"py3langid 0.4.0"``)."""
+    import py3langid
+
+    return f"py3langid {getattr(py3langid, '__version__', '?')}"
+
+
+def detect_language(text: str) -> str:
+    """ISO 639 code of `text`'s language, or "unknown" when it is too short or the guess unsure."""
+    text = str(text).strip()
+    if len(text.split()) < MIN_WORDS or sum(c.isalpha() for c in text) < MIN_LETTERS:
+        return UNKNOWN
+    code, confidence = _identifier().classify(text)
+    return UNKNOWN if confidence < MIN_CONFIDENCE or code in NO_LANGUAGE else code
+
+
+def detect_languages(texts) -> list[str]:
+    """`detect_language` of each text (each distinct text is detected once)."""
+    seen: dict[str, str] = {}
+    return [seen[t] if t in seen else seen.setdefault(t, detect_language(t)) for t in texts]
+
+
+def _sample(n: int, limit: int) -> np.ndarray:
+    """Evenly spaced positions of at most `limit` of `n` items (all of them when n <= limit)."""
+    return np.arange(n) if n <= limit else np.linspace(0, n - 1, limit).astype(np.int64)
+
+
+def summarise(languages) -> dict:
+    """Provenance entry of detected `languages`: counts and shares among the detected ones.
+
+    ``{"detector", "texts", "unknown", "shares"}``; shares (rounded to 3 decimals, at least
+    0.001) are sorted from the largest.
+    """
+    counts = Counter(str(code) for code in languages)
+    total, unknown = sum(counts.values()), counts.pop(UNKNOWN, 0)
+    known = total - unknown
+    shares = {c: round(n / known, 3) for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+              if n / known >= 0.001}
+    return {"detector": detector_name(), "texts": total, "unknown": unknown, "shares": shares}
+
+
+def summarise_texts(texts, *, limit: int = MAX_TEXTS) -> dict:
+    """`summarise` of the languages of `texts` (distinct; an even sample of `limit` beyond that)."""
+    texts = list(dict.fromkeys(texts))
+    entry = summarise(detect_languages([texts[i] for i in _sample(len(texts), limit)]))
+    if len(texts) > limit:
+        entry["sampled_from"] = len(texts)
+    return entry
+
+
+def _shares(entry) -> dict[str, float] | None:
+    """The shares of a `summarise` entry read from a (user-supplied) provenance; None if absent
+    or malformed."""
+    shares = entry.get("shares") if isinstance(entry, dict) else None
+    if not isinstance(shares, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and math.isfinite(v) for k, v in shares.items()):
+        return None
+    return {k: float(v) for k, v in shares.items()}
+
+
+def profile_languages(provenance: dict) -> dict[str, float] | None:
+    """Shares of the languages of a profile's background, from its provenance (merged profiles:
+    the larger share of each part); None when the profile does not record them."""
+    if not isinstance(provenance, dict):
+        return None
+    shares = _shares((provenance.get("background") or {}).get("languages")
+                     if isinstance(provenance.get("background"), dict) else None)
+    if shares is not None:
+        return shares
+    parts = [profile_languages(p) for p in provenance.get("merged_from") or [] if isinstance(p, dict)]
+    if not parts or any(p is None for p in parts):
+        return None
+    return {code: max(p.get(code, 0.0) for p in parts) for p in parts for code in p}
+
+
+def describe(shares: dict[str, float] | None, *, top: int = 3) -> str:
+    """``"en 99.5 %"``-style short label of language shares ("not recorded" for None)."""
+    if shares is None:
+        return "not recorded"
+    if not shares:
+        return "not detected (texts too short or unsure)"
+    main = [kv for kv in sorted(shares.items(), key=lambda kv: -kv[1])[:top] if kv[1] >= 0.01]
+    return ", ".join(f"{code} {share * 100:.3g} %" for code, share in main) or "mixed (none above 1 %)"
+
+
+def model_languages(folder) -> tuple[str, ...] | None:
+    """Languages a model folder's card (README.md front matter, ``language:``) declares; None
+    when it declares none (or the folder has no card). "multilingual" is kept as a code."""
+    path = Path(folder) / "README.md"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(65536)
+    except OSError:
+        return None
+    lines = head.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    found: list[str] = []
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            break
+        key, _, value = line.partition(":")
+        if key.strip() != "language" or line.startswith((" ", "\t")):
+            continue
+        value = value.strip().strip("[]")
+        if value:
+            found += [v.strip(" '\"") for v in value.split(",")]
+        for item in lines[i + 1:]:
+            if not item.lstrip().startswith("- "):
+                break
+            found.append(item.strip()[2:].strip(" '\""))
+        break
+    codes = tuple(dict.fromkeys(c.lower() for c in found if c))
+    return codes or None
+
+
+def run_languages(texts, profile_provenance: dict, *, model_folder=None, pairs=None,
+                  limit: int = MAX_TEXTS) -> tuple[dict, list[str]]:
+    """Provenance entry ``languages`` and the notes of a run over distinct `texts`.
+
+    Parameters
+    ----------
+    texts : list of str
+        The run's distinct texts.
+    profile_provenance : dict
+        The reference's provenance (its background's languages, when recorded).
+    model_folder : path or None
+        The model's folder, whose card may declare its languages.
+    pairs : (first, second, numbers) or None
+        For pair runs: positions in `texts` of each pair's texts and the pairs' 0-based numbers
+        in the input file; pairs whose two texts are in different detected languages are noted.
+    """
+    texts = list(texts)
+    picked = _sample(len(texts), limit)
+    detected = np.full(len(texts), UNKNOWN, dtype=object)
+    try:
+        detected[picked] = detect_languages([texts[i] for i in picked])
+    except (RuntimeError, OSError, ValueError) as exc:     # no detector: the run goes on without
+        return {"error": str(exc)}, [f"the texts' languages were not checked ({exc})"]
+    summary = summarise(detected[picked])
+    if len(texts) > limit:
+        summary["sampled_from"] = len(texts)
+    reference = profile_languages(profile_provenance)
+    model = model_languages(model_folder) if model_folder is not None else None
+    entry = {"texts": summary, "reference": reference, "model": list(model) if model else None}
+    notes = []
+    known = summary["texts"] - summary["unknown"]
+    covered = {c for c, s in (reference or {}).items() if s >= COVERED_SHARE}
+    model_covers = model is None or "multilingual" in model
+    for code, share in summary["shares"].items():
+        if share < NOTE_SHARE or round(share * known) < 2:
+            continue
+        of_all = share * known / summary["texts"]
+        in_model = model_covers or code in model
+        if covered and code not in covered:
+            main = ", ".join(_named(c) for c in sorted(covered, key=lambda c: -reference[c]))
+            names = " and ".join(language_name(c) for c in sorted(covered, key=lambda c: -reference[c]))
+            notes.append(
+                f"{_percent(of_all)} of the texts are {_named(code)}; the reference background is "
+                f"{main}: calibrated scores and percentiles compare them with {names} pairs. Fix: "
+                f"build a reference from {language_name(code)} sentences with `calibsim profile "
+                f"build --background {code}.txt`" + ("" if model is not None and in_model
+                                                     else ", and use a multilingual model"))
+        if not in_model:
+            notes.append(f"the model's card declares {', '.join(_named(c) for c in model)} only, and "
+                         f"{_percent(of_all)} of the texts are {_named(code)}: their embeddings are "
+                         "unreliable. Fix: use a multilingual model (--model FOLDER)")
+    if pairs is not None:
+        first, second, numbers = (np.asarray(x) for x in pairs)
+        seen = np.zeros(len(texts), dtype=bool)
+        seen[picked] = True
+        a, b = detected[first], detected[second]
+        cross = np.flatnonzero(seen[first] & seen[second] & (a != UNKNOWN) & (b != UNKNOWN) & (a != b))
+        entry["cross_language_pairs"] = int(len(cross))
+        if len(cross):
+            shown = ", ".join(str(int(n) + 1) for n in numbers[cross][:10])
+            more = ", …" if len(cross) > 10 else ""
+            notes.append(
+                f"{len(cross):,} {'pair pairs' if len(cross) == 1 else 'pairs pair'} texts of "
+                f"different languages (pair{'s' if len(cross) > 1 else ''} {shown}{more}): "
+                + ("a model made for one language scores a text and its translation as unrelated. "
+                   "Fix: use a multilingual model (--model FOLDER)" if not (model and in_multilingual(model))
+                   else "check that the model was trained on both languages"))
+    return entry, notes
+
+
+def in_multilingual(model) -> bool:
+    """True when a model card's languages say the model is multilingual (or list several)."""
+    return "multilingual" in model or len(model) > 1

@@ -1,0 +1,328 @@
+"""The Search tab: each query's best documents in a corpus, raw and calibrated.
+
+Queries and corpus are files or folders (chosen or dropped); the search runs `core.search.search`
+in a `TaskRunner` with progress and Cancel, and the hits fill a table that the Export dialog
+writes as any report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from calibsim_gui.qt.workers import TaskRunner
+
+TEXT_FILTER = "Texts (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)"
+SHOWN = ("query", "rank", "document", "raw", "calibrated", "query_zscore", "local_minmax")
+HEADERS = {"query": "Query", "rank": "Rank", "document": "Document", "raw": "Raw",
+           "calibrated": "Calibrated", "query_zscore": "Query z", "local_minmax": "Local min-max"}
+TIPS = {"raw": "the model's own score", "calibrated": "0 = a typical unrelated pair, 1 = identical "
+        "text (anchor ladder); comparable across queries and models",
+        "query_zscore": "standard deviations above this query's mean similarity to background texts",
+        "local_minmax": "0 = this query's least similar document here, 1 = its most similar: local "
+                        "to one query, NOT comparable across queries or corpora"}
+
+
+def run_search(query_paths, corpus_paths, embedder, profile, *, top_k: int, metric: str,
+               geometry: str, cache, memory_budget, progress, should_stop):
+    """Read queries and corpus, then `search` (in a worker); progress in thousandths."""
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.search import search
+
+    progress(0, 1000, "reading queries and corpus")
+    queries = load_documents(query_paths, memory_budget=memory_budget)
+    corpus = load_documents(corpus_paths, memory_budget=memory_budget)
+
+    def thousandths(done, total, message):
+        progress(int(1000 * done / total) if total else 0, 1000, message)
+
+    return search(queries, corpus, embedder, profile, metric=metric, top_k=top_k, geometry=geometry,
+                  cache=cache, progress=thousandths, should_stop=should_stop,
+                  memory_budget=memory_budget)
+
+
+def export_search(hits, profile, *, path, metric, form, figures, force, progress, should_stop):
+    from calibsim_gui.core.reports import build_report, write_figures, write_report
+
+    report = build_report(hits, profile, metric=metric, form=form)
+    written = write_report(report, path, force=force, progress=progress, should_stop=should_stop)
+    return [written, *(write_figures(report, written, force=force) if figures else [])]
+
+
+class PathList(QListWidget):
+    """Files and folders, added by buttons or dropped from a file manager."""
+
+    changed = Signal()
+
+    def __init__(self, placeholder: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DropOnly)
+        self.setToolTip(placeholder)
+        self.setMaximumHeight(90)
+
+    def paths(self) -> list[str]:
+        return [self.item(i).text() for i in range(self.count())]
+
+    def add_paths(self, paths) -> None:
+        known = set(self.paths())
+        for path in map(str, paths):
+            if path not in known:
+                self.addItem(path)
+                known.add(path)
+        self.changed.emit()
+
+    def clear_paths(self) -> None:
+        self.clear()
+        self.changed.emit()
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dragMoveEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        self.add_paths(url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile())
+        event.acceptProposedAction()
+
+
+class HitsModel(QAbstractTableModel):
+    """The hits frame's readable columns (query, rank, document and the metric's scores)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.frame, self.columns = None, []
+
+    def set_hits(self, frame, metric: str) -> None:
+        self.beginResetModel()
+        self.frame = frame
+        self.columns = [(key, key if key in ("query", "rank", "document") else f"{metric}_{key}")
+                        for key in SHOWN]
+        self.columns = [(k, c) for k, c in self.columns if frame is not None and c in frame.columns]
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if self.frame is None or parent.isValid() else len(self.frame)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        key, column = self.columns[index.column()]
+        value = self.frame[column].iat[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if key in ("query", "document"):
+                return str(value)
+            if key == "rank":
+                return str(int(value))
+            return (f"{value:+.2f}" if key == "query_zscore" else
+                    f"{value:.4f}" if key == "raw" else f"{value:.3f}")
+        if role == Qt.ItemDataRole.ToolTipRole and key in ("query", "document"):
+            return str(value)
+        if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("query", "document"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        key = self.columns[section][0]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return HEADERS[key]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return TIPS.get(key)
+        return None
+
+
+class SearchView(QWidget):
+    """Pick queries and a corpus, search for the top-k hits of each query, read and export them."""
+
+    def __init__(self, state, *, cache=lambda: None, memory_budget=lambda: None, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self._cache, self._budget = cache, memory_budget
+        self.hits = None
+        self.hits_profile = None
+        self.runner = TaskRunner("searching", self)
+        self.export_runner = TaskRunner("exporting search results", self)
+
+        self.queries = PathList("Query files or folders: .txt/.md one query per line, CSV/JSONL "
+                                "(drop them here)")
+        self.corpus = PathList("Corpus files or folders: .txt/.md one document per line, CSV/JSONL "
+                               "(drop them here)")
+        inputs = QGridLayout()
+        for row, (title, paths) in enumerate((("Queries", self.queries), ("Corpus", self.corpus))):
+            box = QGroupBox(title)
+            layout = QHBoxLayout(box)
+            layout.addWidget(paths, 1)
+            buttons = QVBoxLayout()
+            for text, slot in (("Add files…", lambda _=False, p=paths: self._choose_files(p)),
+                               ("Add folder…", lambda _=False, p=paths: self._choose_folder(p)),
+                               ("Clear", paths.clear_paths)):
+                button = QPushButton(text)
+                button.clicked.connect(slot)
+                buttons.addWidget(button)
+            layout.addLayout(buttons)
+            inputs.addWidget(box, 0, row)
+            paths.changed.connect(self._update_buttons)
+
+        self.top_k = QSpinBox(minimum=1, maximum=1000, value=10)
+        self.top_k.setToolTip("hits kept per query")
+        self.search_button = QPushButton("Search")
+        self.search_button.clicked.connect(self.start_search)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Write the hits as an HTML/PDF report, XLSX, JSON or CSV")
+        self.export_button.clicked.connect(self.export)
+        self.progress = QProgressBar(maximum=1000)
+        self.progress.setTextVisible(False)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Top k:"))
+        controls.addWidget(self.top_k)
+        controls.addWidget(self.search_button)
+        controls.addWidget(self.cancel_button)
+        controls.addWidget(self.progress, 1)
+        controls.addWidget(self.export_button)
+
+        self.model = HitsModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
+        self.note = QLabel("Local min-max is local to each query (its best hit is always 1): compare "
+                           "hits across queries with the calibrated score or the query z-score.")
+        self.note.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(inputs)
+        layout.addLayout(controls)
+        layout.addWidget(self.message)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.note)
+
+        self.runner.progress.connect(self._progress)
+        self.runner.finished.connect(self._searched)
+        self.runner.failed.connect(self._failed)
+        self.runner.cancelled.connect(lambda: self._done("Search cancelled."))
+        self.runner.busy.connect(self._update_buttons)
+        self.export_runner.finished.connect(lambda written: self.message.setText(f"Exported {written[0]}"))
+        self.export_runner.failed.connect(self._failed)
+        self.export_runner.busy.connect(self._update_buttons)
+        state.model_changed.connect(self._update_buttons)
+        state.profile_changed.connect(self._update_buttons)
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ inputs
+
+    def _choose_files(self, paths: PathList) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Choose files", "", TEXT_FILTER)
+        paths.add_paths(files)
+
+    def _choose_folder(self, paths: PathList) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose a folder")
+        if folder:
+            paths.add_paths([folder])
+
+    def set_inputs(self, queries, corpus) -> None:
+        self.queries.clear()
+        self.corpus.clear()
+        self.queries.add_paths(queries)
+        self.corpus.add_paths(corpus)
+
+    def _ready(self) -> bool:
+        return (self.state.embedder is not None and self.state.profile is not None
+                and self.queries.count() > 0 and self.corpus.count() > 0)
+
+    def _update_buttons(self, _=None) -> None:
+        running = self.runner.running
+        self.search_button.setEnabled(self._ready() and not running)
+        self.cancel_button.setEnabled(running)
+        self.export_button.setEnabled(self.hits is not None and not self.export_runner.running)
+        hints = ("Load a model and its references, then add queries and a corpus.",
+                 "Add query and corpus files or folders (or drop them), then Search.")
+        if not running and self.hits is None and self.message.text() in ("", *hints):
+            self.message.setText(hints[self.state.embedder is not None and self.state.profile is not None])
+
+    # ------------------------------------------------------------------ search
+
+    def start_search(self) -> None:
+        if not self._ready():
+            return
+        state = self.state
+        self.progress.setValue(0)
+        self.message.setText("Searching…")
+        self.runner.start(run_search, self.queries.paths(), self.corpus.paths(), state.embedder,
+                          state.profile, top_k=self.top_k.value(), metric=state.metric,
+                          geometry=state.geometry, cache=self._cache(), memory_budget=self._budget())
+        self._update_buttons()
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.progress.setValue(int(1000 * done / total) if total else 0)
+        if message:
+            self.message.setText(message)
+
+    def _searched(self, hits) -> None:
+        self.hits, self.hits_profile = hits, self.state.profile
+        search = hits.provenance["search"]
+        self.model.set_hits(hits.frame, search["metric"])
+        header = self.table.horizontalHeader()
+        for column in range(self.model.columnCount()):
+            mode = (QHeaderView.ResizeMode.Stretch if self.model.columns[column][0] in ("query", "document")
+                    else QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(column, mode)
+        self.progress.setValue(1000)
+        self._done(f"{search['queries']['count']:,} queries against {search['corpus']['count']:,} "
+                   f"documents: top {search['top_k']} by {search['metric']}"
+                   + ("" if search["geometry"] == "none" else f" under {search['geometry']}") + ".")
+
+    def _failed(self, message: str) -> None:
+        self._done(message.partition("\n\nTraceback")[0])
+
+    def _done(self, text: str) -> None:
+        self.message.setText(text)
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ export
+
+    def export(self) -> None:
+        from calibsim_gui.qt.export_dialog import ExportDialog
+
+        if self.hits is None:
+            return
+        metric = self.hits.provenance["search"]["metric"]
+        first = Path(self.queries.paths()[0]) if self.queries.count() else Path.home() / "search"
+        dialog = ExportDialog(default_path=str(first.parent / f"{first.stem}-search.html"), metrics=[metric],
+                              forms=["calibrated"], metric=metric, form="calibrated", parent=self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.start_export(**dialog.options())
+
+    def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
+        self.export_runner.start(export_search, self.hits, self.hits_profile, path=path, metric=metric,
+                                 form=form, figures=figures, force=force)

@@ -1,0 +1,144 @@
+"""The Search tab and the Threshold dialog, on the fake model."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from tests.fakes import random_sentences
+from tests.qt.conftest import drop  # noqa: F401  (the window's own drop helper)
+
+
+@pytest.fixture
+def search_files(tmp_path):
+    texts = random_sentences(200, seed=8)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(texts) + "\n")
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join([texts[3], texts[150], "words not in the corpus at all"]) + "\n")
+    return queries, corpus, texts
+
+
+def drop_on(widget, paths) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                       Qt.KeyboardModifier.NoModifier)
+    widget.dropEvent(event)
+
+
+def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, search_files, tmp_path):
+    queries, corpus, texts = search_files
+    view = window.search
+    window.tabs.setCurrentWidget(view)
+    assert not view.search_button.isEnabled()                # no queries or corpus yet
+    drop_on(view.queries, [queries])
+    drop_on(view.corpus, [corpus])
+    assert view.queries.paths() == [str(queries)] and view.corpus.paths() == [str(corpus)]
+    view.top_k.setValue(5)
+    assert view.search_button.isEnabled()
+    with qtbot.waitSignal(view.runner.finished, timeout=20_000):
+        view.search_button.click()
+    model = view.model
+    assert model.rowCount() == 3 * 5
+    headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
+    assert headers[:5] == ["Query", "Rank", "Document", "Raw", "Calibrated"] and "Local min-max" in headers
+    assert model.data(model.index(0, 2)) == texts[3]                  # the query itself comes first
+    assert float(model.data(model.index(0, 4))) > 0.99
+    assert "local to each query" in view.note.text().lower()
+    assert view.progress.value() == 1000 and view.export_button.isEnabled()
+    view.table.resize(1100, 400)
+    view.resize(1150, 650)
+    view.grab().save("/tmp/search_tab.png")
+
+    out = tmp_path / "hits.html"
+    with qtbot.waitSignal(view.export_runner.finished, timeout=30_000):
+        view.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
+    assert "NOT comparable across queries" in out.read_text()
+
+
+def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_files, monkeypatch):
+    from calibsim_gui.core import search as core_search
+
+    queries, corpus, _ = search_files
+    view = window.search
+    view.set_inputs([queries], [corpus])
+
+    def slow_top_hits(*args, should_stop=None, **kwargs):        # runs in the worker thread
+        deadline = time.monotonic() + 10
+        while not should_stop() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        from calibsim_gui.core.errors import Cancelled
+
+        raise Cancelled("stopped")
+
+    monkeypatch.setattr(core_search, "top_hits", slow_top_hits)
+    with qtbot.waitSignal(view.runner.cancelled, timeout=20_000):
+        view.start_search()
+        qtbot.waitUntil(lambda: view.cancel_button.isEnabled(), timeout=5_000)
+        view.cancel_button.click()
+    assert view.message.text() == "Search cancelled." and view.hits is None
+    monkeypatch.undo()
+    view.set_inputs([queries.parent / "missing.txt"], [corpus])
+    with qtbot.waitSignal(view.runner.failed, timeout=20_000):
+        view.start_search()
+    assert "missing.txt" in view.message.text()
+    assert view.search_button.isEnabled()
+
+
+@pytest.fixture
+def labelled_csv(tmp_path):
+    texts = random_sentences(240, seed=9)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(120):            # identical pairs labelled 4-5, unrelated ones 0-3, a few mislabelled
+        same = i % 2 == 0
+        rows.append((texts[i], texts[i] if same else texts[i + 120],
+                     float(rng.uniform(4, 5) if same != (i % 17 == 0) else rng.uniform(0, 3))))
+    path = tmp_path / "labelled.csv"
+    pd.DataFrame(rows, columns=["sentence1", "sentence2", "score"]).to_csv(path, index=False)
+    return path
+
+
+def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot, labelled_csv):
+    from calibsim_gui.qt.threshold_view import ThresholdDialog
+
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [labelled_csv])
+    window.show_threshold()
+    dialog = window.threshold_dialog
+    assert isinstance(dialog, ThresholdDialog) and dialog.isVisible()
+    assert dialog.same_at.value() == pytest.approx(4, abs=0.2)        # upper fifth of the labels' range
+    qtbot.waitUntil(lambda: getattr(dialog, "found", None) is not None, timeout=20_000)
+    x, y = dialog.raw_curve.getData()
+    assert len(x) > 2 and y.min() >= 0 and y.max() <= 1
+    assert "cosine_raw ≥" in dialog.raw_text.text() and "cosine_calibrated ≥" in dialog.cal_text.text()
+    assert dialog.found["calibrated"]["precision"] >= 0.9
+    first = dialog.found["calibrated"]["threshold"]
+    dialog.target.setValue(0.6)
+    qtbot.waitUntil(lambda: dialog.found is not None and dialog.found["calibrated"]["threshold"] != first,
+                    timeout=20_000)
+    assert dialog.target_line.value() == pytest.approx(0.6)
+    dialog.target.setValue(0.9)
+    qtbot.waitUntil(lambda: dialog.found is not None and dialog.found["calibrated"]["threshold"] == first,
+                    timeout=20_000)
+    dialog.grab().save("/tmp/threshold.png")
+    dialog.same_at.setValue(dialog.same_at.maximum() + 1)             # nothing above the cut
+    assert "both kinds" in dialog.raw_text.text()
+    dialog.close()
+    qtbot.waitUntil(lambda: not dialog.runner.running, timeout=10_000)
+
+
+def test_threshold_without_labels_says_what_it_needs(window, qtbot, good_results, tmp_path):
+    path = tmp_path / "unlabelled.csv"
+    texts = random_sentences(10, seed=3)
+    pd.DataFrame({"sentence1": texts, "sentence2": texts[::-1]}).to_csv(path, index=False)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [path])
+    window.show_threshold()
+    from tests.qt.conftest import shown_error
+
+    assert "human scores" in shown_error(window, qtbot)
