@@ -141,6 +141,21 @@ def test_english_pairs_give_no_language_note(english_profile, tmp_path):
     assert scored.provenance["languages"]["texts"]["shares"] == {"en": 1.0}
 
 
+HEADLINES = ["Death toll in bus attack rises to twelve", "Police say no link to helicopter crash",
+             "Lawmakers vote for new president", "Nigerian police seek eight suspects over crash",
+             "Army chief killed in Lagos ambush", "Ghana votes in tight presidential poll"]
+
+
+def test_short_english_headlines_are_not_called_another_language_or_cross_language(
+        english_profile, tmp_path):
+    # with all of py3langid's languages, four of these were guessed Nigerian Pidgin (pcm)
+    assert set(detect_languages(HEADLINES)) <= {"en", UNKNOWN}
+    rows = list(zip(HEADLINES, HEADLINES[1:] + HEADLINES[:1]))
+    scored = score_pairs(load_pairs(_pairs_file(tmp_path, rows)), FakeEmbedder(), english_profile)
+    assert scored.provenance["languages"]["cross_language_pairs"] == 0
+    assert _language_notes(scored.notes) == []
+
+
 def test_model_card_languages(tmp_path):
     assert model_languages(builtin_model_path()) == ("en",)
     (tmp_path / "README.md").write_text("---\nlicense: mit\nlanguage:\n- de\n- FR\ntags: [x]\n---\n# m\n")
