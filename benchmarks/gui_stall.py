@@ -170,6 +170,7 @@ def stalls(n: int, pairs: int) -> dict:
     build = {"sentences": len(documents.texts), "seconds": round(time.perf_counter() - started, 2),
              **recorder.stop()}
     print("background build:", build, flush=True)
+    window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
     window.close()
     return {"encode_pairs_file": encode, "background_build": build}
 

@@ -151,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--encoding", help="text encoding of the background files (default: UTF-8/UTF-16 with BOM)")
     b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
     b.add_argument("--force", action="store_true", help="replace an existing profile")
+    b.add_argument("--metrics", type=lambda text: text.split(","),
+                   help="comma-separated metrics to build references for (default: every metric, "
+                        "scaled90, scaled50 and wrd included)")
+    b.add_argument("--abtt-directions", type=_whole_number(1, 100_000), metavar="D",
+                   help="all-but-the-top: number of top principal directions removed (default: "
+                        "dim/100, e.g. 4 for 384-d)")
+    b.add_argument("--whiten-dim", type=_whole_number(1, 100_000), metavar="K",
+                   help="whitening: keep the top K whitened dimensions (default: every direction "
+                        "the background spans)")
     b.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local (default): this process; ray: encode the background on a Ray cluster "
                         "(pip install 'calibsim[cluster]')")
@@ -176,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score a list of text pairs")
     p.add_argument("pairs", help="CSV, TSV or JSONL file of pairs")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--anchors", metavar="FILE",
+                   help="anchor ladder (.json or .csv) to calibrate with instead of the profile's "
+                        "(the reference's background is kept; as the app's edited anchors)")
     p.add_argument("--out", help="output by extension: .html/.pdf report, .xlsx, .json, .csv/.tsv table "
                                  "('-' for CSV on stdout)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
@@ -185,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", help="column of human scores, to report agreement")
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
     p.add_argument("--metrics", type=lambda text: text.split(","),
-                   help="comma-separated metrics, e.g. cosine,euclidean (default: all five)")
+                   help="comma-separated metrics, e.g. cosine,euclidean (default: every metric the "
+                        "profile has references for; the built-in one lacks scaled90, scaled50 "
+                        "and wrd)")
     p.add_argument("--geometry", action="append", default=[], metavar="FIX",
                    help="also score under a geometry fix fitted on the background: center, whiten "
                         "or abtt (repeatable; adds <metric>_<form>@FIX columns)")
@@ -234,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", dest="models", action="append", required=True, metavar="MODEL",
                    help="a model (repeat: at least two; 'builtin' for the built-in one); each is "
                         "calibrated with its built-in reference, or the built-in anchors")
+    p.add_argument("--anchors", metavar="FILE",
+                   help="one anchor ladder (.json or .csv) for every model: each model encodes its "
+                        "texts, so all models are calibrated against the same references")
+    p.add_argument("--profile", dest="profiles", action="append", default=[], metavar="PROFILE",
+                   help="a reference profile per --model, in the same order (repeat once per model; "
+                        "'builtin' keeps that model's built-in reference)")
     p.add_argument("--metric", default="cosine")
     p.add_argument("--out", help="side-by-side table (.csv) and <out>.provenance.json")
     p.add_argument("--force", action="store_true")
@@ -258,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-b")
     p.add_argument("--encoding")
     p.add_argument("--metrics", type=lambda text: text.split(","),
-                   help="comma-separated metrics, e.g. cosine (default: all five)")
+                   help="comma-separated metrics, e.g. cosine (default: every metric the profile has "
+                        "references for)")
     p.add_argument("--geometry", action="append", default=[], metavar="FIX",
                    help="also evaluate the scores under a geometry fix (center, whiten, abtt; repeatable)")
     p.add_argument("--human", metavar="FILE",
@@ -277,7 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", help="text column of CSV/JSONL inputs")
     p.add_argument("--encoding")
     p.add_argument("--labels-from-files", action="store_true",
-                   help="label each document by its file, for the silhouette score")
+                   help="label each document by its file: adds cluster structure beside isotropy "
+                        "(silhouette with cosine and euclidean distance, Calinski-Harabasz, "
+                        "Davies-Bouldin, Dunn, a logistic-regression classifier's 5-fold accuracy)")
     p.add_argument("--out", help="also write the diagnostics as .json")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     _add_model_options(p)
@@ -285,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", help="score every document against every other")
     p.add_argument("inputs", nargs="+", help="text files, folders or CSV/JSONL files")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
+    p.add_argument("--anchors", metavar="FILE",
+                   help="anchor ladder (.json or .csv) to calibrate with instead of the profile's "
+                        "(the reference's background is kept; as the app's edited anchors)")
     p.add_argument("--out", required=True,
                    help="output by extension: .html/.pdf report, .xlsx, .json, .csv/.tsv (square table)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
@@ -295,7 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", default="cosine")
     p.add_argument("--form", default="calibrated",
                    help="calibrated form computed next to raw (the one a CSV holds); csls: cosine "
-                        "corrected for hubness against the background (CSLS, K = 10)")
+                        "corrected for hubness against the background (CSLS, K = 10); "
+                        "local_minmax: each row's own min-max (not comparable across rows)")
+    p.add_argument("--geometry", default="none", metavar="FIX",
+                   help="score under a geometry fix of the reference (center, whiten, abtt; "
+                        "default none)")
     _add_model_options(p)
     _add_search_commands(sub)
     return parser
@@ -436,14 +466,22 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
 
 
 def _profile(args, embedder, cache):
+    """The reference of --profile (default: the built-in one), refitted on --anchors if given."""
     from calibsim_gui.core.profile import ReferenceProfile
-    from calibsim_gui.core.profile_builder import default_profile
+    from calibsim_gui.core.profile_builder import default_profile, with_anchors
 
     if args.profile:
         profile = ReferenceProfile.load(args.profile)
         profile.check_model(embedder.fingerprint, source=args.profile, prompt=embedder.prompt)
-        return profile
-    return default_profile(embedder, cache=cache, batch_size=args.batch_size)
+    else:
+        profile = default_profile(embedder, cache=cache, batch_size=args.batch_size)
+    anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
+    if anchors:
+        from calibsim_gui.core.anchors import load_anchors
+
+        ladder = anchors if not isinstance(anchors, (str, Path)) else load_anchors(anchors)
+        profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
+    return profile
 
 
 def cmd_models(args) -> int:
@@ -546,6 +584,15 @@ def _build_profile(args, out: Path) -> int:
     on_ray = args.engine == "ray"
     if not on_ray and (args.address or args.workers):
         raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
+    from calibsim_gui.core.geometry import geometry_settings
+
+    settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim)
+    if on_ray and settings:
+        raise InputError("--abtt-directions and --whiten-dim apply to the local engine only.",
+                         fix="leave out --engine ray, or the geometry settings")
+    if settings and not args.background:
+        raise InputError("--abtt-directions and --whiten-dim set geometry fixes, which are fitted on "
+                         "a background.", fix="add --background FILES")
     if on_ray and not args.background:
         raise InputError("--engine ray builds a background: give it files with --background.",
                          fix="add --background FILES, or leave out --engine ray for an anchors-only profile")
@@ -565,7 +612,7 @@ def _build_profile(args, out: Path) -> int:
     embedder = _load_model(args)
     progress = _Progress(args.quiet)
     options = dict(anchors=anchors, n_pairs=args.pairs, seed=args.seed, name=out.name,
-                   cache=_cache(args), batch_size=args.batch_size)
+                   cache=_cache(args), batch_size=args.batch_size, metrics=args.metrics)
     try:
         if on_ray:
             from calibsim_gui.core.cluster import build_profile_on_ray
@@ -590,6 +637,8 @@ def _build_profile(args, out: Path) -> int:
         else:
             profile = build_profile(embedder, docs.texts if docs else None,
                                     sources=docs.files if docs else (), progress=progress,
+                                    text_columns=docs.text_columns if docs else (),
+                                    geometry_settings=settings,
                                     memory_budget=args.memory_budget, **options)
     finally:
         progress.close()
@@ -659,7 +708,7 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
 def cmd_score(args) -> int:
     from calibsim_gui.core.inputs import load_pairs
 
-    inputs = [p for p in (args.pairs, args.profile, args.human) if p]
+    inputs = [p for p in (args.pairs, args.profile, args.human, args.anchors) if p]
     if args.out and args.out != "-":
         _check_outputs(args, inputs)
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
@@ -714,7 +763,10 @@ def cmd_matrix(args) -> int:
     from calibsim_gui.core.analysis import score_matrix
     from calibsim_gui.core.inputs import load_documents
 
-    inputs = [*args.inputs, *([args.profile] if args.profile else [])]
+    inputs = [*args.inputs, *[p for p in (args.profile, args.anchors) if p]]
+    if args.form == "local_minmax" and Path(args.out).suffix.lower() not in (".csv", ".tsv", ".json"):
+        raise InputError("the local_minmax form is written as a table (.csv, .tsv) or .json; the "
+                         "reports show calibrated forms.", fix="end --out with .csv, .tsv or .json")
     _check_outputs(args, inputs)
     docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
                           encoding=args.encoding, memory_budget=args.memory_budget)
@@ -726,8 +778,8 @@ def cmd_matrix(args) -> int:
     progress = _Progress(args.quiet)
     try:
         result = score_matrix(docs, embedder, profile, metric=args.metric, forms=(args.form,),
-                              cache=cache, batch_size=args.batch_size, progress=progress,
-                              memory_budget=args.memory_budget)
+                              geometry=args.geometry, cache=cache, batch_size=args.batch_size,
+                              progress=progress, memory_budget=args.memory_budget)
     finally:
         progress.close()
     _say(args, f"{len(result.ids)} x {len(result.ids)} documents, {args.metric} raw and {args.form}")
@@ -777,21 +829,32 @@ def cmd_compare(args) -> int:
     from calibsim_gui.core.inputs import load_pairs
     from calibsim_gui.core.output import check_output_path, write_scored_pairs
 
+    profiles = [None if p in ("builtin", "") else p for p in args.profiles]
     if args.out:
-        check_output_path(args.out, inputs=[args.pairs], force=args.force)
+        check_output_path(args.out, inputs=[args.pairs, *[p for p in profiles if p],
+                                            *([args.anchors] if args.anchors else [])], force=args.force)
         if Path(args.out).suffix.lower() not in (".csv", ".tsv"):
             raise InputError("a comparison is written as a table.", path=args.out, fix="end --out with .csv")
     if len(args.models) < 2:
         raise InputError("a comparison needs at least two models.", fix="repeat --model, e.g. "
                                                                         "--model builtin --model ./other")
+    if profiles and len(profiles) != len(args.models):
+        raise InputError(f"{len(profiles)} --profile for {len(args.models)} --model.",
+                         fix="give one --profile per --model, in the same order ('builtin' for a "
+                             "model's built-in reference), or use --anchors FILE for one ladder for all")
+    if args.anchors:
+        from calibsim_gui.core.anchors import load_anchors
+
+        args.anchors = load_anchors(args.anchors)     # read once; every model encodes its texts
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding,
                        memory_budget=args.memory_budget)
     cache = _cache(args)
-    results = {}
-    for spec in args.models:
-        args.model, args.profile = spec, None
+    results, ladders = {}, {}
+    for i, spec in enumerate(args.models):
+        args.model, args.profile = spec, profiles[i] if profiles else None
         embedder = _load_model(args)
         profile = _profile(args, embedder, cache)
+        ladders[embedder.fingerprint.id] = profile.anchors
         progress = _Progress(args.quiet)
         try:
             results[embedder.fingerprint.id] = score_pairs(table, embedder, profile, metrics=[args.metric],
@@ -800,7 +863,7 @@ def cmd_compare(args) -> int:
                                                            memory_budget=args.memory_budget)
         finally:
             progress.close()
-    comparison = compare_models(results, metric=args.metric)
+    comparison = compare_models(results, metric=args.metric, ladders=ladders)
     print(f"mean absolute difference between models on {len(table.frame):,} pairs ({args.metric}):")
     for form, diff in comparison.differences.items():
         print(f"  {form:<14} {diff['mean_abs_diff']:.4f}  ({diff['unit']})")
@@ -1071,8 +1134,46 @@ def cmd_threshold(args) -> int:
     return 0
 
 
+APP_FILE_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".txt", ".md", ".calibsim"}
+
+
+def _app_files(argv: list[str], commands) -> tuple[list[str], list[str]]:
+    """Split ``calibsim [options] FILE...`` (open files in the app) from a sub-command line.
+
+    A positional word that is not a sub-command counts as a file when it exists or ends like
+    a file the app opens; anything else is left to argparse (so a mistyped command still
+    gets "invalid choice"). Returns (files, the other arguments).
+    """
+    files, rest, i = [], [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            files += argv[i + 1:]
+            break
+        if word.startswith("-") and len(word) > 1:
+            rest.append(word)
+            if word == "--screenshot" and i + 1 < len(argv):     # its value is not a file
+                rest.append(argv[i + 1])
+                i += 1
+        elif word in commands:
+            return [], list(argv)             # a sub-command: argparse reads the whole line
+        elif Path(word).exists() or Path(word).suffix.lower() in APP_FILE_SUFFIXES:
+            files.append(word)
+        else:
+            rest.append(word)
+        i += 1
+    return files, rest
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = next(a.choices for a in parser._subparsers._group_actions
+                    if isinstance(a, argparse._SubParsersAction))
+    files, argv = _app_files(argv, commands)
+    args = parser.parse_args(argv)
+    if files and (args.self_test or args.screenshot):
+        parser.error("files to open go with the app alone, not with --self-test or --screenshot")
     if args.self_test:
         from calibsim_gui.selftest import run_self_test
 
@@ -1080,7 +1181,7 @@ def main(argv=None) -> int:
     if args.command is None:
         from calibsim_gui.qt.app import run_app
 
-        return run_app(screenshot_dir=args.screenshot)
+        return run_app(screenshot_dir=args.screenshot, files=files)
     command = {"models": cmd_models, "profile": cmd_profile, "score": cmd_score,
                "matrix": cmd_matrix, "diagnose": cmd_diagnose, "human": cmd_human,
                "compare": cmd_compare, "doctor": cmd_doctor, "evaluate": cmd_evaluate,

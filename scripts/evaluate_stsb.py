@@ -7,7 +7,11 @@
   anchor ladder ("calibrated"); plus its cross-validated error on train, split by sentence;
 - a "same meaning" threshold (human score >= 4) at 90 % precision, chosen on train, checked on test;
 - space diagnostics (raw and each fix) of the STS-B test sentences and of AG News test texts
-  (with their four topic labels for the silhouette score).
+  (with their four topic labels for the cluster-structure diagnostics and the classifier check);
+- Spearman x100 of STS-B test for every metric (cosine, the norm-aware SCALED_SIM and WRD, soft
+  cosine with S = the AG News background's feature correlation matrix), raw and under each fix;
+- the geometry settings: cosine Spearman with all-but-the-top removing D directions and whitening
+  keeping k dimensions, each fitted on all AG News background sentences.
 
 Prints a summary and writes JSON (default benchmarks/results/stsb_eval.json). Embeddings are
 cached, so reruns take seconds:
@@ -24,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from build_builtin_profile import clean
+from build_builtin_profile import agnews_sentences, clean
 from scipy.stats import spearmanr
 
 from calibsim_gui.core.analysis import score_column, score_pairs
@@ -37,11 +41,13 @@ from calibsim_gui.core.human import (
     cross_validate_human,
     load_human_pairs,
     reliability_curve,
-    threshold_at_precision,
 )
+from calibsim_gui.core.geometry import apply_geometry, fit_geometries, geometry_settings
+from calibsim_gui.core.metrics import METRICS, feature_similarity, pair_scores, soft_cosine
 from calibsim_gui.core.models import load_model
 from calibsim_gui.core.profile_builder import default_profile
 from calibsim_gui.core.provenance import library_versions
+from calibsim_gui.core.thresholds import find_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = (0.0, 5.0)
@@ -51,6 +57,47 @@ AGNEWS_SAMPLE = 5000
 
 def cosine_sim(scored, geometry: str, form: str, rows) -> np.ndarray:
     return scored.frame[score_column("cosine", form, geometry)].to_numpy(dtype=float)[rows]
+
+
+ABTT_DIRECTIONS = (1, 2, 4, 8, 16, 32)
+WHITEN_DIMS = (32, 64, 128, 256, None)
+
+
+def spearman_x100(scores, human, higher_is_similar=True) -> float:
+    rho = float(spearmanr(scores, human).statistic)
+    return round(rho * 100 * (1 if higher_is_similar else -1), 2)
+
+
+def metric_spearman(profile, embed_a, embed_b, background, human) -> dict:
+    """Spearman x100 of every metric and soft cosine, raw and under each of the profile's fixes.
+
+    Soft cosine's S is the feature correlation of the background under the same fix."""
+    out = {}
+    for g in profile.geometry_names():
+        transform = profile.transform(g)
+        a, b = (apply_geometry(transform, x) for x in (embed_a, embed_b))
+        scores = pair_scores(a, b)
+        row = {name: spearman_x100(values, human, METRICS[name].higher_is_similar)
+               for name, values in scores.items()}
+        row["wrd_reversed"] = spearman_x100(pair_scores(b, a, ["wrd"])["wrd"], human, False)
+        row["softcos"] = spearman_x100(soft_cosine(a, b, feature_similarity(
+            apply_geometry(transform, background))), human)
+        out[g] = row
+    return out
+
+
+def settings_spearman(embed_a, embed_b, background, human) -> dict:
+    """Cosine Spearman x100 with ABTT removing D directions and whitening keeping k dimensions."""
+    out = {"abtt_directions": {}, "whiten_dim": {}}
+    for d in ABTT_DIRECTIONS:
+        t = fit_geometries(background, ["abtt"], geometry_settings(abtt_directions=d))["abtt"]
+        out["abtt_directions"][str(d)] = spearman_x100(
+            pair_scores(t.transform(embed_a), t.transform(embed_b), ["cosine"])["cosine"], human)
+    for k in WHITEN_DIMS:
+        t = fit_geometries(background, ["whiten"], geometry_settings(whiten_dim=k))["whiten"]
+        out["whiten_dim"][str(k or t.n_components_)] = spearman_x100(
+            pair_scores(t.transform(embed_a), t.transform(embed_b), ["cosine"])["cosine"], human)
+    return out
 
 
 def main() -> None:
@@ -95,7 +142,7 @@ def main() -> None:
         }
 
     raw_train = cosine_sim(scored["train"], "none", "raw", train.rows)
-    found = threshold_at_precision(raw_train, train.human >= SAME_MEANING, precision=0.9)
+    found = find_threshold(raw_train, train.human >= SAME_MEANING, criterion="precision", target=0.9)
     raw_test = cosine_sim(scored["test"], "none", "raw", test.rows)
     called, same = raw_test >= found.threshold, test.human >= SAME_MEANING
     threshold = {"definition": f"same meaning = human score >= {SAME_MEANING:g}; cosine, no fix",
@@ -114,12 +161,27 @@ def main() -> None:
         "agnews_test_descriptions": diagnose_geometries(agnews_emb, transforms, labels=agnews["label"].to_numpy()),
     }
 
+    embed_a = encode_texts(embedder, list(test.texts_a), cache=cache).embeddings
+    embed_b = encode_texts(embedder, list(test.texts_b), cache=cache).embeddings
+    background_texts, _ = agnews_sentences(args.data)
+    background = encode_texts(embedder, background_texts, cache=cache).embeddings
+    metrics_spearman = metric_spearman(profile, embed_a, embed_b, background, test.human)
+    settings = settings_spearman(embed_a, embed_b, background, test.human)
+
     result = {
         "model": embedder.fingerprint.to_dict(),
         "profile": profile.provenance.get("name"),
         "geometries_fitted_on": profile.provenance.get("geometries", {}),
         "stsb": {"train_pairs": len(train.rows), "test_pairs": len(test.rows)},
         "spearman_x100_test_cosine": spearman,
+        "spearman_x100_test_metrics": {
+            "definition": "Spearman x100 of STS-B test vs human scores, sign flipped for distances; "
+                          "wrd(a, b) with a = sentence1, wrd_reversed = wrd(b, a); softcos: S = "
+                          "feature correlation of the AG News background (under the same fix)",
+            "background_sentences": len(background),
+            "by_geometry": metrics_spearman,
+        },
+        "spearman_x100_test_geometry_settings": settings,
         "human_calibration": human,
         "same_meaning_threshold": threshold,
         "diagnostics": diagnostics,
@@ -147,6 +209,13 @@ def main() -> None:
             sil = "-" if d["silhouette"] is None else f"{d['silhouette']:.3f}"
             print(f"  {g:10}{d['mean_random_cosine']:10.3f}{d['isoscore']:10.3f}{d['effective_rank']:10.1f}"
                   f"{d['top_pc_share']:8.3f}{d['hubness']:9.2f}{sil:>12}")
+    names = list(next(iter(metrics_spearman.values())))
+    print("\nSpearman x100 by metric (rows) and geometry (columns)")
+    print(f"  {'metric':14}" + "".join(f"{g:>9}" for g in metrics_spearman))
+    for name in names:
+        print(f"  {name:14}" + "".join(f"{metrics_spearman[g][name]:9.2f}" for g in metrics_spearman))
+    print(f"\ncosine Spearman, ABTT removing D directions: {settings['abtt_directions']}")
+    print(f"cosine Spearman, whitening keeping k dimensions: {settings['whiten_dim']}")
     print(f"\nwrote {args.out} ({result['seconds']} s)")
 
 

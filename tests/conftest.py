@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,15 @@ def private_cache(tmp_path_factory, monkeypatch):
 def private_state(tmp_path_factory, monkeypatch):
     """Each test keeps autosaved sessions in its own folder, never the user's."""
     monkeypatch.setenv("CALIBSIM_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
+def no_unsaved_prompts(monkeypatch):
+    """Closing a window in a test never waits on the modal Save / Discard / Cancel question
+    (the tests of that question turn it back on). Qt-free: only if the window module is loaded."""
+    module = sys.modules.get("calibsim_gui.qt.main_window")
+    if module is not None:
+        monkeypatch.setattr(module.MainWindow, "ask_before_discarding", False)
 
 
 @pytest.fixture

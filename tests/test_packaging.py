@@ -50,7 +50,10 @@ def _desktop_entry(path: Path) -> dict:
 def test_desktop_entry_template_is_a_launchable_application():
     entry = _desktop_entry(PACKAGING / "calibsim.desktop")
     assert entry["Type"] == "Application" and entry["Name"] == "calibsim"
-    assert entry["Exec"] == "@EXEC@" and entry["TryExec"] == "@PATH@"
+    # %F: the files chosen in a file manager ("Open with calibsim") are passed to the app
+    assert entry["Exec"] == "@EXEC@ %F" and entry["TryExec"] == "@PATH@"
+    mime_types = entry["MimeType"].split(";")
+    assert entry["MimeType"].endswith(";") and {"text/csv", "text/tab-separated-values"} <= set(mime_types)
     assert entry["Icon"] == "calibsim" and entry["Terminal"] == "false"
     assert entry["Categories"].endswith(";") and "Science" in entry["Categories"].split(";")
     assert entry["StartupWMClass"] == "calibsim"      # the desktop file name set in qt/app.py
@@ -84,6 +87,7 @@ def _files(folder: Path) -> set[str]:
 
 def _exec_path(value: str) -> str:
     """The program of a desktop entry's Exec value: string escapes, then the quoting rules."""
+    value = value.removesuffix(" %F")          # the field code: the files to open
     value = re.sub(r"\\(.)", lambda m: {"s": " ", "n": "\n", "t": "\t", "r": "\r"}.get(m[1], m[1]), value)
     assert value.startswith('"') and value.endswith('"')
     return re.sub(r'\\([\\"`$])', r"\1", value[1:-1])

@@ -68,6 +68,7 @@ class DocumentMatrix:
     provenance: dict
     notes: list[str] = field(default_factory=list)
     geometry: str = "none"
+    texts: list[str] = field(default_factory=list)      # the documents' texts, in the order of ids
 
 
 def prompt_provenance(embedder) -> dict:
@@ -121,13 +122,18 @@ def _plan(profile: ReferenceProfile, geometry, metrics) -> tuple[dict[str, list[
     for name in names:
         available = profile.references(name)
         chosen = [m for m in wanted if m in available]
+        missing = [m for m in wanted if m not in chosen]
+        rebuild = ("" if name != "none" else
+                   f"; a profile built with `calibsim profile build --metrics {','.join(missing)}` "
+                   "(and a background) has them")
         if not chosen:
             raise InputError(f"under geometry {name!r} the profile has references only for "
-                             f"{', '.join(available)}.",
-                             fix=f"score only those metrics, e.g. --metrics {next(iter(available))}")
-        if len(chosen) < len(wanted) and metrics is not None:
-            notes.append(f"{', '.join(m for m in wanted if m not in chosen)}: no references under "
-                         f"geometry {name!r}, so not scored under it")
+                             f"{', '.join(available)}, not for {', '.join(missing)}.",
+                             fix=f"score only those metrics, e.g. --metrics {next(iter(available))}"
+                                 f"{rebuild}")
+        if missing and metrics is not None:
+            notes.append(f"{', '.join(missing)}: no references under geometry {name!r}, so not "
+                         f"scored under it{rebuild}")
         plan[name] = chosen
     return plan, notes
 
@@ -462,6 +468,33 @@ def _higher_is_similar(column: str) -> bool:
     return form != "raw" or METRICS[metric].higher_is_similar
 
 
+LOCAL_MINMAX_ROWS = ("per row: 0 = this document's least similar other document of the set, 1 = "
+                     "its most similar (the diagonal, a document with itself, left out of both); "
+                     "local to one document and one set, NOT comparable across rows or sets, and "
+                     "the matrix is not symmetric (higher = more similar)")
+
+
+def local_minmax_rows(similarity: np.ndarray, first_row: int = 0) -> np.ndarray:
+    """Per-row min-max of a block of "higher = more similar" scores against the whole set.
+
+    Row r of `similarity` is document ``first_row + r``; its own column is left out of the row's
+    minimum and maximum (its value is still mapped, and usually lands above 1). A row whose other
+    scores are all equal maps to 1.
+    """
+    sim = np.asarray(similarity, dtype=np.float64)
+    rows = np.arange(len(sim))
+    others = sim.copy()
+    own = first_row + rows
+    inside = own < sim.shape[1]
+    if sim.shape[1] < 2:
+        return np.ones_like(sim)
+    others[rows[inside], own[inside]] = np.nan
+    low, high = np.nanmin(others, axis=1), np.nanmax(others, axis=1)
+    span = (high - low)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(span > 0, (sim - low[:, None]) / span, 1.0)
+
+
 def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str = "cosine",
                  forms=("calibrated",), geometry: str = "none", cache=None, batch_size: int = 64,
                  block_rows: int = 1024, progress=None, memory_budget: int | None = None,
@@ -470,6 +503,8 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
 
     Returns float32 matrices for "raw" and each requested form, under `geometry` (one name;
     the embeddings are transformed and calibrated against the background under that fix).
+    The form "local_minmax" is each row's own min-max (`local_minmax_rows`: 0 = the document's
+    least similar other document, 1 = its most similar; local, not comparable across rows).
     The form "csls" (cosine only, needs the profile's background sample) is the hubness-corrected
     cosine of `calibsim_gui.core.hubness`, each text's neighbourhood taken among the
     background sample under the same geometry. A run whose matrices would not fit in
@@ -479,9 +514,12 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     metric_ = get_metrics([metric])[0]
     references = profile.references(geometry)
     if metric not in references:
-        raise InputError(f"geometry fix {geometry!r} has references only for {', '.join(references)}.",
-                         fix=f"choose --metric {next(iter(references))}")
-    offered = profile.forms()
+        where = "this profile" if geometry == "none" else f"geometry fix {geometry!r}"
+        rebuild = (f", or build a profile with `calibsim profile build --metrics {metric}` (and a "
+                   "background)" if geometry == "none" else "")
+        raise InputError(f"{where} has references only for {', '.join(references)}, not {metric}.",
+                         fix=f"choose --metric {next(iter(references))}{rebuild}")
+    offered = profile.forms() + ("local_minmax",)
     if metric == "cosine" and profile.query_reference is not None:
         offered += ("csls",)
     unknown = set(forms) - set(offered)
@@ -498,6 +536,8 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
     matrices = {form: np.empty((n, n), dtype=np.float32) for form in ("raw",) + tuple(forms)}
     calibrators = references[metric].calibrators
     provenance = run_provenance(embedder, profile, encoding, (geometry,))
+    if "local_minmax" in forms:
+        provenance["columns"]["local_minmax"] = LOCAL_MINMAX_ROWS
     if "csls" in forms:
         background = profile.transformed(profile.query_reference, geometry)
         neighbourhood = neighbourhood_similarity(emb, background)
@@ -508,8 +548,11 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
         matrices["raw"][rows] = block
         sim = metric_.as_similarity(block)
         for form in forms:
-            matrices[form][rows] = (csls_matrix(block, neighbourhood[rows], neighbourhood)
-                                    if form == "csls" else calibrators[form].transform(sim))
+            if form == "local_minmax":
+                matrices[form][rows] = local_minmax_rows(sim, start)
+            else:
+                matrices[form][rows] = (csls_matrix(block, neighbourhood[rows], neighbourhood)
+                                        if form == "csls" else calibrators[form].transform(sim))
     provenance["documents"] = {"files": [str(f) for f in documents.files], "count": n,
                                "empty_dropped": documents.n_empty,
                                "duplicates_dropped": documents.n_duplicates}
@@ -520,4 +563,5 @@ def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str 
         model_folder=getattr(getattr(embedder, "info", None), "path", None))
     notes += language_notes
     provenance["notes"] = notes
-    return DocumentMatrix(documents.ids, metric, matrices, provenance, notes, geometry)
+    return DocumentMatrix(documents.ids, metric, matrices, provenance, notes, geometry,
+                          documents.texts)

@@ -58,7 +58,7 @@ class AnchorSet:
             pairs = tuple(AnchorPair(str(p["level"]), str(p["text_a"]), str(p["text_b"]))
                           for p in d["pairs"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"anchors are malformed ({exc!r}).", path=path,
+            raise InputError(f"anchors are malformed ({_plain(exc)}).", path=path,
                              fix='use {"levels": [{"name", "target"}...], "pairs": '
                                  '[{"level", "text_a", "text_b"}...]}') from None
         return cls(str(d.get("name", Path(path).stem if path else "anchors")), levels,
@@ -70,19 +70,40 @@ class AnchorSet:
             raise InputError("two levels share a name.", path=path, fix="give each level its own name")
         bad_targets = [lv.name for lv in self.levels if not 0.0 <= lv.target <= 1.0]
         if bad_targets:
-            raise InputError(f"targets of {bad_targets} are outside 0..1.", path=path,
+            plural = len(bad_targets) > 1
+            raise InputError(f"the target{'s' if plural else ''} of {_names(bad_targets, 'level')} "
+                             f"{'are' if plural else 'is'} outside 0..1.", path=path,
                              fix="give each level a target between 0 and 1")
         unknown = sorted({p.level for p in self.pairs} - set(names))
         if unknown:
-            raise InputError(f"pairs use undeclared levels {unknown}.", path=path,
-                             fix=f"declare them or use one of {names}")
+            raise InputError(f"pairs use {_names(unknown, 'undeclared level')}.", path=path,
+                             fix=f"declare them or use one of {', '.join(names)}")
         used = {p.level for p in self.pairs}
         if len(used) < 2:
             raise InputError("anchors need pairs on at least two levels.", path=path)
         empty = [i + 1 for i, p in enumerate(self.pairs) if not p.text_a.strip() or not p.text_b.strip()]
         if empty:
-            raise InputError(f"anchor pairs {empty[:10]} have an empty text.", path=path)
+            more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+            shown = ", ".join(map(str, empty[:10])) + more
+            raise InputError(f"anchor pair{'s' if len(empty) > 1 else ''} {shown} "
+                             f"{'have' if len(empty) > 1 else 'has'} an empty text.", path=path,
+                             fix="type both texts of every pair, or delete the pair")
         return self
+
+
+def _names(names, what: str) -> str:
+    """'level “a”' / 'levels “a”, “b”': names quoted for people, not as Python lists."""
+    quoted = ", ".join(f"“{name}”" for name in names)
+    return f"{what}{'s' if len(names) > 1 else ''} {quoted}"
+
+
+def _plain(exc: Exception) -> str:
+    """What a malformed anchors document lacks, in plain words."""
+    if isinstance(exc, KeyError):
+        return f"a level or pair has no “{exc.args[0]}” field"
+    if isinstance(exc, ValueError):
+        return "a level's target is not a number"
+    return "levels and pairs must be lists of objects"
 
 
 def load_anchors(path) -> AnchorSet:
@@ -103,7 +124,8 @@ def load_anchors(path) -> AnchorSet:
         frame, _ = read_table(path)
         missing = {"level", "text_a", "text_b"} - set(frame.columns)
         if missing:
-            raise InputError(f"missing columns {sorted(missing)}.", path=path,
+            raise InputError(f"missing the column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(sorted(missing))}.", path=path,
                              fix="use the header level,text_a,text_b,target")
         if "target" not in frame.columns:
             raise InputError("a CSV ladder needs a target column (0..1 per level).", path=path)

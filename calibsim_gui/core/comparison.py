@@ -55,8 +55,29 @@ def _input_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if split_score_column(c) is None and not str(c).endswith("_norm")]
 
 
+def _ladder_content(anchors) -> tuple:
+    d = anchors.to_dict()
+    return repr(d["levels"]), repr(d["pairs"])
+
+
+def comparison_reference(embedder, anchors=None, **options):
+    """The reference `embedder` is compared with: its built-in reference, refitted on `anchors`
+    (an `AnchorSet`, e.g. the user's edited ladder) when that is not the built-in ladder.
+
+    Anchors are texts: each model encodes them itself, so every model is calibrated against the
+    same references. `options` go to `default_profile` / `with_anchors` (cache, should_stop, ...).
+    """
+    from calibsim_gui.core.anchors import builtin_anchors
+    from calibsim_gui.core.profile_builder import default_profile, with_anchors
+
+    profile = default_profile(embedder, **options)
+    if anchors is not None and _ladder_content(anchors) != _ladder_content(builtin_anchors()):
+        profile = with_anchors(profile, embedder, anchors, **options)
+    return profile
+
+
 def compare_models(results: Mapping[str, ScoredPairs], *, metric: str = "cosine",
-                   geometry: str = "none") -> ModelComparison:
+                   geometry: str = "none", ladders: Mapping | None = None) -> ModelComparison:
     """Side-by-side scores and mean absolute differences between models.
 
     Parameters
@@ -64,6 +85,8 @@ def compare_models(results: Mapping[str, ScoredPairs], *, metric: str = "cosine"
     results : mapping model name -> ScoredPairs of the *same* pairs file, one per model
         (each scored with that model's own profile).
     metric, geometry : which scores to compare.
+    ladders : mapping model name -> AnchorSet each model was calibrated with, optional: a
+        note says whether they share one ladder (calibrated scores are comparable only then).
     """
     if len(results) < 2:
         raise InputError("a comparison needs the same pairs scored by at least two models.")
@@ -90,6 +113,16 @@ def compare_models(results: Mapping[str, ScoredPairs], *, metric: str = "cosine"
         differences[form] = {"unit": unit, "mean_abs_diff": float(np.mean(list(by_pair.values()))),
                              "by_pair": by_pair}
     notes = []
+    if ladders:
+        contents = {_ladder_content(ladder) for ladder in ladders.values()}
+        if len(contents) > 1:
+            notes.append("the models were calibrated with different anchor ladders, so their calibrated "
+                         "scores are not on the same references; use one ladder for every model "
+                         "(`calibsim compare --anchors FILE`)")
+        else:
+            ladder = next(iter(ladders.values()))
+            notes.append(f"every model is calibrated with the same anchor ladder ({ladder.name}: "
+                         f"{len(ladder.pairs)} pairs in {len(ladder.levels)} levels), each encoding its texts")
     if metric not in ("cosine", "angular"):
         notes.append(f"raw {metric} scores depend on each model's vector lengths; their difference "
                      "says little — compare the calibrated forms")

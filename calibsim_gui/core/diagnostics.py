@@ -31,7 +31,22 @@ DIAGNOSTICS = {
                "nearest neighbour)",
     "silhouette": "silhouette score of the documents' labels, cosine distance (-1..1; higher = "
                   "labels better separated)",
+    "silhouette_euclidean": "silhouette score of the labels with euclidean distance (-1..1; "
+                            "higher = better separated)",
+    "calinski_harabasz": "Calinski-Harabasz index of the labels: between- over within-group "
+                         "dispersion (higher = better separated)",
+    "davies_bouldin": "Davies-Bouldin index of the labels: mean worst ratio of spread to centroid "
+                      "distance (lower = better separated)",
+    "dunn": "Dunn index of the labels: smallest distance between groups over the largest group "
+            "diameter, euclidean (higher = better separated)",
+    "classifier_accuracy": "cross-validated accuracy of a logistic regression telling the labels "
+                           "apart (5 folds, stratified, seeded)",
+    "classifier_chance": "accuracy of always guessing the most common label",
 }
+LABEL_DIAGNOSTICS = ("silhouette", "silhouette_euclidean", "calinski_harabasz", "davies_bouldin",
+                     "dunn", "classifier_accuracy", "classifier_chance")
+"""Keys of `diagnose` that need labels (None without them)."""
+CLASSIFIER_FOLDS = 5
 
 
 def _matrix(embeddings) -> np.ndarray:
@@ -64,14 +79,7 @@ def isoscore(embeddings) -> float:
     ``phi = (n - delta^2 (n - sqrt n))^2 / n^2``; 6. ``(n phi - 1) / (n - 1)``.
     Equal variance on k of the n dimensions gives exactly (k - 1) / (n - 1).
     """
-    variances = variance_spectrum(embeddings)
-    n = len(variances)
-    if n < 2 or not variances.any():
-        raise ValueError("IsoScore needs at least two dimensions and points that vary")
-    scaled = math.sqrt(n) * variances / np.linalg.norm(variances)
-    defect = np.linalg.norm(scaled - 1) / math.sqrt(2 * (n - math.sqrt(n)))
-    phi = (n - defect ** 2 * (n - math.sqrt(n))) ** 2 / n ** 2
-    return float((n * phi - 1) / (n - 1))
+    return _isoscore_of(variance_spectrum(embeddings))
 
 
 def effective_rank(embeddings) -> float:
@@ -109,12 +117,127 @@ def silhouette(embeddings, labels) -> float | None:
     return float(silhouette_score(_matrix(embeddings), labels, metric="cosine"))
 
 
+def isoscore_star(embeddings, *, reference_covariance=None, zeta: float = 0.0) -> float:
+    """IsoScore* (Rudman & Bhattacharya 2024, "Stable Anisotropic Regularization"), in [0, 1].
+
+    IsoScore computed from the eigenvalues of a shrunk covariance
+    ``Sigma_zeta = (1 - zeta) Sigma_S + zeta C0``: ``Sigma_S`` is the (unbiased) covariance of
+    `embeddings`, ``C0`` = `reference_covariance` a covariance estimated on many more points
+    (e.g. the background), which steadies the score on small samples. Steps 3-6 are IsoScore's.
+    With ``zeta = 0`` it is `isoscore` of the embeddings (its PCA variances are the eigenvalues).
+    """
+    x = _matrix(embeddings)
+    centred = x - x.mean(axis=0)
+    covariance = centred.T @ centred / (len(x) - 1)      # unbiased, as the IsoScore package
+    if zeta:
+        if reference_covariance is None:
+            raise ValueError("IsoScore* with zeta > 0 needs a reference covariance C0")
+        c0 = np.asarray(reference_covariance, dtype=np.float64)
+        if c0.shape != covariance.shape:
+            raise ValueError(f"C0 has shape {c0.shape}, the embeddings' covariance {covariance.shape}")
+        if not 0.0 <= zeta <= 1.0:
+            raise ValueError("zeta must be between 0 and 1")
+        covariance = (1 - zeta) * covariance + zeta * c0
+    return _isoscore_of(np.clip(np.linalg.eigvalsh((covariance + covariance.T) / 2), 0.0, None))
+
+
+def _isoscore_of(variances: np.ndarray) -> float:
+    """Steps 3-6 of IsoScore on a variance (eigenvalue) vector."""
+    n = len(variances)
+    if n < 2 or not variances.any():
+        raise ValueError("IsoScore needs at least two dimensions and points that vary")
+    scaled = math.sqrt(n) * variances / np.linalg.norm(variances)
+    defect = np.linalg.norm(scaled - 1) / math.sqrt(2 * (n - math.sqrt(n)))
+    phi = (n - defect ** 2 * (n - math.sqrt(n))) ** 2 / n ** 2
+    return float((n * phi - 1) / (n - 1))
+
+
+def _grouped(embeddings, labels) -> tuple[np.ndarray, np.ndarray] | None:
+    """Embeddings and integer labels, or None unless 2 <= groups < texts."""
+    labels = np.asarray(labels)
+    if not 2 <= len(np.unique(labels)) < len(labels):
+        return None
+    return _matrix(embeddings), np.unique(labels, return_inverse=True)[1]
+
+
+def silhouette_euclidean(embeddings, labels) -> float | None:
+    """Silhouette score of `labels` with euclidean distance; None with fewer than two labels."""
+    from sklearn.metrics import silhouette_score
+
+    grouped = _grouped(embeddings, labels)
+    return None if grouped is None else float(silhouette_score(*grouped, metric="euclidean"))
+
+
+def calinski_harabasz(embeddings, labels) -> float | None:
+    """Calinski-Harabasz index (scikit-learn); None with fewer than two labels."""
+    from sklearn.metrics import calinski_harabasz_score
+
+    grouped = _grouped(embeddings, labels)
+    return None if grouped is None else float(calinski_harabasz_score(*grouped))
+
+
+def davies_bouldin(embeddings, labels) -> float | None:
+    """Davies-Bouldin index (scikit-learn; lower = better separated); None with < 2 labels."""
+    from sklearn.metrics import davies_bouldin_score
+
+    grouped = _grouped(embeddings, labels)
+    return None if grouped is None else float(davies_bouldin_score(*grouped))
+
+
+def dunn_index(embeddings, labels) -> float | None:
+    """Dunn index: min euclidean distance between points of different groups over the max
+    distance between points of one group (Dunn 1974). None with fewer than two labels, inf when
+    every group is a single point repeated.
+    """
+    grouped = _grouped(embeddings, labels)
+    if grouped is None:
+        return None
+    x, groups = grouped
+    members = [x[groups == g] for g in range(groups.max() + 1)]
+    distance = METRICS["euclidean"].matrix
+    diameter = max(float(distance(m, m).max()) for m in members)
+    separation = min(float(distance(members[i], members[j]).min())
+                     for i in range(len(members)) for j in range(i + 1, len(members)))
+    return math.inf if diameter == 0 else separation / diameter
+
+
+def classifier_accuracy(embeddings, labels, *, seed: int = 0,
+                        folds: int = CLASSIFIER_FOLDS) -> dict[str, float] | None:
+    """Cross-validated accuracy of a logistic regression separating the labelled groups.
+
+    Stratified `folds`-fold split (fewer when the smallest group is smaller), shuffled with
+    `seed`; scikit-learn's ``LogisticRegression(max_iter=2000)`` on the embeddings as given.
+
+    Returns
+    -------
+    ``{"accuracy": mean fold accuracy, "chance": share of the commonest label, "folds": k}``,
+    or None when a group has a single text or there are fewer than two groups.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    grouped = _grouped(embeddings, labels)
+    if grouped is None:
+        return None
+    x, groups = grouped
+    counts = np.bincount(groups)
+    k = min(folds, int(counts.min()))
+    if k < 2:
+        return None
+    split = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    scores = cross_val_score(LogisticRegression(max_iter=2000), x, groups, cv=split,
+                             scoring="accuracy")
+    return {"accuracy": float(scores.mean()), "chance": float(counts.max() / counts.sum()), "folds": k}
+
+
 def diagnose(embeddings, *, labels=None, seed: int = 0, n_pairs: int = 10_000, k: int = 10,
              max_points: int = 5000) -> dict:
     """Every diagnostic of one embedding matrix, as a JSON-able dict (keys as in `DIAGNOSTICS`).
 
     Hubness and silhouette cost O(n^2); they use a seeded sample of at most `max_points`
-    texts (recorded as ``"sampled"``). `labels` (one per text) enable the silhouette score.
+    texts (recorded as ``"sampled"``). `labels` (one per text) enable the cluster-structure
+    diagnostics (`LABEL_DIAGNOSTICS`: silhouette with cosine and euclidean distance,
+    Calinski-Harabasz, Davies-Bouldin, Dunn, and a logistic-regression classifier's accuracy).
     """
     x = _matrix(embeddings)
     if labels is not None and len(labels) != len(x):
@@ -132,10 +255,19 @@ def diagnose(embeddings, *, labels=None, seed: int = 0, n_pairs: int = 10_000, k
         "top10_pc_share": float(shares.sum()),
         "norm": norm_stats(x),
         "hubness": hubness(x[sample], k=min(k, len(sample) - 1)),
-        "silhouette": None,
+        **{key: None for key in LABEL_DIAGNOSTICS},
     }
     if labels is not None:
-        out["silhouette"] = silhouette(x[sample], np.asarray(labels)[sample])
+        xs, ls = x[sample], np.asarray(labels)[sample]
+        out["silhouette"] = silhouette(xs, ls)
+        out["silhouette_euclidean"] = silhouette_euclidean(xs, ls)
+        out["calinski_harabasz"] = calinski_harabasz(xs, ls)
+        out["davies_bouldin"] = davies_bouldin(xs, ls)
+        out["dunn"] = dunn_index(xs, ls)
+        classifier = classifier_accuracy(xs, ls, seed=seed)
+        if classifier is not None:
+            out["classifier_accuracy"] = classifier["accuracy"]
+            out["classifier_chance"] = classifier["chance"]
     return out
 
 

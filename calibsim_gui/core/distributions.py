@@ -124,3 +124,135 @@ def calibrated_map(profile, metric: str, geometry: str = "none") -> CalibratedMa
         np.array([targets[name] for name in levels]),
         [(level.label, level.target, np.flatnonzero(levels == level.name))
          for level in profile.anchors.levels if (levels == level.name).any()])
+
+
+# --------------------------------------------------------------------------- agreement with labels
+
+DISAGREEMENT_COLUMN = "disagreement"
+_NICE_SCALE_TOPS = (1.0, 5.0, 7.0, 10.0, 100.0)
+
+
+def label_candidates(frame, provenance: dict | None = None) -> list[str]:
+    """Input columns of a scored frame that can be read as human scores: every non-empty value
+    is a number. Score columns, flags and added norms are left out; the column the input was
+    loaded with (``provenance["agreement"]["label"]``) comes first."""
+    import pandas as pd
+
+    from calibsim_gui.core.analysis import split_score_column
+    from calibsim_gui.core.chunking import TRUNCATED_COLUMN
+
+    found = []
+    for name in frame.columns:
+        name = str(name)
+        if (split_score_column(name) is not None or name in (TRUNCATED_COLUMN, DISAGREEMENT_COLUMN)
+                or name.endswith(("_norm", "_lo", "_hi"))):
+            continue
+        column = frame[name]
+        if pd.api.types.is_numeric_dtype(column):
+            values = column.to_numpy(dtype=float)
+        else:
+            head = column.head(200).astype(str).str.strip()      # sentences are rejected at once
+            if pd.to_numeric(head[head != ""], errors="coerce").isna().any():
+                continue
+            text = column.astype(str).str.strip()
+            text = text[text != ""]
+            values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+        if len(values) and np.isfinite(values).any() and not np.isnan(values).all() \
+                and (pd.api.types.is_numeric_dtype(column) or np.isfinite(values).all()):
+            found.append(name)
+    loaded = ((provenance or {}).get("agreement") or {}).get("label")
+    if loaded in found:
+        found.remove(loaded)
+        found.insert(0, loaded)
+    return found
+
+
+def label_values(column) -> np.ndarray:
+    """A label column as floats (empty cells: NaN)."""
+    import pandas as pd
+
+    return pd.to_numeric(pd.Series(column).astype(str).str.strip().replace("", np.nan),
+                         errors="coerce").to_numpy(dtype=float)
+
+
+def guess_scale(values) -> tuple[float, float]:
+    """The scale human scores were probably given on: 0 (or the floor of a negative minimum) to
+    the smallest of 1, 5, 7, 10, 100 that holds the maximum (else the maximum)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return 0.0, 5.0
+    low = 0.0 if values.min() >= 0 else float(np.floor(values.min()))
+    high = next((top for top in _NICE_SCALE_TOPS if values.max() <= top), float(np.ceil(values.max())))
+    return (low, high) if high > low else (low, low + 1.0)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How well calibrated scores (0-1) match human scores rescaled to 0-1.
+
+    Attributes
+    ----------
+    human, calibrated, disagreement : ndarray of shape (n_rows,)
+        Human score on 0-1 (``(label - low) / (high - low)``), the calibrated score and
+        ``|calibrated - human|``; NaN where either is missing.
+    n : int
+        Rows with both values.
+    mae, rmse : float
+        Mean absolute and root mean squared error on the 0-1 scale (NaN without rows).
+    spearman_x100 : float
+        Rank correlation x100; the same for raw and calibrated scores, since any monotone
+        calibration keeps the ranks.
+    """
+
+    label: str
+    scale: tuple[float, float]
+    human: np.ndarray
+    calibrated: np.ndarray
+    disagreement: np.ndarray
+    n: int
+    mae: float
+    rmse: float
+    spearman_x100: float
+
+
+SPEARMAN_NOTE = ("Spearman compares ranks only, and a calibration never changes the order of the "
+                 "scores, so raw and calibrated agree by construction. What a calibration adds is "
+                 "the 0–1 meaning: the error (MAE, RMSE) between calibrated scores and human scores "
+                 "rescaled to 0–1 measures it.")
+
+
+def agreement(labels, calibrated, scale, label: str = "") -> Agreement:
+    """Compare `calibrated` scores with human `labels` given on `scale` (low, high)."""
+    low, high = (float(v) for v in scale)
+    if not high > low:
+        raise ValueError(f"the scale {low:g}-{high:g} is not a range")
+    human = (label_values(labels) - low) / (high - low)
+    calibrated = np.asarray(calibrated, dtype=float)
+    disagreement = np.abs(calibrated - human)
+    ok = np.isfinite(disagreement)
+    n = int(ok.sum())
+    mae = float(disagreement[ok].mean()) if n else float("nan")
+    rmse = float(np.sqrt(np.mean(disagreement[ok] ** 2))) if n else float("nan")
+    rho = float("nan")
+    if n > 2 and np.ptp(human[ok]) > 0 and np.ptp(calibrated[ok]) > 0:
+        from scipy.stats import spearmanr
+
+        rho = float(spearmanr(calibrated[ok], human[ok]).statistic) * 100
+    return Agreement(label, (low, high), human, calibrated, disagreement, n, mae, rmse, rho)
+
+
+def label_rows(positions, widths) -> list[int]:
+    """Rows for labels starting at `positions` (pixels) with `widths` so that no two labels in
+    one row overlap: each label takes the first row whose last label ends before it starts."""
+    order = np.argsort(np.asarray(positions, dtype=float), kind="stable")
+    ends: list[float] = []
+    rows = [0] * len(order)
+    for i in order:
+        start, width = float(positions[i]), float(widths[i])
+        row = next((r for r, end in enumerate(ends) if end <= start), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = start + width
+        rows[i] = row
+    return rows

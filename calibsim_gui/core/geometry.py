@@ -328,17 +328,47 @@ def get_geometries(names) -> list[Geometry]:
     return [GEOMETRIES[n] for n in names]
 
 
-def fit_geometries(background, names=FIXES) -> dict[str, GeometryTransform | None]:
+def fit_geometries(background, names=FIXES, settings=None) -> dict[str, GeometryTransform | None]:
     """Each named geometry fitted on `background` embeddings (None for "none")."""
-    return fit_geometries_from_moments(embedding_moments(background), names)
+    return fit_geometries_from_moments(embedding_moments(background), names, settings)
 
 
-def fit_geometries_from_moments(moments, names=FIXES) -> dict[str, GeometryTransform | None]:
-    """Each named geometry fitted from `embedding_moments` ``(n, total, cross)`` (None for "none")."""
+def geometry_settings(*, abtt_directions: int | None = None, whiten_dim: int | None = None) -> dict:
+    """Settings for `fit_geometries` from the user's choices (None keeps a fix's default):
+    ABTT's number of removed directions D and whitening's kept dimension k."""
+    out = {}
+    if abtt_directions is not None:
+        out["abtt"] = {"n_directions": int(abtt_directions)}
+    if whiten_dim is not None:
+        out["whiten"] = {"n_components": int(whiten_dim)}
+    return out
+
+
+def fit_geometries_from_moments(moments, names=FIXES, settings=None
+                                ) -> dict[str, GeometryTransform | None]:
+    """Each named geometry fitted from `embedding_moments` ``(n, total, cross)`` (None for "none").
+
+    `settings` maps a geometry name to keyword settings of its transform, e.g.
+    ``{"abtt": {"n_directions": 3}, "whiten": {"n_components": 128}}`` (see `geometry_settings`).
+    """
+    settings = settings or {}
+    unknown = sorted(set(settings) - set(FIXES))
+    if unknown:
+        raise InputError(f"settings for unknown geometry fix(es) {unknown}.",
+                         fix=f"choose from {', '.join(FIXES)}")
     fitted = {}
     for geometry in get_geometries(names):
-        transform = geometry.make()
-        fitted[geometry.name] = None if transform is None else transform.fit_moments(*moments)
+        if geometry.transform is None:
+            fitted[geometry.name] = None
+            continue
+        transform = geometry.transform(**settings.get(geometry.name, {}))
+        try:
+            fitted[geometry.name] = transform.fit_moments(*moments)
+        except ValueError as exc:
+            if geometry.name not in settings:
+                raise
+            raise InputError(f"geometry fix {geometry.name}: {exc}.",
+                             fix="choose a setting within that range") from None
     return fitted
 
 

@@ -484,6 +484,8 @@ class DocumentSet:
     n_empty: int
     n_duplicates: int
     notes: tuple[str, ...]
+    # (file name, column read, every text column) of each table file: the column is visible
+    text_columns: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     @property
     def texts(self) -> list[str]:
@@ -513,9 +515,9 @@ def load_documents(
     notes = [f"{given} holds no .txt or .md files" for given in inputs
              if given.is_dir() and not any(given in f.parents for f in files)]
 
-    documents, seen, empty, n_duplicates = [], set(), Counter(), 0
+    documents, seen, empty, n_duplicates, columns = [], set(), Counter(), 0, []
     for file, name in files.items():
-        for doc_id, text, unit in _file_texts(file, name, per_file, column, encoding):
+        for doc_id, text, unit in _file_texts(file, name, per_file, column, encoding, columns):
             if not text:
                 empty[unit] += 1
             elif text in seen:
@@ -535,8 +537,13 @@ def load_documents(
     notes += [f"dropped {_plural(n, f'empty {unit}')}" for unit, n in empty.items()]
     if n_duplicates:
         notes.append(f"dropped {_plural(n_duplicates, 'exact duplicate')}")
+    notes += [f"read the text column {used!r} of {name}"
+              + (f" (other text columns: {', '.join(map(repr, others))})" if others else "")
+              for name, used, candidates in columns
+              for others in [[c for c in candidates if c != used]]]
     return DocumentSet(
-        tuple(documents), tuple(files), sum(empty.values()), n_duplicates, tuple(notes)
+        tuple(documents), tuple(files), sum(empty.values()), n_duplicates, tuple(notes),
+        tuple(columns),
     )
 
 
@@ -642,14 +649,18 @@ def _unreadable(path: Path) -> str | None:
     return None if os.access(path, os.R_OK) else "permission denied"
 
 
-def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encoding):
-    """Yield (id, stripped text, unit) for every candidate document of one file."""
+def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encoding,
+                columns: list | None = None):
+    """Yield (id, stripped text, unit) for every candidate document of one file; a table's
+    (name, column read, text columns) is appended to `columns`."""
     suffix = file.suffix.lower()
     if suffix in TABLE_SEPARATORS:
         frame, _ = read_table(file, encoding)
         if frame.empty:
             return
         column = document_column(frame, file, column)
+        if columns is not None:
+            columns.append((name, str(column), tuple(map(str, _text_columns(frame)))))
         for row, text in enumerate(frame[column]):
             yield f"{name}:row {row + 1}", text.strip(), "row"
     elif suffix in TEXT_SUFFIXES:

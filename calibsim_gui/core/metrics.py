@@ -45,6 +45,39 @@ def _angular(cos):
     return np.arccos(np.clip(cos, -1.0, 1.0)) / np.pi
 
 
+WRD_LAMBDA = 1.0
+"""λ of `wrd`: weight of the angle (radians) against the difference of lengths."""
+
+
+def _scaled_pairs(alpha):
+    def pairs(a, b):
+        return (alpha * _cosine_pairs(a, b)
+                + (1 - alpha) * (np.linalg.norm(a, axis=1) + np.linalg.norm(b, axis=1)))
+    return pairs
+
+
+def _scaled_matrix(alpha):
+    def matrix(x, y):
+        norms = np.linalg.norm(x, axis=1)[:, None] + np.linalg.norm(y, axis=1)[None, :]
+        return alpha * _cosine_matrix(x, y) + (1 - alpha) * norms
+    return matrix
+
+
+def _wrd_pairs(a, b):
+    angle = np.arccos(np.clip(_cosine_pairs(a, b), -1.0, 1.0))
+    return np.linalg.norm(a, axis=1) - np.linalg.norm(b, axis=1) + WRD_LAMBDA * angle
+
+
+def _wrd_matrix(x, y):
+    angle = np.arccos(np.clip(_cosine_matrix(x, y), -1.0, 1.0))
+    return (np.linalg.norm(x, axis=1)[:, None] - np.linalg.norm(y, axis=1)[None, :]
+            + WRD_LAMBDA * angle)
+
+
+SCALED_ALPHAS = (0.9, 0.5)
+"""α of the SCALED_SIM metrics offered, named ``scaled<100·α>`` (``scaled90``, ``scaled50``)."""
+
+
 @dataclass(frozen=True)
 class Metric:
     """One way to compare two embeddings.
@@ -93,6 +126,13 @@ METRICS: dict[str, Metric] = {
         Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
                lambda a, b: _angular(_cosine_pairs(a, b)),
                lambda x, y: _angular(_cosine_matrix(x, y))),
+        *(Metric(f"scaled{round(alpha * 100)}", True,
+                 f"norm-aware similarity {alpha:g}·cosine + {1 - alpha:g}·(|x| + |y|) "
+                 "(SCALED_SIM; unbounded)", _scaled_pairs(alpha), _scaled_matrix(alpha))
+          for alpha in SCALED_ALPHAS),
+        Metric("wrd", False, f"|x| - |y| + {WRD_LAMBDA:g}·angle in radians (WRD; a distance that is "
+                             "not symmetric: x is the first text of a pair, y the second)",
+               _wrd_pairs, _wrd_matrix),
     )
 }
 
@@ -143,3 +183,47 @@ def matrix_blocks(x: np.ndarray, metric: Metric, *, block_rows: int = 1024
     x = np.asarray(x, dtype=np.float64)
     for start in range(0, len(x), block_rows):
         yield start, metric.matrix(x[start:start + block_rows], x)
+
+
+def feature_similarity(background) -> np.ndarray:
+    """Soft-cosine feature similarity S: the correlation matrix of the embedding dimensions
+    over `background` embeddings, shape (dim, dim).
+
+    S is positive semi-definite with a unit diagonal (``s_ii = 1``, as soft cosine asks of a
+    feature similarity). A dimension that does not vary in the background is correlated with
+    nothing: its row and column are 0 except ``s_ii = 1``.
+    """
+    x = np.asarray(background, dtype=np.float64)
+    if x.ndim != 2 or len(x) < 2:
+        raise ValueError(f"feature similarity needs at least two background embeddings, got {x.shape}")
+    centred = x - x.mean(axis=0)
+    sd = np.sqrt((centred * centred).mean(axis=0))
+    scaled = centred / np.where(sd > 0, sd, 1.0) * (sd > 0)
+    s = scaled.T @ scaled / len(x)
+    np.fill_diagonal(s, 1.0)
+    return (s + s.T) / 2
+
+
+def soft_cosine(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Soft cosine ``u'Sv / (sqrt(u'Su) sqrt(v'Sv))`` of row-aligned pairs (Sidorov et al. 2014).
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (n_pairs, dim)
+    s : ndarray of shape (dim, dim), positive semi-definite (e.g. `feature_similarity`)
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,), in [-1, 1] (higher = more similar); 0 where a vector has
+    ``u'Su = 0``.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    sa, sb = a @ s, b @ s
+    cross = np.einsum("ij,ij->i", sa, b)
+    norm_a = np.sqrt(np.maximum(np.einsum("ij,ij->i", sa, a), 0.0))
+    norm_b = np.sqrt(np.maximum(np.einsum("ij,ij->i", sb, b), 0.0))
+    denominator = norm_a * norm_b
+    return np.clip(np.divide(cross, denominator, out=np.zeros_like(cross), where=denominator > 0),
+                   -1.0, 1.0)

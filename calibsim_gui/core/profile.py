@@ -73,12 +73,14 @@ FORM_DESCRIPTIONS = {
     "raw": "the model's own score, in the metric's orientation",
     "calibrated": "similarity on a 0-1 scale: 0 = a typical pair of unrelated sentences, 1 = identical "
                   "text, a power curve fitted to the anchor ladder in between (higher = more similar)",
-    "calibrated_lo": "lower end of the 95 % interval of <metric>_calibrated (anchor pairs and reference "
+    "calibrated_lo": "lower end of the 95 % interval of the calibrated score (anchor pairs and reference "
                      "sentences resampled)",
-    "calibrated_hi": "upper end of the 95 % interval of <metric>_calibrated (anchor pairs and reference "
+    "calibrated_hi": "upper end of the 95 % interval of the calibrated score (anchor pairs and reference "
                      "sentences resampled)",
-    "anchor_minmax": "0 at the lowest anchor level, 1 at the highest (higher = more similar)",
-    "bg_minmax": "0 at the least similar background pair, 1 at the most similar (higher = more similar)",
+    "anchor_minmax": "0 at the lowest anchor level, 1 at the highest (higher = more similar; not clamped)",
+    "bg_minmax": "0 at the least similar background pair, 1 at the most similar (higher = more similar); "
+                 "not clamped: above 1 = more similar than every background pair, below 0 = less "
+                 "similar than all of them",
     "bg_percentile": "percent of random background pairs scoring below (0-100; higher = more similar)",
     "bg_zscore": "standard deviations above the mean random background pair (higher = more similar)",
     "bg_surprise": "-log10 P(random pair scores at least this), tail fitted (higher = more similar)",

@@ -143,7 +143,8 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                   n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None,
                   geometries=FIXES, geometry_metrics=GEOMETRY_METRICS, sources=(),
                   name: str | None = None, cache=None, batch_size: int = 64, progress=None,
-                  memory_budget: int | None = None, should_stop=None) -> ReferenceProfile:
+                  memory_budget: int | None = None, should_stop=None,
+                  text_columns=(), geometry_settings=None) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 
     Parameters
@@ -157,7 +158,12 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
     geometries : names of geometry fixes to fit on the background texts ("center", "whiten",
         "abtt"); for each, `geometry_metrics` (those of `metrics`) get references computed on
         transformed embeddings with the same background pairs.
+    geometry_settings : dict or None
+        Settings of the fixes' transforms, e.g. ``{"abtt": {"n_directions": 3}}``
+        (`geometry.geometry_settings`); recorded in the provenance.
     sources : paths of the background files, recorded with their digests in the provenance.
+    text_columns : `DocumentSet.text_columns` of the background, recorded as the column read from
+        each table file.
     progress, should_stop : see `encode_texts`.
     memory_budget : int or None
         Bytes the build may hold (None: the default budget); a larger background raises
@@ -182,15 +188,20 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
         if len(first) < 2:
             raise ProfileError("the background corpus needs at least three distinct sentences.")
         emb = encoding.embeddings
-        transforms = fit_geometries_from_moments(embedding_moments(emb), fixes)
+        transforms = fit_geometries_from_moments(embedding_moments(emb), fixes, geometry_settings)
         background = BackgroundStatistics(
             len(texts), len(first), encoding.n_truncated, transforms,
             pair_sketches(emb[first], emb[second], metrics, transforms, fixed_metrics),
             emb[query_sample(keys)], languages=summarise_texts(texts))
-    return assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
-                            fixed_metrics=fixed_metrics, seed=seed,
-                            files=[{"name": Path(s).name, "sha256": file_digest(s)} for s in sources],
-                            name=name, **options)
+    profile = assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
+                               fixed_metrics=fixed_metrics, seed=seed,
+                               files=[{"name": Path(s).name, "sha256": file_digest(s)}
+                                      for s in sources],
+                               name=name, **options)
+    if text_columns and "background" in profile.provenance:      # which column of each table file
+        profile.provenance["background"]["text_columns"] = {
+            str(file): str(column) for file, column, *_ in text_columns}
+    return profile
 
 
 def assemble_profile(embedder, background: BackgroundStatistics | None, *,

@@ -1,7 +1,10 @@
 """Project files (`.calibsim`): what a user set up, so it can be re-opened as it was.
 
 A project stores choices and file locations, not results: re-opening it re-runs the analysis
-(cheap with the embedding cache). Paths are stored relative to the project file when they sit
+(cheap with the embedding cache). Two things are stored whole because they are the user's work
+and cost time to redo: the anchor ladder and the human calibration (its fitted map, validation
+and source, as in a ``.calibsim-human`` file). The input's columns (text_a, text_b, label) are
+kept with the input; the label column and scale chosen in the results view in the settings. Paths are stored relative to the project file when they sit
 below its folder, so a project folder can be moved as a whole.
 """
 
@@ -43,7 +46,8 @@ class Project:
     background_pairs: int = 20_000
     background_seed: int = 0
     inputs: list[ProjectInput] = field(default_factory=list)
-    settings: dict = field(default_factory=dict)    # view choices: metric, form, ...
+    settings: dict = field(default_factory=dict)    # view choices: metric, form, label_column, ...
+    human: dict | None = None               # a human calibration: calibrator, validation, source
 
     def files(self) -> list[str]:
         """Every file the project points at."""
@@ -72,7 +76,8 @@ class Project:
                 "background": {"files": [rel(f) for f in self.background_files],
                                "pairs": self.background_pairs, "seed": self.background_seed},
                 "inputs": [{**asdict(i), "path": rel(i.path)} for i in self.inputs],
-                "settings": self.settings}
+                "settings": self.settings,
+                **({"human": self.human} if self.human is not None else {})}
 
     def save(self, path) -> Path:
         path = Path(path)
@@ -107,7 +112,8 @@ class Project:
                 background_seed=background.get("seed", 0),
                 inputs=[ProjectInput(str(_absolute(i["path"], base)), str(i.get("kind", "pairs")),
                                      dict(i.get("options", {}))) for i in data.get("inputs", [])],
-                settings=dict(data.get("settings", {})))
+                settings=dict(data.get("settings", {})),
+                human=data.get("human"))
             project._check()
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             detail = str(exc) if type(exc) is ValueError else repr(exc)
@@ -135,6 +141,16 @@ class Project:
                     raise ValueError(f"unknown option {key!r} for {item.kind} {item.path}")
                 if not isinstance(value, bool if key == "per_file" else (str, type(None))):
                     raise ValueError(f"option {key!r} of {item.path} has the wrong type ({value!r})")
+        if self.human is not None:
+            human_fit_from_dict(self.human)          # raises ValueError when it is not usable
+        column = self.settings.get("label_column")
+        if column is not None and not isinstance(column, str):
+            raise ValueError(f"label column {column!r} is not a column name")
+        scale = self.settings.get("label_scale")
+        if scale is not None and not (isinstance(scale, list) and len(scale) == 2
+                                      and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              for v in scale) and scale[0] < scale[1]):
+            raise ValueError(f"label scale {scale!r} is not [low, high]")
         metric = self.settings.get("metric", "cosine")
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}")
@@ -143,6 +159,25 @@ class Project:
 
 
 _MAX_COUNT = 2**31 - 1          # the app's spin boxes hold 32-bit integers
+
+
+def human_fit_from_dict(data):
+    """The `HumanFit` a project embeds ({"calibrator", "validation", "source"}).
+
+    Raises ValueError when it is not one (`Project.load` reports it with the file's name).
+    """
+    from calibsim_gui.core.human import HumanCalibrator, HumanFit
+
+    if not isinstance(data, dict):
+        raise ValueError("the human calibration is not a JSON object")
+    validation, source = data.get("validation", {}), data.get("source", {})
+    if not (isinstance(validation, dict) and isinstance(source, dict)):
+        raise ValueError("the human calibration's validation or source is not a JSON object")
+    try:
+        calibrator = HumanCalibrator.from_dict(data["calibrator"])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"the human calibration is damaged ({exc!r})") from None
+    return HumanFit(calibrator, validation, source)
 
 
 def _relative(p: str, base: Path | None) -> str:

@@ -69,7 +69,13 @@ def diagnostics_table(space: SpaceReport) -> list[tuple[str, dict[str, str]]]:
             ("variance on top direction", "top_pc_share", "{:.1%}"),
             ("variance on top 10 directions", "top10_pc_share", "{:.1%}"),
             ("hubness (k-occurrence skew)", "hubness", "{:.2f}"),
-            ("silhouette of labels", "silhouette", "{:.3f}")]
+            ("silhouette of labels (cosine)", "silhouette", "{:.3f}"),
+            ("silhouette of labels (euclidean)", "silhouette_euclidean", "{:.3f}"),
+            ("Calinski-Harabasz (higher = apart)", "calinski_harabasz", "{:.1f}"),
+            ("Davies-Bouldin (lower = apart)", "davies_bouldin", "{:.3f}"),
+            ("Dunn index (higher = apart)", "dunn", "{:.4f}"),
+            ("classifier accuracy (5-fold)", "classifier_accuracy", "{:.1%}"),
+            ("classifier chance level", "classifier_chance", "{:.1%}")]
     out = []
     for label, key, fmt in rows:
         values = {g: d.get(key) for g, d in space.diagnostics.items()}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -43,8 +43,12 @@ LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
 _FIELDS = ("level", "text_a", "text_b")
 PENDING = "…"
-_PENDING_TIP = "This ladder was edited: apply it (Ctrl+Return) to score its pairs."
+_PENDING_TIP = "A new pair: apply the ladder (Ctrl+Return) to score it."
+_STALE_TIP = ("Score of this pair from the references in use. The ladder has edits that are not "
+              "applied yet: Apply (Ctrl+Return) to recalibrate with them.")
 _GREY = QBrush(QColor("#808080"))
+_ITALIC = QFont()
+_ITALIC.setItalic(True)
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
@@ -67,8 +71,10 @@ class _Command(QUndoCommand):
 class AnchorTableModel(QAbstractTableModel):
     """The ladder being edited (levels + pairs) and the profile's raw scores of its pairs.
 
-    Score columns (one per profile metric, in the metric's own orientation) show values only
-    while the pairs are exactly the profile's anchors, else "…".
+    Score columns (one per profile metric, in the metric's own orientation) show each pair's
+    score from the profile, found by the pair's texts: while the ladder differs from the
+    profile's (unapplied edits) the scores stay visible, grey and italic ("stale"); a pair the
+    profile never scored shows "…". Undo and redo therefore bring back pairs, order and scores.
     """
 
     ladder_changed = Signal()
@@ -78,8 +84,10 @@ class AnchorTableModel(QAbstractTableModel):
         self.undo_stack = undo_stack
         self.name, self.levels, self.pairs = anchors.name, anchors.levels, list(anchors.pairs)
         self.metrics: list[str] = []
-        self._profile_pairs = None
+        self._profile_ladder = None
         self._raw: dict[str, np.ndarray] = {}
+        self._similarity: dict[str, np.ndarray] = {}      # "higher = more similar" (for the map)
+        self._score_row: dict[tuple[str, str], int] = {}
         self.scored = False
 
     # ------------------------------------------------------------------ reading
@@ -88,16 +96,41 @@ class AnchorTableModel(QAbstractTableModel):
         """The edited ladder as it stands (not validated)."""
         return AnchorSet(self.name, self.levels, tuple(self.pairs))
 
-    def raw_score(self, metric: str, row: int) -> float | None:
-        return float(self._raw[metric][row]) if self.scored else None
+    def profile_row(self, row: int) -> int | None:
+        """The profile's anchor pair with the texts of pair `row` (either way round), or None."""
+        pair = self.pairs[row]
+        found = self._score_row.get((pair.text_a, pair.text_b))
+        return self._score_row.get((pair.text_b, pair.text_a)) if found is None else found
 
-    def level_medians(self) -> dict[str, dict[str, float]]:
-        """Median raw score of each level's pairs per metric (empty unless scored)."""
-        if not self.scored:
+    def raw_score(self, metric: str, row: int) -> float | None:
+        """Pair `row`'s raw score (the metric's orientation) from the profile, None if unscored."""
+        found = self.profile_row(row) if metric in self._raw else None
+        return None if found is None else float(self._raw[metric][found])
+
+    def similarity_scores(self, metric: str) -> np.ndarray:
+        """Each pair's score "higher = more similar" (NaN for pairs the profile never scored)."""
+        values = self._similarity.get(metric)
+        rows = [self.profile_row(row) for row in range(len(self.pairs))]
+        return np.array([np.nan if values is None or r is None else values[r] for r in rows], dtype=float)
+
+    @property
+    def stale(self) -> bool:
+        """The ladder differs from the profile's: scores shown are from before the edits."""
+        return bool(self.metrics) and not self.scored
+
+    def level_medians(self) -> dict[str, dict[str, tuple[float, bool]]]:
+        """Per level and metric: (median raw score of its scored pairs, every pair scored)."""
+        if not self.metrics:
             return {}
-        levels = np.array([p.level for p in self.pairs])
-        return {lv.name: {m: float(np.median(raw[levels == lv.name])) for m, raw in self._raw.items()}
-                for lv in self.levels if (levels == lv.name).any()}
+        rows = [self.profile_row(row) for row in range(len(self.pairs))]
+        medians = {}
+        for lv in self.levels:
+            mine = [r for p, r in zip(self.pairs, rows) if p.level == lv.name]
+            known = [r for r in mine if r is not None]
+            if known:
+                medians[lv.name] = {m: (float(np.median(raw[known])), len(known) == len(mine))
+                                    for m, raw in self._raw.items()}
+        return medians
 
     def set_profile(self, profile) -> None:
         """Show `profile`'s anchor scores (None: no scores)."""
@@ -106,9 +139,14 @@ class AnchorTableModel(QAbstractTableModel):
         if reset:
             self.beginResetModel()
         self.metrics = metrics
-        self._profile_pairs = profile.anchors.pairs if profile is not None else None
-        self._raw = {m: ref.anchor_scores if METRICS[m].higher_is_similar else -ref.anchor_scores
-                     for m, ref in (profile.metrics.items() if profile is not None else ())}
+        self._profile_ladder = ((profile.anchors.levels, profile.anchors.pairs)
+                                if profile is not None else None)
+        self._similarity = {m: np.asarray(ref.anchor_scores, dtype=float)
+                            for m, ref in (profile.metrics.items() if profile is not None else ())}
+        self._raw = {m: s if METRICS[m].higher_is_similar else -s for m, s in self._similarity.items()}
+        self._score_row = {}
+        for i, pair in enumerate(profile.anchors.pairs if profile is not None else ()):
+            self._score_row.setdefault((pair.text_a, pair.text_b), i)
         if reset:
             self.endResetModel()
         self._changed()
@@ -144,10 +182,12 @@ class AnchorTableModel(QAbstractTableModel):
             return PENDING if value is None else _fmt(value)
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT
-        if role == Qt.ItemDataRole.ForegroundRole and value is None:
+        if role == Qt.ItemDataRole.ForegroundRole and (value is None or self.stale):
             return _GREY
-        if role == Qt.ItemDataRole.ToolTipRole and value is None:
-            return _PENDING_TIP
+        if role == Qt.ItemDataRole.FontRole and value is not None and self.stale:
+            return _ITALIC
+        if role == Qt.ItemDataRole.ToolTipRole and (value is None or self.stale):
+            return _PENDING_TIP if value is None else _STALE_TIP
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
@@ -213,6 +253,40 @@ class AnchorTableModel(QAbstractTableModel):
         self.undo_stack.push(_Command(text, lambda: self.replace_ladder(anchors),
                                       lambda: self.replace_ladder(old)))
 
+    def edit_level(self, row: int, field: str, value) -> str | None:
+        """Change the `field` ("name", "label" or "target") of level `row` as one undoable step
+        (a new name is carried to the level's pairs); returns why it was refused, or None."""
+        old, text = self.levels[row], str(value).strip()
+        pairs = tuple(self.pairs)
+        if field == "name":
+            if not text:
+                return "A level needs a name."
+            if text != old.name and text in {lv.name for lv in self.levels}:
+                return f"Another level is already called “{text}”: give each level its own name."
+            new = dataclasses.replace(old, name=text, label=text if old.label == old.name else old.label)
+            pairs = tuple(dataclasses.replace(p, level=text) if p.level == old.name else p
+                          for p in pairs)
+        elif field == "label":
+            new = dataclasses.replace(old, label=text or old.name)
+        elif field == "target":
+            try:
+                target = float(text.replace(",", "."))
+            except ValueError:
+                target = float("nan")
+            if not 0.0 <= target <= 1.0:
+                return (f"The target of level “{old.name}” must be a number between 0 (unrelated) "
+                        f"and 1 (identical), not “{text}”.")
+            new = dataclasses.replace(old, target=target)
+        else:
+            raise ValueError(f"unknown level field {field}")
+        if new == old:
+            return None
+        levels = sorted((new if i == row else lv for i, lv in enumerate(self.levels)),
+                        key=lambda lv: lv.target)
+        self.set_ladder(AnchorSet(self.name, tuple(levels), pairs),
+                        f"edit the {field} of level {old.name}")
+        return None
+
     def replace_ladder(self, anchors: AnchorSet) -> None:
         """Show `anchors` without recording an undo step."""
         self.beginResetModel()
@@ -246,7 +320,7 @@ class AnchorTableModel(QAbstractTableModel):
         self._changed()
 
     def _changed(self):
-        self.scored = self._profile_pairs is not None and tuple(self.pairs) == self._profile_pairs
+        self.scored = self._profile_ladder == (self.levels, tuple(self.pairs))
         if self.pairs and self.metrics:
             self.dataChanged.emit(self.index(0, len(PAIR_COLUMNS)),
                                   self.index(len(self.pairs) - 1, self.columnCount() - 1))
@@ -254,30 +328,50 @@ class AnchorTableModel(QAbstractTableModel):
 
 
 class LevelTableModel(QAbstractTableModel):
-    """The ladder's levels: name, label, target, pair count and median raw score per metric."""
+    """The ladder's levels: name, label, target (these three edited in place, undoably), pair
+    count and median raw score per metric (grey while the ladder has unapplied edits).
+
+    Signals: ``problem(str)``, why an edit was refused, in plain words.
+    """
 
     COLUMNS = ("Name", "Label", "Target", "Pairs")
+    _EDITABLE = ("name", "label", "target")
+    problem = Signal(str)
 
     def __init__(self, pairs: AnchorTableModel, parent=None):
         super().__init__(parent)
         self._pairs = pairs
         self._rows: list[tuple] = []
+        self._stale: list[bool] = []
         pairs.ladder_changed.connect(self._refresh)
         self._refresh()
 
     def _refresh(self):
         medians = self._pairs.level_medians()
         counts = Counter(p.level for p in self._pairs.pairs)
-        rows = []
+        rows, stale = [], []
         for level in self._pairs.levels:
-            scores = [(_fmt(medians[level.name][m]) if level.name in medians
-                       else PENDING if counts.get(level.name, 0) and self._pairs.metrics else "")
+            known = medians.get(level.name, {})
+            scores = [(_fmt(known[m][0]) if m in known
+                       else PENDING if counts.get(level.name, 0) else "")
                       for m in self._pairs.metrics]
             rows.append((level.name, level.label, f"{level.target:.4g}",
-                               str(counts.get(level.name, 0)), *scores))
+                         str(counts.get(level.name, 0)), *scores))
+            stale.append(self._pairs.stale or not all(v[1] for v in known.values()))
         self.beginResetModel()
-        self._rows = rows
+        self._rows, self._stale = rows, stale
         self.endResetModel()
+
+    def flags(self, index):
+        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return flags | Qt.ItemFlag.ItemIsEditable if index.column() < 3 else flags
+
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:
+        if role != Qt.ItemDataRole.EditRole or index.column() >= 3:
+            return False
+        problem = self._pairs.edit_level(index.row(), self._EDITABLE[index.column()], value)
+        self.problem.emit(problem or "")
+        return problem is None
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
@@ -286,10 +380,20 @@ class LevelTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.COLUMNS) + len(self._pairs.metrics)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return self._rows[index.row()][index.column()]
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 2:
             return _RIGHT
+        scores = index.column() >= len(self.COLUMNS)
+        if role == Qt.ItemDataRole.ForegroundRole and scores and self._stale[index.row()]:
+            return _GREY
+        if role == Qt.ItemDataRole.FontRole and scores and self._stale[index.row()]:
+            return _ITALIC
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if index.column() < 3:
+                return "Double-click to edit (undo with Ctrl+Z)"
+            if scores and self._stale[index.row()]:
+                return "Median of the scores known before the unapplied edits: Apply to update"
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
@@ -354,7 +458,9 @@ class AnchorEditor(QWidget):
         self.model.modelReset.connect(self._fit_columns)
         self.levels_table = QTableView()
         self.levels_table.setModel(self.levels_model)
-        self.levels_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.levels_table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
+                                          | QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.levels_table.setToolTip("Double-click a level's name, label or target to edit it")
         self.levels_table.verticalHeader().hide()
         self.levels_table.verticalHeader().setDefaultSectionSize(22)
         self.levels_table.setWordWrap(False)
@@ -432,8 +538,11 @@ class AnchorEditor(QWidget):
         layout.addWidget(self.status)
 
         self.model.ladder_changed.connect(self._update_status)
+        self.model.ladder_changed.connect(self._update_preview)
+        self.levels_model.problem.connect(self._show_message)
         state.profile_changed.connect(self._on_profile_changed)
         state.view_changed.connect(self._update_warning)
+        state.view_changed.connect(self._update_preview)
         self._show_message("")
         self._on_profile_changed()
         self._fit_columns()
@@ -545,9 +654,9 @@ class AnchorEditor(QWidget):
                 tuple(AnchorLevel(str(lv["name"]), str(lv["label"]), float(lv["target"]))
                       for lv in data["levels"]),
                 tuple(AnchorPair(str(p["level"]), str(p["text_a"]), str(p["text_b"])) for p in data["pairs"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            self._show_message(f"The unapplied anchor edits of the last session could not be restored "
-                               f"({exc!r}); the ladder in use is shown.")
+        except (KeyError, TypeError, ValueError):
+            self._show_message("The unapplied anchor edits of the last session could not be "
+                               "restored (the saved record is damaged); the ladder in use is shown.")
             return False
         self.model.set_ladder(anchors, "restore unapplied edits")
         self._show_message("")
@@ -562,7 +671,7 @@ class AnchorEditor(QWidget):
         try:
             target = float(self.level_target.text().replace(",", "."))
         except ValueError:
-            self._show_message(f"The target of level {name!r} must be a number between 0 and 1.")
+            self._show_message(f"The target of level “{name}” must be a number between 0 and 1.")
             return False
         levels = [vars(lv) for lv in self.model.levels]
         levels.append({"name": name, "label": self.level_label.text().strip() or name,
@@ -572,7 +681,7 @@ class AnchorEditor(QWidget):
             checked = AnchorSet.from_dict({"name": self.model.name, "levels": levels, "pairs": [
                 {"level": lv["name"], "text_a": "a", "text_b": "b"} for lv in levels]})
         except InputError as exc:
-            self._show_message(f"Cannot add level {name!r}: {exc}")
+            self._show_message(f"Cannot add the level “{name}”: {exc}")
             return False
         self.model.set_ladder(dataclasses.replace(self.anchor_set(), levels=checked.levels),
                               f"add level {name}")
@@ -636,6 +745,7 @@ class AnchorEditor(QWidget):
             self._fit_columns()
         self._update_warning()
         self._update_status()
+        self._update_preview()
 
     def _update_warning(self) -> None:
         profile, metric = self._state.profile, self._state.metric
@@ -655,8 +765,17 @@ class AnchorEditor(QWidget):
         elif self.model.scored:
             text += f" · scores from profile “{self._state.profile_label}”"
         else:
-            text += " · edited: Apply (Ctrl+Return) to score these pairs"
+            text += (" · edited: grey scores are from before the edits, “…” marks new pairs;"
+                     " Apply (Ctrl+Return) to score and use this ladder")
         self.status.setText(text)
+
+    def _update_preview(self) -> None:
+        """Show the edited ladder's pairs (those with known scores) on the calibrated map."""
+        metric = self._state.metric
+        if not self.model.stale or metric not in self.model.metrics:
+            self.calibrated_map.set_preview(None)
+            return
+        self.calibrated_map.set_preview(self.anchor_set(), self.model.similarity_scores(metric))
 
     def _fit_columns(self) -> None:
         header = self.table.horizontalHeader()

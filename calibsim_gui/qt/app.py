@@ -15,8 +15,12 @@ def application_icon() -> QIcon:
     return QIcon(str(resource_path("icons", "calibsim.png")))
 
 
-def run_app(argv=None, *, screenshot_dir: str | None = None) -> int:
-    """Open the main window (or, with `screenshot_dir`, run the screenshot tour) and run Qt."""
+def run_app(argv=None, *, screenshot_dir: str | None = None, files=()) -> int:
+    """Open the main window (or, with `screenshot_dir`, run the screenshot tour) and run Qt.
+
+    `files` (``calibsim pairs.csv``, or a file manager's "Open with") are opened once the
+    window is up: a project is restored, a pairs table or documents are read and scored.
+    """
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("calibsim")
     app.setOrganizationName("calibsim")
@@ -31,6 +35,10 @@ def run_app(argv=None, *, screenshot_dir: str | None = None) -> int:
 
         window.resize(1180, 760)
         tour = ScreenshotTour(window, screenshot_dir, app=app)
+    elif files:
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, lambda: window.open_files(list(files)))
     window.show()
     code = app.exec()
     return tour.exit_code if tour is not None else code

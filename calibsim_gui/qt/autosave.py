@@ -44,14 +44,15 @@ class Autosaver(QObject):
         self.timer.timeout.connect(self.save_now)
         state = window.state
         for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed,
-                       window.anchors.model.ladder_changed):
+                       state.human_changed, window.anchors.model.ladder_changed):
             signal.connect(self.timer.start)
 
     def save_now(self) -> None:
-        """Write the project now if it holds anything worth restoring (an input, anchor edits)."""
+        """Write the project now if it holds anything worth restoring (an input, anchor edits,
+        a human calibration)."""
         self.timer.stop()
         project = self.window.current_project()
-        if not project.inputs and "anchor_edits" not in project.settings:
+        if not project.inputs and "anchor_edits" not in project.settings and project.human is None:
             return
         project.settings["saved_as"] = self.window.project_path
         text = json.dumps(project.to_dict(self.path.parent.resolve()), sort_keys=True)

@@ -14,6 +14,7 @@ from PySide6.QtCore import QSettings, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -21,7 +22,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListView,
     QListWidget,
     QListWidgetItem,
@@ -49,10 +49,11 @@ CORPUS_FILTER = "Text corpora (*.txt *.md *.csv *.tsv *.tab *.jsonl *.ndjson);;A
 _MESSAGE_STYLE = {
     "error": "background:#fdecea; color:#8a1c1c; border:1px solid #e9a9a4;",
     "info": "background:#e8f1fd; color:#123c6e; border:1px solid #a9c6ec;",
+    "warning": "background:#fff3cd; color:#5c4400; border:1px solid #e0c56e;",
 }
 _GUI_FIXES = {
     "--encoding": "In this window: choose the encoding under Encoding; the files are read again.",
-    "--column": "In this window: type the column's name under Text column.",
+    "--column": "In this window: choose or type the column's name under Text column.",
 }
 
 
@@ -138,11 +139,15 @@ class BackgroundLoader(QWidget):
         self.encoding.setToolTip("Encoding of the files; UTF-8 unless they came from Excel or "
                                  "older Windows programs")
         self.encoding.currentIndexChanged.connect(self._reread)
-        self.column = QLineEdit()
-        self.column.setPlaceholderText("auto")
-        self.column.setToolTip("Column that holds the texts in .csv/.jsonl files "
-                               "(found by name when left empty)")
-        self.column.editingFinished.connect(self._column_edited)
+        self.column = QComboBox()
+        self.column.setEditable(True)
+        self.column.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.column.lineEdit().setPlaceholderText("auto")
+        self.column.setToolTip("Column that holds the texts in .csv/.jsonl files: after reading, "
+                               "the file's text columns are listed here (found by name when "
+                               "left empty)")
+        self.column.lineEdit().editingFinished.connect(self._column_edited)
+        self.column.activated.connect(self._column_edited)
         self._column_used = ""
         options = QHBoxLayout()
         for text, field, stretch in (("&Encoding:", self.encoding, 0),
@@ -174,6 +179,22 @@ class BackgroundLoader(QWidget):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
 
+        self.html_warning = QLabel()
+        self.html_warning.setWordWrap(True)
+        self.html_warning.setTextFormat(Qt.TextFormat.PlainText)
+        self.html_warning.setStyleSheet(f"QLabel {{ {_MESSAGE_STYLE['warning']} padding:6px; }}")
+        self.clean_html = QCheckBox("&Clean them before building (decode entities, remove tags)")
+        self.clean_html.setToolTip("Decode entities such as &lt; &#39; quot; and remove tags "
+                                   "such as <b>; texts left empty or duplicated are dropped")
+        self.clean_html.toggled.connect(self._clean_toggled)
+        self._html_row = QWidget()
+        html_box = QVBoxLayout(self._html_row)
+        html_box.setContentsMargins(0, 0, 0, 0)
+        html_box.addWidget(self.html_warning)
+        html_box.addWidget(self.clean_html)
+        self._html_row.hide()
+        self._read_documents = self._cleaned = self._leftovers = None
+
         self.counts = QLabel()
         self.counts.setWordWrap(True)
         self.preview_model = QStringListModel(self)
@@ -197,6 +218,7 @@ class BackgroundLoader(QWidget):
         column.addLayout(options)
         column.addWidget(self._loading_row)
         column.addWidget(self.message)
+        column.addWidget(self._html_row)
         column.addWidget(self.counts)
         column.addWidget(self.preview, 4)
 
@@ -341,33 +363,69 @@ class BackgroundLoader(QWidget):
         if not paths:
             self.runner.cancel()
             self._paths, self._documents = [], None
+            self._read_documents = self._cleaned = self._leftovers = None
             self._say(None)
             self._show_corpus()
             return
-        encoding, column = self.encoding.currentData(), self.column.text().strip() or None
+        encoding, column = self.encoding.currentData(), self.column.currentText().strip() or None
         what = "file or folder" if len(paths) == 1 else "files and folders"
         self.progress_label.setText(f"Reading {len(paths)} {what}…")
         from calibsim_gui.core.inputs import load_documents  # pandas: imported on first use
 
         budget = self.memory_budget() if self.memory_budget else None
-        self.runner.start(lambda progress, should_stop: load_documents(
-            paths, column=column, encoding=encoding, memory_budget=budget))
+        self.runner.start(lambda progress, should_stop: _read_corpus(
+            load_documents(paths, column=column, encoding=encoding, memory_budget=budget)))
 
     def _reread(self) -> None:
         if self._requested or self._paths:
             self._read(self._requested or self._paths)
 
-    def _column_edited(self) -> None:
-        if self.column.text().strip() != self._column_used:
-            self._column_used = self.column.text().strip()
+    def _column_edited(self, *_) -> None:
+        if self.column.currentText().strip() != self._column_used:
+            self._column_used = self.column.currentText().strip()
             self._reread()
 
-    def _loaded(self, documents) -> None:
-        self._paths, self._documents = self._requested, documents
+    def choose_column(self, name: str) -> None:
+        """Read the corpus again from the text column `name` ("" : found by name)."""
+        self.column.setCurrentText(name)
+        self._column_edited()
+
+    def _loaded(self, result) -> None:
+        documents, self._leftovers, self._cleaned = result
+        self._paths, self._read_documents = self._requested, documents
+        self._documents = self._cleaned if self.clean_html.isChecked() and self._cleaned else documents
         extra = [n for n in documents.notes[1:] if not n.startswith("dropped ")]
         text = "; ".join(extra)
         self._say("info" if extra else None, text[:1].upper() + text[1:] + ".")
+        self._show_columns(documents)
+        self._show_html_warning()
         self._show_corpus()
+
+    def _show_columns(self, documents) -> None:
+        """List the tables' text columns in the combo and show which one was read."""
+        tables = getattr(documents, "text_columns", ())
+        typed = self.column.currentText()
+        names = list(dict.fromkeys(c for _, _, candidates in tables for c in candidates))
+        used = list(dict.fromkeys(u for _, u, _ in tables))
+        self.column.blockSignals(True)
+        self.column.clear()
+        self.column.addItems(names)
+        self.column.setCurrentText(typed)
+        self.column.blockSignals(False)
+        self.column.lineEdit().setPlaceholderText(f"auto: {', '.join(used)}" if used else "auto")
+
+    def _show_html_warning(self) -> None:
+        leftovers = self._leftovers
+        self._html_row.setVisible(bool(leftovers))
+        if leftovers:
+            self.html_warning.setText(
+                f"⚠ {leftovers.describe()}. Markup embedded as text makes unrelated sentences "
+                "look alike, so the background would be biased.")
+
+    def _clean_toggled(self, checked: bool) -> None:
+        if self._read_documents is not None:
+            self._documents = self._cleaned if checked and self._cleaned else self._read_documents
+            self._show_corpus()
 
     def _load_failed(self, message: str) -> None:
         hints = [hint for flag, hint in _GUI_FIXES.items() if flag in message]
@@ -513,6 +571,14 @@ class BackgroundLoader(QWidget):
 
     def _remember_dir(self, folder: Path) -> None:
         self.settings.setValue("background/last_dir", str(folder))
+
+
+def _read_corpus(documents):
+    """In the worker: the documents read, their HTML leftovers and (if any) a cleaned copy."""
+    from calibsim_gui.core.text_cleaning import clean_documents, find_html_leftovers
+
+    leftovers = find_html_leftovers(documents.texts)
+    return documents, leftovers, clean_documents(documents) if leftovers else None
 
 
 def _count(n: int, word: str) -> str:

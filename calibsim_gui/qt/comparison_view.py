@@ -1,14 +1,21 @@
-"""Model comparison: the same pairs scored by two models, raw and calibrated, side by side."""
+"""Model comparison: the same pairs scored by two models, raw and calibrated, side by side.
+
+With a single model the dialog is not a dead end: it says how to get a second model and offers
+to pick a model folder (`model_chosen`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
+    QFileDialog,
     QDialogButtonBox,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -20,12 +27,35 @@ from calibsim_gui.qt.results_view import ResultsTableModel
 SCATTER_FORMS = ("raw", "calibrated")
 
 
-class ComparisonDialog(QDialog):
-    """Mean absolute differences per form, scatter plots of model A vs B, the side-by-side table."""
+ONE_MODEL_HELP = (
+    "<p>A comparison scores the same pairs with a second model, calibrated against the same anchor "
+    "ladder, and shows where the models agree.</p>"
+    "<p><b>Only one model is available: {model}.</b> To add another:</p><ol>"
+    "<li>Get a sentence-transformers model folder (for example, on a machine with internet access: "
+    "<code>SentenceTransformer(\"intfloat/multilingual-e5-small\").save(\"e5-small\")</code>, "
+    "then copy the folder here), or a model already in your Hugging Face cache.</li>"
+    "<li>Click <b>Choose a model folder…</b> below: the same pairs are scored with it and "
+    "compared. (Added on the <b>Model</b> tab with <b>Add folder…</b>, it is listed under "
+    "<b>File → Compare with another model…</b> next time.)</li></ol>"
+    "<p>On the command line: <code>calibsim compare PAIRS --model builtin --model FOLDER "
+    "[--anchors LADDER.json]</code>.</p>")
 
-    def __init__(self, comparison, parent=None):
+
+class ComparisonDialog(QDialog):
+    """Mean absolute differences per form, scatter plots of model A vs B, the side-by-side table.
+
+    With `comparison` None (one model only: `model` names it) the dialog explains how to add a
+    second model and emits `model_chosen(folder)` when one is picked.
+    """
+
+    model_chosen = Signal(str)
+
+    def __init__(self, comparison, parent=None, *, model: str = ""):
         super().__init__(parent)
         self.comparison = comparison
+        if comparison is None:
+            self._one_model(model)
+            return
         first, second = comparison.models[:2]
         self.setWindowTitle(f"{first} vs {second}")
         self.resize(1000, 720)
@@ -33,7 +63,8 @@ class ComparisonDialog(QDialog):
                  "(same pairs; lower = the models agree)"]
         for form, diff in comparison.differences.items():
             lines.append(f"{form}: <b>{diff['mean_abs_diff']:.3f}</b> ({diff['unit']})")
-        lines += [f"<i>{note}</i>" for note in comparison.notes]
+        lines += [f"<b style=\"color:#b35900\">Warning: {note}</b>" if "different anchor ladders" in note
+                  else f"<i>{note}</i>" for note in comparison.notes]
         self.summary = QLabel("<br>".join(lines))
         self.canvas = pg.GraphicsLayoutWidget()
         self.scatters = {}
@@ -64,3 +95,27 @@ class ComparisonDialog(QDialog):
         layout.addWidget(self.summary)
         layout.addWidget(split, 1)
         layout.addWidget(buttons)
+
+    def _one_model(self, model: str) -> None:
+        self.setWindowTitle("Compare with another model")
+        self.resize(640, 360)
+        self.summary = QLabel(ONE_MODEL_HELP.format(model=model or "the current model"))
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(pg.QtCore.Qt.TextFormat.RichText)
+        self.summary.setAlignment(pg.QtCore.Qt.AlignmentFlag.AlignTop | pg.QtCore.Qt.AlignmentFlag.AlignLeft)
+        self.scatters, self.table, self.canvas = {}, None, None
+        self.choose_button = QPushButton("Choose a model folder…")
+        self.choose_button.setDefault(True)
+        self.choose_button.clicked.connect(self.choose_folder)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.addButton(self.choose_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary, 1)
+        layout.addWidget(buttons)
+
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "A sentence-transformers model folder")
+        if folder:
+            self.model_chosen.emit(folder)
+            self.accept()

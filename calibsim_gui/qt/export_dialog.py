@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QMessageBox,
     QPushButton,
@@ -19,18 +20,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.output import REPORT_FORMATS, figure_paths
+from calibsim_gui.core.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths
+from calibsim_gui.core.reports.content import anchors_path, is_builtin_ladder
+from calibsim_gui.qt.state import form_label
 
 
 class ExportDialog(QDialog):
     """Choose the report file and its options; confirms before replacing existing files.
 
-    After `exec()` returns Accepted, `options()` holds what `write_report` needs.
+    After `exec()` returns Accepted, `options()` holds what `write_report` needs. With `anchors`
+    other than the built-in ladder (edited), the dialog says that the ladder is saved beside the
+    report as ``<report>-anchors.json`` (which the report's Reproduce commands use) and counts that
+    file among those it would replace.
     """
 
     def __init__(self, *, default_path: str, metrics, forms, metric: str, form: str,
-                 figures: bool = False, parent: QWidget | None = None):
+                 figures: bool = False, parent: QWidget | None = None, anchors=None):
         super().__init__(parent)
+        self.custom_anchors = anchors is not None and not is_builtin_ladder(anchors)
         self.setWindowTitle("Export report")
         self.setMinimumWidth(560)
         self.replace_confirmed = False
@@ -51,8 +58,9 @@ class ExportDialog(QDialog):
         self.metric_combo.setToolTip("The metric that the readable tables and the figures feature "
                                      "(every metric is in XLSX, JSON and CSV)")
         self.form_combo = QComboBox()
-        self.form_combo.addItems(list(forms))
-        self.form_combo.setCurrentText(form)
+        for name in forms:
+            self.form_combo.addItem(form_label(name), name)
+        self.form_combo.setCurrentIndex(max(self.form_combo.findData(form), 0))
         self.form_combo.setToolTip("The calibration drawn next to raw scores in the figures")
         self.figures_check = QCheckBox("Also save the figures as PNG and SVG beside the report")
         self.figures_check.setChecked(figures)
@@ -63,6 +71,10 @@ class ExportDialog(QDialog):
         form_layout.addRow("Featured metric", self.metric_combo)
         form_layout.addRow("Calibration in figures", self.form_combo)
         form_layout.addRow("", self.figures_check)
+        self.anchors_note = QLabel()
+        self.anchors_note.setWordWrap(True)
+        self.anchors_note.setVisible(self.custom_anchors)
+        form_layout.addRow("", self.anchors_note)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Save).setText("Export")
@@ -75,6 +87,23 @@ class ExportDialog(QDialog):
         self._sync_format_from_path()
         self.format_combo.currentIndexChanged.connect(self._format_chosen)
         self.path_edit.textEdited.connect(self._sync_format_from_path)
+        self.path_edit.textChanged.connect(self._update_anchors_note)
+        self._update_anchors_note()
+
+    def _anchors_file(self) -> Path | None:
+        """The edited ladder's file beside the report (None: built-in ladder, or a CSV/TSV table)."""
+        path = self.path()
+        if not self.custom_anchors or path.suffix.lower() in TABLE_SUFFIXES:
+            return None
+        return anchors_path(path)
+
+    def _update_anchors_note(self) -> None:
+        target = self._anchors_file()
+        self.anchors_note.setText(
+            "" if target is None else
+            f"Your edited anchor ladder is saved beside the report as {target.name}; the report's "
+            "Reproduce commands use it (--anchors) to re-create the calibrated numbers.")
+        self.anchors_note.setVisible(target is not None)
 
     def path(self) -> Path:
         return Path(self.path_edit.text().strip()).expanduser()
@@ -106,6 +135,7 @@ class ExportDialog(QDialog):
         """Files the export would replace."""
         path = self.path()
         candidates = [path] + (figure_paths(path) if self.figures_check.isChecked() else [])
+        candidates += [p for p in (self._anchors_file(),) if p is not None]
         return [p for p in candidates if p.exists()]
 
     def confirm_replace(self, existing: list[Path]) -> bool:
@@ -132,5 +162,5 @@ class ExportDialog(QDialog):
 
     def options(self) -> dict:
         return {"path": str(self.path()), "metric": self.metric_combo.currentText(),
-                "form": self.form_combo.currentText(), "figures": self.figures_check.isChecked(),
+                "form": self.form_combo.currentData(), "figures": self.figures_check.isChecked(),
                 "force": self.replace_confirmed}

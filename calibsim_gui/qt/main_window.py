@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractSpinBox,
     QApplication,
+    QComboBox,
     QDialog,
     QFileDialog,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QProgressBar,
-    QPushButton,
     QTabWidget,
+    QToolButton,
 )
 
 from calibsim_gui import __version__
@@ -25,10 +31,12 @@ from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.models import embedder_precision
 from calibsim_gui.qt import palettes
+from calibsim_gui.qt.agreement_view import AgreementView
 from calibsim_gui.qt.anchor_editor import AnchorEditor
 from calibsim_gui.qt.autosave import Autosaver
 from calibsim_gui.qt.background_loader import BackgroundLoader
 from calibsim_gui.qt.export_dialog import ExportDialog
+from calibsim_gui.qt.first_run import FirstRunView, shortcuts_html
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
@@ -55,6 +63,60 @@ LONG_TEXT_CHOICES = (
     ("chunk:mean", "Split into chunks, score the &mean over chunk pairs",
      "Encode every chunk of a long text; the pair scores the mean over its chunk pairs"),
 )
+
+
+MIN_FIRST_SIZE = (1024, 700)     # a first launch opens at 80 % of the screen, at least this
+ALERT_AFTER_S = 5.0              # a run this long that ends while the window is inactive alerts
+
+
+# The core's messages name command-line flags (they serve the CLI too); in the window they name
+# what the app offers instead. Most specific first; a flag not listed here is left as it is.
+APP_WORDING = (
+    (r"fit it again with `calibsim human fit` \(or (File ▸ Fit human calibration)\)", r"fit it again (\1)"),
+    (r"e\.g\. --scale 0,5 or --scale 1,5", "e.g. 0,5 or 1,5 when the app asks for the scale"),
+    (r"e\.g\. --scale 0,5", "e.g. 0,5"),
+    (r" \(or name it with --label\)", " (or pick it when the columns are asked for)"),
+    (r"--label-column", "the column of human scores"),
+    (r"pass a column of numbers to --label, or leave --label out",
+     "pick a column of numbers as human scores, or none"),
+    (r"(pick|name) the (two )?text columns with --text-a COL --text-b COL",
+     r"\1 the \2text columns in the dialog that asks for them"),
+    (r"name two different columns with --text-a COL --text-b COL", "pick two different text columns"),
+    (r"name the column that holds the texts with --column COL", "pick the column that holds the texts"),
+    (r"--memory-budget, (Settings ▸ )", r"\1"),
+    (r"raise the memory budget \(--memory-budget\)", "raise the memory budget (Settings ▸ Memory budget)"),
+    (r"use e\.g\. --chunk-overlap (\d+)", r"set Settings ▸ Long texts ▸ Chunk overlap to e.g. \1"),
+    (r"use --chunk-overlap below", "set Settings ▸ Long texts ▸ Chunk overlap below"),
+    (r"fewer pairs \(--pairs\)", "fewer background pairs"),
+    (r"a multilingual model \(--model FOLDER\)", "a multilingual model (Model tab)"),
+    (r"or add --force to replace it", "or choose to replace it"),
+    (r"choose --metric (\w+)", r"choose the metric \1"),
+    (r"choose --form from", "choose a calibrated form from"),
+)
+
+
+def for_the_app(message: str) -> str:
+    """A core message worded for the window: command-line flags become menus and dialogs."""
+    import re
+
+    for pattern, replacement in APP_WORDING:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """'1 pair', '2 pairs', '1,024 pairs'."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def format_seconds(seconds: float) -> str:
+    """'0.4 s', '12 s', '3 min 05 s'."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s"
 
 
 def _load_and_warm_up(info_or_spec, device, precision, prompts=None, *, progress, should_stop):
@@ -99,6 +161,7 @@ class MainWindow(QMainWindow):
     """Panels in tabs over one `AppState`; every long action runs in a `TaskRunner`."""
 
     results_shown = Signal()          # emitted when a run's final results reach the views
+    ask_before_discarding = True      # ask Save / Discard / Cancel before work is dropped (tests turn it off)
 
     def __init__(self, *, load_default_model: bool = True, autosave: bool = True):
         super().__init__()
@@ -120,6 +183,12 @@ class MainWindow(QMainWindow):
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
+        self._saved_snapshot: str | None = None       # what the saved/opened project holds (see unsaved_work)
+        self._resnapshot = False                      # take the snapshot again once a project is re-created
+        self._pending_labels = None                   # a project's label column and scale, for its input
+        self._done_note = ""                          # "Scoring done in 3.2 s", shown in the idle message
+        self._scoring_name = ""                       # the file being scored, for the Results placeholder
+        self._human_file = None                       # the human calibration last saved to / opened from a file
 
         self.model_runner = TaskRunner("loading model", self)
         self.profile_runner = TaskRunner("preparing references", self)
@@ -136,18 +205,28 @@ class MainWindow(QMainWindow):
         self.background = BackgroundLoader(self.state, memory_budget=self.memory_budget)
         self.results = ResultsView(self.state)
         self.distributions = DistributionPlot(self.state)
+        self.agreement = AgreementView(self.state)
         self.heatmap = HeatmapView(self.state)
         self.space = SpaceView(self.state)
         self.runners.append(self.space.runner)
         self.search = SearchView(self.state, cache=lambda: self.cache, memory_budget=self.memory_budget)
         self.runners += [self.search.runner, self.search.export_runner]
+        self.welcome = FirstRunView()
+        self.welcome.open_file_requested.connect(self.choose_inputs)
+        self.welcome.open_demo_requested.connect(self.open_demo)
+        self.welcome.open_project_requested.connect(self.choose_project)
         self.tabs = QTabWidget()
-        for widget, title in ((self.models, "&Model"), (self.anchors, "&Anchors"),
+        # mnemonics are unique across tabs and menus (Alt+H is Help; Heatmap is Alt+E)
+        for widget, title in ((self.welcome, "&Welcome"), (self.models, "&Model"),
+                              (self.anchors, "&Anchors"),
                               (self.background, "&Background"), (self.results, "&Results"),
-                              (self.distributions, "&Distributions"), (self.heatmap, "&Heatmap"),
+                              (self.distributions, "&Distributions"), (self.agreement, "Agreeme&nt"),
+                              (self.heatmap, "H&eatmap"),
                               (self.space, "S&pace"), (self.search, "Sear&ch")):
             self.tabs.addTab(widget, title)
+        self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
         self.setCentralWidget(self.tabs)
+        self._build_shortcuts()
         self._build_status_bar()
         self._build_menus()
         self._connect()
@@ -168,11 +247,12 @@ class MainWindow(QMainWindow):
         self.progress.setMaximumWidth(260)
         self.progress.setTextVisible(True)
         self.progress.hide()
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the running task (Esc)")
-        self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        # one running task: Cancel stops it; several: Cancel opens a menu of them (and "all")
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
         self.cancel_button.hide()
-        self.cancel_button.clicked.connect(self.cancel_all)
+        self.cancel_button.clicked.connect(self._cancel_clicked)
+        self.cancel_menu = QMenu(self.cancel_button)
         self.memory_label = QLabel()
         self.memory_label.setToolTip("Runs that would need more memory are refused before they "
                                      "start (Settings ▸ Memory budget)")
@@ -180,6 +260,27 @@ class MainWindow(QMainWindow):
         bar.addPermanentWidget(self.memory_label)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
+
+    def _build_shortcuts(self) -> None:
+        """Esc (scoped, see `escape`), Ctrl+Tab / Ctrl+Shift+Tab and Ctrl+1..9 for the tabs."""
+        def shortcut(keys, slot):
+            item = QShortcut(QKeySequence(keys), self)
+            item.setContext(Qt.ShortcutContext.WindowShortcut)
+            item.activated.connect(slot)
+            return item
+
+        self.escape_shortcut = shortcut(Qt.Key.Key_Escape, self.escape)
+        shortcut("Ctrl+Tab", lambda: self.step_tab(1))
+        shortcut("Ctrl+Shift+Tab", lambda: self.step_tab(-1))
+        shortcut("Ctrl+Backtab", lambda: self.step_tab(-1))        # how some platforms send it
+        shortcut("Ctrl+PgDown", lambda: self.step_tab(1))
+        shortcut("Ctrl+PgUp", lambda: self.step_tab(-1))
+        for n in range(1, 9):
+            shortcut(f"Ctrl+{n}", lambda n=n: self.tabs.setCurrentIndex(min(n, self.tabs.count()) - 1))
+        shortcut("Ctrl+9", lambda: self.tabs.setCurrentIndex(self.tabs.count() - 1))   # the last, as in browsers
+
+    def step_tab(self, step: int) -> None:
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def _action(self, menu, text, slot, shortcut=None, tip=None) -> QAction:
         action = QAction(text, self)
@@ -238,11 +339,17 @@ class MainWindow(QMainWindow):
         self._action(long_menu, "Chunk &overlap…", self.choose_chunk_overlap, None,
                      "Tokens shared by neighbouring chunks of a long text")
         help_ = self.menuBar().addMenu("&Help")
+        self._action(help_, "&Getting started", self.show_getting_started, QKeySequence.StandardKey.HelpContents,
+                     "What calibsim does and how to start")
+        self._action(help_, "&Keyboard shortcuts", self.show_shortcuts)
+        self._action(help_, "Open the &demo", self.open_demo, None, "Score the demo sentence pairs")
+        help_.addSeparator()
         self._action(help_, "&About calibsim", self.about)
         self._refresh_recent()
 
     def _connect(self) -> None:
         for runner in self.runners:
+            runner.finished.connect(self._task_done)         # first: later slots may say more
             runner.busy.connect(self._update_busy)
             runner.progress.connect(self._show_progress)
             if runner is not self.input_runner:
@@ -259,30 +366,123 @@ class MainWindow(QMainWindow):
         self.human_runner.finished.connect(self._human_fitted)
         self.compare_runner.finished.connect(self._compared)
         self.state.human_changed.connect(self.rescore)
-        self.models.load_requested.connect(self.load_model)
+        self.models.load_requested.connect(self._model_requested)
         self.anchors.anchors_applied.connect(self.apply_anchors)
         self.background.build_requested.connect(self.build_background)
         self.background.profile_open_requested.connect(self.open_profile)
-        self.background.builtin_requested.connect(self.use_builtin_reference)
+        self.background.builtin_requested.connect(self._builtin_requested)
         self.state.results_changed.connect(self._results_changed)
+        self.state.input_changed.connect(self._update_results_hint)
+        self.score_runner.busy.connect(self._update_results_hint)
         self.state.view_changed.connect(self._view_changed)
         self.space.geometry_chosen.connect(self.state.set_geometry)
         self.state.geometry_changed.connect(self.rescore)
 
     # ------------------------------------------------------------------ status
 
-    def _update_busy(self, _busy: bool = False) -> None:
-        running = [r for r in self.runners if r.running]
+    def running_tasks(self) -> list:
+        return [r for r in self.runners if r.running]
+
+    def _update_busy(self, busy: bool = False) -> None:
+        running = self.running_tasks()
+        if busy:
+            self._done_note = ""
         self.progress.setVisible(bool(running))
         self.cancel_button.setVisible(bool(running))
+        self.cancel_menu.clear()
+        if len(running) > 1:
+            self.cancel_button.setText("Cancel ▾")
+            self.cancel_button.setToolTip("Choose the task to stop: " + ", ".join(r.name for r in running))
+            for runner in running:
+                self.cancel_menu.addAction(f"Stop {runner.name}", runner.cancel)
+            self.cancel_menu.addSeparator()
+            self.cancel_menu.addAction("Stop all", self.cancel_all)
+            self.cancel_button.setMenu(self.cancel_menu)
+            self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        else:
+            self.cancel_button.setMenu(None)
+            self.cancel_button.setText("Cancel")
+            self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.DelayedPopup)
+            if running:
+                self.cancel_button.setToolTip(f"Stop {running[0].name} (Esc on its tab)")
         self.models.set_busy(self.model_runner.running)
         self.background.set_busy(self.profile_runner.running)
         if running:
             self.progress.setRange(0, 0)
+            self.progress.setFormat("%p%")
             self.status_label.setText(f"{running[0].name.capitalize()}…")
         else:
             self.status_label.setText(self._idle_message())
         self._show_cache_warnings()
+
+    def _task_done(self, _result=None) -> None:
+        """Say how long a run took; alert the desktop when a long one ends in the background."""
+        runner = self.sender()
+        if runner is None or runner.duration < 0.5:
+            return
+        self._done_note = f"{runner.name.capitalize()} done in {format_seconds(runner.duration)}"
+        self.status_label.setText(self._done_note if self.running_tasks() else self._idle_message())
+        if runner.duration >= ALERT_AFTER_S and not self.isActiveWindow():
+            self.notify_done(self._done_note)
+
+    def notify_done(self, text: str) -> None:
+        """A long run ended while the user was elsewhere: flash the task-bar entry."""
+        QApplication.alert(self)
+        self.setWindowTitle(f"calibsim {__version__} — {text}")
+        QTimer.singleShot(10_000, lambda: self.setWindowTitle(f"calibsim {__version__}"))
+
+    def _cancel_clicked(self) -> None:
+        running = self.running_tasks()
+        if len(running) == 1:
+            running[0].cancel()
+            self.status_label.setText(f"Stopped {running[0].name}.")
+
+    def view_runners(self, widget=None) -> list:
+        """The runners whose work the tab `widget` (default: the current tab) shows."""
+        widget = widget if widget is not None else self.tabs.currentWidget()
+        scoring = [self.score_runner, self.input_runner]
+        per_view = {
+            self.models: [self.model_runner],
+            self.anchors: [self.profile_runner],
+            self.background: [self.profile_runner, getattr(self.background, "runner", None)],
+            self.results: scoring + [self.human_runner, self.compare_runner, self.export_runner],
+            self.distributions: scoring, self.heatmap: scoring, getattr(self, "agreement", None): scoring,
+            self.space: [self.space.runner],
+            self.search: [self.search.runner, self.search.export_runner],
+        }
+        return [r for r in per_view.get(widget, []) if r is not None]
+
+    def escape(self) -> None:
+        """Esc: clear the text field being typed in; else stop the current tab's task.
+
+        Several tasks on this tab: ask which (the Cancel menu). Tasks of other tabs go on.
+        """
+        focus = QApplication.focusWidget()
+        if (isinstance(focus, QLineEdit) and not focus.isReadOnly()
+                and not isinstance(focus.parentWidget(), (QAbstractSpinBox, QComboBox))):
+            parent = focus.parentWidget()
+            if parent is not None and isinstance(parent.parentWidget(), QAbstractItemView):
+                # a table cell being edited: let its delegate revert the edit as Esc does
+                QApplication.sendEvent(focus, QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_Escape,
+                                                        Qt.KeyboardModifier.NoModifier))
+                return
+            if focus.text():
+                focus.clear()
+                return
+        running = [r for r in self.view_runners() if r.running]
+        if len(running) == 1:
+            running[0].cancel()
+            self.status_label.setText(f"Stopped {running[0].name}.")
+        elif len(running) > 1:
+            menu = QMenu(self)
+            for runner in running:
+                menu.addAction(f"Stop {runner.name}", runner.cancel)
+            menu.addAction("Stop all of them", lambda: [r.cancel() for r in running])
+            self._escape_menu = menu
+            menu.popup(self.cancel_button.mapToGlobal(self.cancel_button.rect().topLeft()))
+        elif self.running_tasks():
+            self.status_label.setText("Nothing runs on this tab; the Cancel button in the status bar "
+                                      "stops the other tasks.")
 
     def _idle_message(self) -> str:
         state = self.state
@@ -296,12 +496,17 @@ class MainWindow(QMainWindow):
             parts.append("no embedding cache (texts are encoded every time)")
         if state.input is None:
             parts.append("drop a pairs file or documents onto the window")
+        if self._done_note:
+            parts.insert(0, self._done_note)
         return " · ".join(parts)
 
     def _show_progress(self, done: int, total: int, message: str) -> None:
+        runner = self.sender()
         if total > 0:
             self.progress.setRange(0, total)
             self.progress.setValue(done)
+            left = runner.time_left(done, total) if hasattr(runner, "time_left") else None
+            self.progress.setFormat("%p%" + (f" · {format_seconds(left)} left" if left is not None else ""))
         if message:
             self.status_label.setText(message)
 
@@ -312,6 +517,7 @@ class MainWindow(QMainWindow):
     def show_error(self, title: str, message: str) -> None:
         """A non-modal warning (a worker's traceback goes under Show Details) and the status line."""
         message, _, details = message.partition("\n\nTraceback")
+        message = for_the_app(message)
         self.status_label.setText(message.splitlines()[0])
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
         if details:
@@ -324,6 +530,79 @@ class MainWindow(QMainWindow):
         for runner in self.runners:
             runner.cancel()
         self.status_label.setText("Cancelled.")
+
+    # ------------------------------------------------------------------ unsaved work
+
+    def _snapshot(self, project) -> str:
+        """The parts of a project that are the user's work (not view choices) as one string."""
+        data = project.to_dict()
+        settings = data.pop("settings", {})
+        keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale") if k in settings}
+        return json.dumps({**data, "settings": keep}, sort_keys=True, default=str)
+
+    def unsaved_work(self) -> list[str]:
+        """What this session holds that no saved project keeps, in words (empty: nothing)."""
+        project = self.current_project()
+        if self._saved_snapshot is not None and self._snapshot(project) == self._saved_snapshot:
+            return []
+        what = []
+        if project.inputs:
+            what.append("the input " + ", ".join(Path(i.path).name for i in project.inputs))
+        if "anchor_edits" in project.settings or project.anchors is not None:
+            what.append("your anchor edits")
+        if project.human is not None:
+            what.append("the human calibration")
+        if project.background_files:
+            what.append("the background built from your files")
+        return what
+
+    def ask_unsaved(self, action: str, what: list[str]) -> str:
+        """Save / Discard / Cancel before `action`; returns "save", "discard" or "cancel"."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved changes",
+                          f"This session has unsaved work: {', '.join(what)}.\n\n"
+                          f"Save it as a project before {action}?",
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(answer, "cancel")
+
+    def confirm_discard(self, action: str, what: list[str] | None = None) -> bool:
+        """True when `action` may go on: nothing unsaved, the user saved, or chose to discard."""
+        if not self.ask_before_discarding:
+            return True
+        if what is None:
+            try:
+                what = self.unsaved_work()
+            except Exception:           # never let a bug in the check keep the window from closing
+                what = []
+        if not what:
+            return True
+        answer = self.ask_unsaved(action, what)
+        if answer == "save":
+            return self.save_project()
+        return answer == "discard"
+
+    def _builtin_requested(self) -> None:
+        """Background tab ▸ Use built-in reference: it replaces an edited anchor ladder, so ask."""
+        edited = self.anchors.pending_edits() is not None or "edited anchors" in self.state.profile_label
+        if edited and not self.confirm_discard("using the built-in reference (it replaces your anchor "
+                                               "ladder with the built-in one)", ["your anchor edits"]):
+            return
+        self.use_builtin_reference()
+
+    def _model_requested(self, info_or_spec, device: str = "auto") -> None:
+        """Model tab ▸ Load: a human calibration belongs to one model, so ask before dropping it."""
+        if self.state.human is not None and not self._human_saved():
+            if not self.confirm_discard("loading another model (the human calibration fits this "
+                                        "model only)", ["the human calibration"]):
+                return
+        self.load_model(info_or_spec, device)
+
+    def _human_saved(self) -> bool:
+        return self.state.human is not None and (
+            getattr(self, "_human_file", None) is self.state.human or not self.unsaved_work())
 
     # ------------------------------------------------------------------ model & references
 
@@ -421,6 +700,7 @@ class MainWindow(QMainWindow):
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
                                     seed=seed, sources=documents.files, cache=cache,
+                                    text_columns=documents.text_columns,
                                     progress=progress, should_stop=should_stop, memory_budget=budget,
                                     name=f"background of {len(documents.files)} files")
             return profile, f"built from {len(documents.files)} file(s)"
@@ -490,6 +770,7 @@ class MainWindow(QMainWindow):
     def _read_pairs(self, path: str, options: dict) -> None:
         self._incoming_input = {"paths": [path], "kind": "pairs", "options": options}
         self.input_runner.start(_read_pairs_or_columns, path, options, self.memory_budget())
+        self._update_results_hint()
 
     def _read_documents(self, paths: list[str], options: dict) -> None:
         from calibsim_gui.core.inputs import load_documents
@@ -507,6 +788,9 @@ class MainWindow(QMainWindow):
             return
         self.input_spec = self._incoming_input          # only an accepted input is the session's
         self.state.set_input(value)
+        labels, self._pending_labels = self._pending_labels, None
+        if labels is not None and hasattr(self.state, "set_labels") and labels[0] in value.frame.columns:
+            self.state.set_labels(*labels)             # a project's label column and scale
         self.tabs.setCurrentWidget(self.results)
         self.rescore()
 
@@ -539,10 +823,16 @@ class MainWindow(QMainWindow):
             human = [state.human.calibrator] if state.human is not None else []
             geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
             long_texts = self.long_text_options()
+            # about 100 steps (progress, time left, the growing histogram), 16 to 256 pairs each
+            chunk = int(min(256, max(16, len(inputs.frame) // 100)))
+            self._scoring_name = Path(inputs.path).name
             self.score_runner.start(lambda progress, should_stop: iter_score_pairs(
                 inputs, embedder, profile, geometry=geometries, human=human, cache=cache,
-                should_stop=should_stop, chunk_pairs=256, memory_budget=budget, **long_texts))
+                should_stop=should_stop, chunk_pairs=chunk, memory_budget=budget, **long_texts))
         else:
+            files = getattr(inputs, "files", None) or []
+            self._scoring_name = (Path(files[0]).name if len(files) == 1
+                                  else plural(len(files), "document file") if files else "the documents")
             self.score_runner.start(lambda progress, should_stop: score_matrix(
                 inputs, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
                 cache=cache, progress=progress, should_stop=should_stop, memory_budget=budget))
@@ -555,15 +845,42 @@ class MainWindow(QMainWindow):
 
     def _scored_chunk(self, chunk) -> None:
         self.distributions.add_partial(chunk)
-        self._show_progress(chunk.done, chunk.total, f"Scored {chunk.done} of {chunk.total} pairs…")
+        self._show_progress(chunk.done, chunk.total,
+                            f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…")
 
     def _scored(self, results) -> None:
         self.state.set_results(results)
 
     def _results_changed(self) -> None:
         if self.state.results is not None:
+            if self._resnapshot and self._pending_project is None and not self.profile_runner.running:
+                self._resnapshot = False
+                self._saved_snapshot = self._snapshot(self.current_project())
             self._update_busy()
             self.results_shown.emit()
+            if getattr(self.space, "_stale", False) and not self.space.runner.running:
+                QTimer.singleShot(0, self._refresh_space)     # ready before the Space tab is opened
+
+    def _refresh_space(self) -> None:
+        if getattr(self.space, "_stale", False) and not self.space.runner.running:
+            self.space.refresh()
+
+    def _update_results_hint(self, _busy: bool = False) -> None:
+        """The Results placeholder says what happens: scoring a file, or what to drop."""
+        from calibsim_gui.qt.results_view import EMPTY_HINT
+
+        hint = getattr(self.results, "hint", None)
+        if hint is None:
+            return
+        if self.score_runner.running and self._scoring_name:
+            hint.setText(f"Scoring {self._scoring_name}…")
+        elif self.input_runner.running and self._incoming_input:
+            hint.setText(f"Reading {Path(self._incoming_input['paths'][0]).name}…")
+        elif self.state.input is not None and self.state.results is None:
+            hint.setText(f"{self._scoring_name or 'The input'} is not scored yet: it is scored as soon as "
+                         "the model and references are ready.")
+        else:
+            hint.setText(EMPTY_HINT)
 
     def export_report(self) -> None:
         """Ask where and how (Export dialog), then write the report in a worker."""
@@ -575,7 +892,8 @@ class MainWindow(QMainWindow):
                    [m for m in METRICS if f"{m}_raw" in results.frame.columns])
         dialog = ExportDialog(default_path=self._default_export_path(), metrics=metrics,
                               forms=self.state.forms(), metric=self.state.metric, form=self.state.form,
-                              figures=self.settings.value("export/figures", False, type=bool), parent=self)
+                              figures=self.settings.value("export/figures", False, type=bool), parent=self,
+                              anchors=profile.anchors)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.start_export(**dialog.options())
 
@@ -647,7 +965,7 @@ class MainWindow(QMainWindow):
         self.state.set_human(fit)
         self.save_human_action.setEnabled(True)
         v = fit.validation
-        text = (f"Fitted on {fit.source['pairs']:,} pairs of {Path(fit.source['file']).name}. "
+        text = (f"Fitted on {plural(fit.source['pairs'], 'pair')} of {Path(fit.source['file']).name}. "
                 f"Cross-validated error (split by sentence): {v['mae']:.3f} on the 0-1 scale. "
                 f"Results now have a {fit.calibrator.metric}_human column.")
         for warning in fit.calibrator.warnings_:
@@ -679,6 +997,7 @@ class MainWindow(QMainWindow):
                             f"{embedder.fingerprint.id}. Fit one for this model (File ▸ Fit human calibration).")
             return
         self.state.set_human(fit)
+        self._human_file = fit                    # kept in a file: loading another model loses nothing
         self.save_human_action.setEnabled(True)
 
     def save_human(self) -> None:
@@ -690,6 +1009,7 @@ class MainWindow(QMainWindow):
                                               f"Human calibrations (*{HUMAN_SUFFIX})")
         if path:
             self.state.human.save(path if path.endswith(HUMAN_SUFFIX) else path + HUMAN_SUFFIX)
+            self._human_file = self.state.human
             self.status_label.setText(f"Saved the human calibration to {path}")
 
     # ------------------------------------------------------------------ model comparison
@@ -704,6 +1024,13 @@ class MainWindow(QMainWindow):
         current = self.state.model_info
         names = [str(m.path) if m.source == "local" else m.name for m in models
                  if current is None or m.path != current.path]
+        if not names:                   # one model: say how to add another (comparison_view)
+            from calibsim_gui.qt.comparison_view import ComparisonDialog
+
+            self.comparison_dialog = ComparisonDialog(None, self, model=current.name if current else "")
+            self.comparison_dialog.model_chosen.connect(self.compare_with)
+            self.comparison_dialog.show()
+            return
         other = "Another folder…"
         choice, ok = QInputDialog.getItem(self, "Compare with another model",
                                           "Score the same pairs with:", names + [other], 0, False)
@@ -716,25 +1043,28 @@ class MainWindow(QMainWindow):
         self.compare_with(choice)
 
     def compare_with(self, spec: str) -> None:
-        """Score the current pairs with model `spec` (its own reference) and compare, in a worker."""
+        """Score the current pairs with model `spec` (its own reference, refitted on the current
+        anchor ladder) and compare, in a worker."""
         from calibsim_gui.core.analysis import score_pairs
-        from calibsim_gui.core.comparison import compare_models
+        from calibsim_gui.core.comparison import compare_models, comparison_reference
         from calibsim_gui.core.models import load_model
-        from calibsim_gui.core.profile_builder import default_profile
 
         state = self.state
         table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
         metric, device, precision = state.metric, state.device, self.models.precision()
         budget = self.memory_budget()
         mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
+        ladder = state.profile.anchors          # the same ladder for every model (each encodes it)
 
         def task(progress, should_stop):
             other = load_model(spec, device=device, precision=precision)
-            profile = default_profile(other, cache=cache, should_stop=should_stop)
+            profile = comparison_reference(other, ladder, cache=cache, should_stop=should_stop)
             theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
                                  should_stop=should_stop, memory_budget=budget)
             return compare_models({embedder.fingerprint.id: ScoredPairs(mine_only_none, mine.provenance),
-                                   other.fingerprint.id: theirs}, metric=metric)
+                                   other.fingerprint.id: theirs}, metric=metric,
+                                  ladders={embedder.fingerprint.id: ladder,
+                                           other.fingerprint.id: profile.anchors})
 
         self.compare_runner.start(task)
 
@@ -760,33 +1090,63 @@ class MainWindow(QMainWindow):
                                     "seed": self.background.seed()}
         inputs = []
         if self.input_spec:
+            options = dict(self.input_spec["options"])
+            table = state.input
+            if self.input_spec["kind"] == "pairs" and getattr(table, "text_a", None):
+                # the columns in use, also when they were recognised: the project reads the same ones
+                options.setdefault("text_a", table.text_a)
+                options.setdefault("text_b", table.text_b)
+                if table.label is not None:
+                    options.setdefault("label", table.label)
             for path in self.input_spec["paths"]:
-                inputs.append(ProjectInput(path, self.input_spec["kind"], dict(self.input_spec["options"])))
+                inputs.append(ProjectInput(path, self.input_spec["kind"], dict(options)))
+        labels = {}
+        if getattr(state, "label_column", None) is not None:
+            labels["label_column"] = state.label_column
+            if getattr(state, "label_scale", None) is not None:
+                labels["label_scale"] = [float(v) for v in state.label_scale]
+        human = None
+        if state.human is not None:
+            from calibsim_gui.core.output import dump_json
+
+            fit = state.human           # as plain JSON values (the validation holds numpy numbers)
+            human = json.loads(dump_json({"calibrator": fit.calibrator.to_dict(),
+                                          "validation": fit.validation, "source": fit.source}))
         return Project(model=model, device=state.device,
                        anchors=None if anchors == builtin_anchors() else anchors,
                        profile=self.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
-                       inputs=inputs, settings={"metric": state.metric, "form": state.form,
-                                                "geometry": state.geometry,
-                                                **({"anchor_edits": edits.to_dict()} if edits else {})})
+                       inputs=inputs, human=human,
+                       settings={"metric": state.metric, "form": state.form, "geometry": state.geometry,
+                                 **labels, **({"anchor_edits": edits.to_dict()} if edits else {})})
 
-    def save_project(self) -> None:
+    def save_project(self) -> bool:
+        """Save to the project's file (asks for one the first time); True once saved."""
         if self.project_path is None:
-            self.save_project_as()
-        else:
-            self.write_project(self.project_path)
+            return self.save_project_as()
+        return self.write_project(self.project_path)
 
-    def save_project_as(self) -> None:
+    def save_project_as(self) -> bool:
         path, _ = QFileDialog.getSaveFileName(self, "Save project", self.project_path or "study.calibsim",
                                               "calibsim projects (*.calibsim)")
         if path:
-            self.write_project(path if path.endswith(".calibsim") else path + ".calibsim")
+            return self.write_project(path if path.endswith(".calibsim") else path + ".calibsim")
+        return False
 
-    def write_project(self, path: str) -> None:
-        self.current_project().save(path)
+    def write_project(self, path: str) -> bool:
+        from calibsim_gui.core.errors import CalibsimError
+
+        project = self.current_project()
+        try:
+            project.save(path)
+        except (OSError, CalibsimError) as exc:
+            self.show_error("Project not saved", f"{path}: {exc}")
+            return False
+        self._saved_snapshot = self._snapshot(project)
         self.project_path = path
         self._remember_recent(path)
         self.status_label.setText(f"Saved project {path}")
+        return True
 
     def choose_project(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "calibsim projects (*.calibsim)")
@@ -817,10 +1177,16 @@ class MainWindow(QMainWindow):
         self._remember_recent(path)
         self._start_project(project, path)
 
-    def _start_project(self, project, path: str | None) -> None:
-        """Re-create `project` (saved at `path`, if anywhere): view, background, model, then the rest."""
+    def _start_project(self, project, path: str | None, *, from_file: bool = True) -> None:
+        """Re-create `project` (saved at `path`, if anywhere): view, background, model, then the rest.
+
+        `from_file` False: a restored autosave, unsaved work even when it was once saved at `path`.
+        """
         self.project_path = path
         self._pending_project = project
+        self._saved_snapshot = self._snapshot(project) if from_file and path else None
+        # once re-created, the session is the project as the app holds it (e.g. columns now named)
+        self._resnapshot = bool(from_file and path)
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
         self.state.geometry = project.settings.get("geometry", "none")     # used by the next scoring
@@ -855,7 +1221,7 @@ class MainWindow(QMainWindow):
         project = self.autosaver.pending()
         self._restore_box = None
         if answer == QMessageBox.StandardButton.Yes and project is not None:
-            self._start_project(project, project.settings.get("saved_as"))
+            self._start_project(project, project.settings.get("saved_as"), from_file=False)
             self.status_label.setText("Restored the last session.")
         else:
             self.autosaver.discard()
@@ -872,6 +1238,9 @@ class MainWindow(QMainWindow):
         if project.anchors is not None:
             self.anchors.set_anchor_set(project.anchors)
         self._anchor_edits = project.settings.get("anchor_edits")
+        if "label_column" in project.settings:
+            self._pending_labels = (project.settings["label_column"], project.settings.get("label_scale"))
+        self._restore_human(project)
         self._awaiting_profile = True
         self.score_runner.cancel()      # a run with the old references must not be shown
         if project.profile:
@@ -894,6 +1263,23 @@ class MainWindow(QMainWindow):
             else:
                 per_file = bool(options.pop("per_file", False))
                 self._read_documents([i.path for i in usable], {**options, "per_file": per_file})
+
+    def _restore_human(self, project) -> None:
+        """Use the project's human calibration when it was fitted on the model now loaded."""
+        from calibsim_gui.core.project import human_fit_from_dict
+
+        if project.human is None:
+            return
+        fit = human_fit_from_dict(project.human)
+        embedder = self.state.embedder
+        if embedder is not None and fit.calibrator.model not in (None, embedder.fingerprint.id):
+            self.show_error("Human calibration left out",
+                            f"The project's human calibration was fitted on {fit.calibrator.model}; the "
+                            f"model in use is {embedder.fingerprint.id}. Fit one for this model "
+                            "(File ▸ Fit human calibration).")
+            return
+        self.state.human = fit                  # no signal: the references that come next rescore
+        self.save_human_action.setEnabled(True)
 
     def _take_project_step(self, kind: str) -> bool:
         """Run the waiting project step if it is of `kind`; True if one ran."""
@@ -1011,6 +1397,36 @@ class MainWindow(QMainWindow):
             if self.long_text_options()["long_texts"] == "chunk":
                 self.rescore()
 
+    def open_demo(self) -> None:
+        """Help ▸ Open the demo: score the 30 demo sentence pairs."""
+        from calibsim_gui.core.resources import resource_path
+
+        self.open_inputs([resource_path("demo", "pairs.csv")])
+
+    def open_files(self, paths) -> None:
+        """Files given on the command line (or by a file manager): a project, or inputs to score."""
+        paths = [str(p) for p in paths]
+        missing = [p for p in paths if not Path(p).exists()]
+        if missing:
+            self.show_error("File not found", "These files do not exist:\n" + "\n".join(missing))
+            paths = [p for p in paths if p not in missing]
+        projects = [p for p in paths if p.endswith(".calibsim")]
+        if projects:
+            self.open_project(projects[0])
+        elif paths:
+            self.open_inputs(paths)
+
+    def show_getting_started(self) -> None:
+        self.tabs.setCurrentWidget(self.welcome)
+
+    def show_shortcuts(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard shortcuts", shortcuts_html(),
+                          QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setModal(False)
+        box.show()
+        self.shortcuts_box = box
+
     def about(self) -> None:
         QMessageBox.about(self, "About calibsim",
                           f"<b>calibsim {__version__}</b><p>Calibrated, globally interpretable "
@@ -1018,14 +1434,21 @@ class MainWindow(QMainWindow):
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1180, 760)
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(*self.first_size())
         self._show_memory_budget()
         dark = self.settings.value("view/dark", False, type=bool)
         self.dark_action.setChecked(dark)
         palettes.apply(QApplication.instance(), dark)
+
+    def first_size(self) -> tuple[int, int]:
+        """80 % of the screen, at least 1024×700 (but never more than the screen holds)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return MIN_FIRST_SIZE
+        room = screen.availableGeometry()
+        return tuple(min(max(int(0.8 * have), least), have)
+                     for have, least in ((room.width(), MIN_FIRST_SIZE[0]), (room.height(), MIN_FIRST_SIZE[1])))
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
@@ -1038,7 +1461,15 @@ class MainWindow(QMainWindow):
             self.open_inputs(paths)
 
     def closeEvent(self, event) -> None:
-        """Stop every run and wait for its thread before the window goes away."""
+        """Ask about unsaved work; then stop every run and wait for its thread before closing.
+
+        The autosave is removed only once the user chose (saved, discarded, or there was
+        nothing unsaved): a cancelled or failed quit keeps it.
+        """
+        if self.autosaver is not None:
+            if not self.confirm_discard("quitting"):
+                event.ignore()
+                return
         self.cancel_all()
         wait_for_workers(15_000)
         if self.autosaver is not None:

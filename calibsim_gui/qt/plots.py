@@ -10,13 +10,21 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QCursor, QPalette
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
+    QMenu,
     QSizePolicy,
+    QSplitter,
     QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -30,13 +38,17 @@ from calibsim_gui.core.distributions import (
     calibrate_form,
     calibrated_map,
     histograms,
+    label_rows,
     similarity_label,
 )
+from calibsim_gui.core.matrix_order import cluster_order, short_document_label
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.qt.state import form_label
 
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
 MAX_TICKED_DOCUMENTS = 40
+MAX_CLUSTERED_DOCUMENTS = 3000        # clustering more on the GUI thread would take seconds
 FIXED_LEVELS = {"calibrated": (0.0, 1.0), "anchor_minmax": (0.0, 1.0), "bg_minmax": (0.0, 1.0),
                 "bg_percentile": (0.0, 100.0)}      # bounded forms keep one colour scale everywhere
 BACKGROUND_COLOR = QColor(76, 120, 168)
@@ -46,6 +58,8 @@ ANCHOR_PEN = pg.mkPen(QColor(128, 128, 128), width=1.2, style=Qt.PenStyle.DashLi
 SELECTED_PEN = pg.mkPen(SELECTED_COLOR, width=2.5)
 HOVER_PIXELS = 8                      # the calibrated map names an anchor pair this close to the mouse
 LEGEND_CHARS = 24                     # level labels in the map's legend are cut to this length
+LABEL_TOP, LABEL_STEP = 0.96, 0.07    # anchor labels: height of the first row, step between rows
+BRUSH_COLOR = QColor(214, 39, 40, 40)
 
 
 def short_label(label: str) -> str:
@@ -111,17 +125,25 @@ class _HistogramPanel:
         plot.addItem(self.background)
         self.user = pg.PlotDataItem(stepMode="center", pen=pg.mkPen(USER_COLOR, width=2.5))
         self.counts_box.addItem(self.user)
+        plot.setMenuEnabled(False)              # our own small menu replaces pyqtgraph's
         self.selected = pg.InfiniteLine(angle=90, pen=SELECTED_PEN,
-                                        label="selected", labelOpts={
+                                        label="selected {value:.4g}", labelOpts={
                                             "position": 0.72, "color": SELECTED_COLOR,
                                             "anchors": [(0, 0.5), (0, 0.5)]})
         self.selected.setZValue(20)
         self.selected.hide()
         plot.addItem(self.selected, ignoreBounds=True)
+        self.region = pg.LinearRegionItem(brush=pg.mkBrush(BRUSH_COLOR), pen=pg.mkPen(SELECTED_COLOR))
+        self.region.setZValue(15)
+        self.region.hide()
+        plot.addItem(self.region, ignoreBounds=True)
         self.anchor_lines: list[pg.InfiniteLine] = []
         self.shown = {"user": (np.zeros(0), np.zeros(0)), "background": (np.zeros(0), np.zeros(0))}
         self.anchors: list[tuple[str, float]] = []
+        self.column: str | None = None        # the results column drawn as "your pairs"
         self._range = None
+        plot.vb.sigResized.connect(self.place_labels)
+        plot.vb.sigXRangeChanged.connect(self.place_labels)
 
     def _sync_boxes(self) -> None:
         self.counts_box.setGeometry(self.plot.vb.sceneBoundingRect())
@@ -148,12 +170,58 @@ class _HistogramPanel:
                 line.setValue(anchors[i][1])
                 line.label.setFormat(short_label(anchors[i][0]))
                 line.label.setColor(text)
-                line.label.setPosition(0.96 - 0.06 * (i % 3))
                 line.setToolTip(f"anchor level {anchors[i][0]}")
                 self._label_side(line)
                 line.show()
             else:
                 line.hide()
+        self.place_labels()
+
+    def place_labels(self, *_) -> None:
+        """Stack the anchor labels in rows so that no two overlap at the current zoom."""
+        lines = [line for line in self.anchor_lines if line.isVisible()]
+        if not lines:
+            return
+        pixel = self.plot.vb.viewPixelSize()[0] or 1.0
+        widths = [line.label.boundingRect().width() + 4 for line in lines]
+        starts = [line.value() / pixel - (width if line.label.anchors[0][0] == 1 else 0)
+                  for line, width in zip(lines, widths)]
+        height = max(line.label.boundingRect().height() for line in lines) + 2
+        step = max(LABEL_STEP, height / max(self.plot.vb.height(), 1.0))      # one label apart
+        for line, row in zip(lines, label_rows(starts, widths)):
+            line.label.setPosition(max(0.05, LABEL_TOP - step * row))
+
+    def label_boxes(self) -> list:
+        """Scene rectangles of the shown anchor labels (for tests: they must not overlap)."""
+        return [line.label.sceneBoundingRect() for line in self.anchor_lines if line.isVisible()]
+
+    def hover_text(self, x: float) -> str:
+        """What lies under score `x`: its bin, the background density and your pairs' count."""
+        edges, counts = self.shown["user"]
+        if len(edges) < 2 or not edges[0] <= x <= edges[-1]:
+            return ""
+        i = int(np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2))
+        density = self.shown["background"][1]
+        parts = [f"{self.plot.titleLabel.text} {x:.4g}: bin {edges[i]:.4g}–{edges[i + 1]:.4g}",
+                 f"your pairs {int(counts[i])}"]
+        if len(density):
+            parts.append(f"background density {density[i]:.3g}")
+        near = [label for label, value in self.anchors if np.isfinite(value)
+                and abs(value - x) <= 3 * (self.plot.vb.viewPixelSize()[0] or 0)]
+        if near:
+            parts.append("anchor level " + ", ".join(near))
+        return " · ".join(parts)
+
+    def show_region(self, low: float, high: float) -> None:
+        self.region.blockSignals(True)
+        self.region.setRegion((low, high))
+        self.region.blockSignals(False)
+        self.region.show()
+
+    def default_region(self) -> tuple[float, float]:
+        """The middle fifth of the bins: a starting range to drag."""
+        lo, hi = self._range or (0.0, 1.0)
+        return lo + 0.4 * (hi - lo), lo + 0.6 * (hi - lo)
 
     def set_histograms(self, edges: np.ndarray, density: np.ndarray, counts: np.ndarray) -> None:
         if len(density):
@@ -181,6 +249,7 @@ class _HistogramPanel:
             return
         self.selected.setValue(value)
         self._label_side(self.selected)
+        self.selected.label.valueChanged()
         self.selected.show()
 
     def selected_value(self) -> float | None:
@@ -213,6 +282,15 @@ class DistributionPlot(QWidget):
         self.form_combo.currentIndexChanged.connect(self._form_chosen)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
+        self.range_button = QToolButton(checkable=True)
+        self.range_button.setText("Filter table by range")
+        self.range_button.setToolTip("Brush a range of scores on the right-hand plot (drag its "
+                                     "edges): the Results table shows only those pairs. Click "
+                                     "again to show every pair")
+        self.range_button.toggled.connect(self._range_toggled)
+        self.hover = QLabel("Hover over a plot to read its values; right-click for its menu",
+                            textFormat=Qt.TextFormat.PlainText)
+        self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.raw_panel = _HistogramPanel(self.canvas.addPlot(row=0, col=0))
@@ -234,15 +312,23 @@ class DistributionPlot(QWidget):
         bar.addWidget(self.form_combo)
         bar.addSpacing(12)
         bar.addWidget(self.summary, 1)
+        bar.addWidget(self.range_button)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.hover)
         layout.addWidget(self.ladder)
+        for panel in (self.raw_panel, self.cal_panel):
+            panel.region.sigRegionChangeFinished.connect(lambda _, p=panel: self._region_moved(p))
+        self.canvas.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.canvas.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.menu = None
 
         state.profile_changed.connect(self._profile_changed)
         state.view_changed.connect(self._sync_combos)
         state.results_changed.connect(self._results_changed)
         state.selection_changed.connect(self._update_selected)
+        state.range_changed.connect(self._range_changed)
         self._apply_palette()
         self._profile_changed()
 
@@ -269,7 +355,7 @@ class DistributionPlot(QWidget):
         self.form_combo.blockSignals(True)
         self.form_combo.clear()
         for form in forms:
-            self.form_combo.addItem(form, form)
+            self.form_combo.addItem(form_label(form), form)
             self.form_combo.setItemData(self.form_combo.count() - 1, FORM_DESCRIPTIONS[form],
                                         Qt.ItemDataRole.ToolTipRole)
         self.form_combo.blockSignals(False)
@@ -370,6 +456,9 @@ class DistributionPlot(QWidget):
                            for label, value in anchors]
             self._draw_panel(self.cal_panel, self._user_calibrated(metric, form, user),
                              self._calibrate(metric, form, bg_values), bg_weights, cal_anchors)
+        self.raw_panel.column = f"{metric}_raw"
+        self.cal_panel.column = None if form is None else f"{metric}_{form}"
+        self._range_changed()
         self._update_selected()
         self._update_summary(len(user))
         shortened = [(short_label(label), label) for label, _ in anchors]
@@ -412,6 +501,89 @@ class DistributionPlot(QWidget):
         self.summary.setText(" · ".join(parts) if n_user or self.state.profile else
                              "Drop a pairs file onto the window to see its scores here")
 
+    # ------------------------------------------------------------------ interaction
+
+    def _panel_at(self, pos) -> _HistogramPanel | None:
+        return next((panel for panel in (self.raw_panel, self.cal_panel)
+                     if panel.plot.vb.sceneBoundingRect().contains(pos)), None)
+
+    def _mouse_moved(self, pos) -> None:
+        panel = self._panel_at(pos)
+        if panel is not None:
+            text = panel.hover_text(panel.plot.vb.mapSceneToView(pos).x())
+            if text:
+                self.hover.setText(text)
+
+    def _mouse_clicked(self, event) -> None:
+        panel = self._panel_at(event.scenePos())
+        if event.button() == Qt.MouseButton.RightButton and panel is not None:
+            event.accept()
+            self.menu = self.context_menu(panel)
+            self.menu.popup(QCursor.pos())
+
+    def context_menu(self, panel: _HistogramPanel) -> QMenu:
+        """The plots' right-click menu (in place of pyqtgraph's developer menu)."""
+        menu = QMenu(self)
+        menu.addAction("Reset view", lambda: self.reset_view(panel))
+        if panel.region.isVisible():
+            menu.addAction("Show every pair (remove the range filter)",
+                           lambda: self.state.set_score_range(None))
+        elif panel.column is not None and isinstance(self.state.results, ScoredPairs):
+            menu.addAction("Filter the table to a range of these scores",
+                           lambda: self.brush(panel, *panel.default_region()))
+        menu.addSeparator()
+        menu.addAction("Export image…", self._export_dialog)
+        return menu
+
+    def reset_view(self, panel: _HistogramPanel) -> None:
+        panel.plot.enableAutoRange(axis=pg.ViewBox.YAxis)
+        panel.counts_box.enableAutoRange(axis=pg.ViewBox.YAxis)
+        if panel._range is not None:
+            panel.plot.setXRange(*panel._range, padding=0.02)
+
+    def _export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export image", "distributions.png",
+                                              "PNG image (*.png)")
+        if path:
+            self.export_image(path)
+
+    def export_image(self, path) -> bool:
+        """Save both plots with their legend as a PNG."""
+        return self.canvas.grab().save(str(path))
+
+    def brush(self, panel: _HistogramPanel, low: float, high: float) -> None:
+        """Show the range brush on `panel` and filter the table to [low, high] of its column."""
+        other = self.cal_panel if panel is self.raw_panel else self.raw_panel
+        other.region.hide()
+        panel.show_region(low, high)
+        self.state.set_score_range((panel.column, low, high))
+
+    def _region_moved(self, panel: _HistogramPanel) -> None:
+        if panel.region.isVisible() and panel.column is not None:
+            low, high = panel.region.getRegion()
+            self.state.set_score_range((panel.column, low, high))
+
+    def _range_toggled(self, on: bool) -> None:
+        if on and self.state.score_range is None:
+            panel = self.cal_panel if self.cal_panel.column is not None else self.raw_panel
+            self.brush(panel, *panel.default_region())
+        elif not on:
+            self.state.set_score_range(None)
+
+    def _range_changed(self) -> None:
+        """Follow `state.score_range`: one brush on the panel drawing its column, or none."""
+        value = self.state.score_range
+        for panel in (self.raw_panel, self.cal_panel):
+            if value is not None and panel.column == value[0]:
+                if panel.region.getRegion() != (value[1], value[2]) or not panel.region.isVisible():
+                    panel.show_region(value[1], value[2])
+            else:
+                panel.region.hide()
+        self.range_button.blockSignals(True)
+        self.range_button.setChecked(value is not None)
+        self.range_button.setText("✕ Remove range filter" if value is not None else "Filter table by range")
+        self.range_button.blockSignals(False)
+
     # ------------------------------------------------------------------ look
 
     def _apply_palette(self) -> None:
@@ -444,13 +616,18 @@ class DistributionPlot(QWidget):
             "cal_anchor_lines": list(self.cal_panel.anchors),
             "selected": self.raw_panel.selected_value(),
             "cal_selected": self.cal_panel.selected_value(),
+            "brush": next(((panel.column, *panel.region.getRegion()) for panel in
+                           (self.raw_panel, self.cal_panel) if panel.region.isVisible()), None),
         }
 
 
 class CalibratedMapPlot(QWidget):
     """The default calibrated scale of `state.metric`: score (x, "higher = more similar") to
     calibrated value (y), with its 95 % band, the anchor pairs at their levels' targets (coloured
-    by level) and the two ends of the scale. Hovering shows the values under the mouse."""
+    by level) and the two ends of the scale. Hovering shows the values under the mouse.
+
+    `set_preview` adds an edited ladder that is not applied yet: its pairs (those already scored)
+    as hollow circles at their new targets and the curve refitted to them, dashed."""
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
@@ -473,10 +650,13 @@ class CalibratedMapPlot(QWidget):
         self.curve = pg.PlotDataItem()
         self.points = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=0.6))
         self.ends = pg.ScatterPlotItem(symbol="d", size=12)
+        self.preview_curve = pg.PlotDataItem()
+        self.preview_points = pg.ScatterPlotItem(size=11, brush=None)
+        self._preview = None                       # (AnchorSet, scores) of an unapplied edit
         self.unrelated_label = pg.TextItem("typical unrelated pair", anchor=(0, 0))
         self.identical_label = pg.TextItem("identical", anchor=(1, 1))
         for item in (self.band, self.curve, self.points, self.ends, self.unrelated_label,
-                     self.identical_label):
+                     self.identical_label, self.preview_curve, self.preview_points):
             self.plot.addItem(item)
         self._brushes = [pg.mkBrush(color) for color in LEVEL_COLORS]
         self._samples = [pg.ScatterPlotItem(size=8, brush=brush, pen=None) for brush in self._brushes]
@@ -512,7 +692,8 @@ class CalibratedMapPlot(QWidget):
                             if profile is not None and metric in profile.metrics else None)
         self.legend.clear()
         if data is None:
-            for item in (self.lo, self.hi, self.curve, self.points, self.ends):
+            for item in (self.lo, self.hi, self.curve, self.points, self.ends, self.preview_curve,
+                         self.preview_points):
                 item.setData([], [])
             self.band.hide()
             self.unrelated_label.hide()
@@ -541,6 +722,41 @@ class CalibratedMapPlot(QWidget):
         self.plot.setLabel("bottom", similarity_label(metric))
         self.plot.setRange(xRange=(data.x[0], data.x[-1]), yRange=(-0.12, 1.12), padding=0)
         self.hover.setText("Hover over the plot to read the map")
+        self._draw_preview()
+
+    def set_preview(self, anchors=None, scores=None) -> None:
+        """Preview the edited ladder `anchors` (None: no preview) whose pairs score `scores`
+        ("higher = more similar", NaN where not scored yet) on the current map."""
+        self._preview = None if anchors is None else (anchors, np.asarray(scores, dtype=float))
+        self._draw_preview()
+
+    def _draw_preview(self) -> None:
+        from calibsim_gui.core.calibrators import ReferenceCurveCalibrator
+
+        data = self.data
+        for item in (self.preview_curve, self.preview_points):
+            self.legend.removeItem(item)                  # (no-op when it is not listed)
+        if self._preview is None or data is None:
+            self.preview_curve.setData([], [])
+            self.preview_points.setData([], [])
+            return
+        anchors, scores = self._preview
+        targets = anchors.targets
+        levels = np.array([p.level for p in anchors.pairs], dtype=str)
+        known = np.isfinite(scores) & np.isin(levels, list(targets))
+        y = np.array([targets.get(level, np.nan) for level in levels], dtype=float)
+        self.preview_points.setData(scores[known], y[known])
+        self.legend.addItem(self.preview_points, "edited pairs (not applied)")
+        try:                                      # the curve the edit would give (cheap: no resampling)
+            curve = ReferenceCurveCalibrator(n_resamples=0).fit(
+                scores[known], levels[known], targets, unrelated=[data.unrelated],
+                identical=data.identical)
+        except (ValueError, KeyError):            # fewer than two scored levels: points only
+            self.preview_curve.setData([], [])
+        else:
+            self.preview_curve.setData(data.x, curve.transform(data.x))
+            self.legend.addItem(self.preview_curve, "edited map (not applied)")
+        self._apply_legend_color()
 
     def hover_text(self, x: float, y: float) -> str:
         """What the mouse at view position (`x`, `y`) points at: an anchor pair within
@@ -578,6 +794,8 @@ class CalibratedMapPlot(QWidget):
         self.band.setBrush(pg.mkBrush(shade))
         self._band_sample.setBrush(pg.mkBrush(shade))
         self.curve.setPen(pg.mkPen(text, width=2))
+        self.preview_curve.setPen(pg.mkPen(SELECTED_COLOR, width=2, style=Qt.PenStyle.DashLine))
+        self.preview_points.setPen(pg.mkPen(SELECTED_COLOR, width=1.5))
         self.ends.setBrush(pg.mkBrush(text))
         self.ends.setPen(pg.mkPen(text))
         for label in (self.unrelated_label, self.identical_label):
@@ -591,17 +809,37 @@ class CalibratedMapPlot(QWidget):
 
 
 class HeatmapView(QWidget):
-    """A document set's N x N scores as an image with a colour bar; hover shows the pair."""
+    """A document set's N x N scores as an image with a colour bar, in input or clustered order,
+    beside a resizable table of the documents; hovering names both documents and the score.
+
+    The colour range is taken from the off-diagonal scores: the diagonal (each document with
+    itself) is drawn but would only stretch the scale.
+    """
+
+    ORDERS = (("clustered", "clustered (similar documents together)"), ("input", "input order"))
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self.order = np.zeros(0, dtype=int)            # shown row/column i is document order[i]
+        self._orders: dict[str, np.ndarray] = {}
+        self.labels: list[str] = []
         self.form_combo = QComboBox()
         self.form_combo.setToolTip("Show raw scores or a calibrated form")
         self.form_combo.currentIndexChanged.connect(self._show_form)
+        self.order_combo = QComboBox()
+        for value, text in self.ORDERS:
+            self.order_combo.addItem(text, value)
+        self.order_combo.setToolTip("Order of the documents: hierarchical clustering (average "
+                                    "linkage of the raw scores) or as they were read")
+        self.order_combo.currentIndexChanged.connect(self._show_form)
+        for combo in (self.form_combo, self.order_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.hover = QLabel("Hover over a cell to see the pair and its score")
         self.hover.setTextFormat(Qt.TextFormat.PlainText)
+        self.hover.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.plot = self.canvas.addPlot()
@@ -611,10 +849,32 @@ class HeatmapView(QWidget):
         self.plot.setLabel("left", "document a")
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
+        self.cell = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
+        self.cell.setZValue(10)
+        self.cell.hide()
+        self.plot.addItem(self.cell)
+        self.tip = pg.TextItem(anchor=(0, 1), fill=pg.mkBrush(255, 255, 255, 225),
+                               border=pg.mkPen(90, 90, 90), color=(20, 20, 20))
+        self.tip.setZValue(11)
+        self.tip.hide()
+        self.plot.addItem(self.tip, ignoreBounds=True)
         self.colorbar = pg.ColorBarItem(colorMap="viridis", interactive=False, width=18)
         self.colorbar.axis.enableAutoSIPrefix(False)
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.canvas.scene().sigMouseMoved.connect(self._mouse_moved)
+
+        self.documents = QTableWidget(0, 3)
+        self.documents.setHorizontalHeaderLabels(["#", "Document", "Text"])
+        self.documents.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.documents.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.documents.setWordWrap(False)
+        self.documents.verticalHeader().hide()
+        self.documents.verticalHeader().setDefaultSectionSize(20)
+        header = self.documents.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.documents.setToolTip("The documents in the order drawn (row/column numbers of the map)")
+        self.documents.itemSelectionChanged.connect(self._document_selected)
 
         self.hint = QLabel("Drop a folder or several text files onto the window to compare "
                            "documents: every pair's score appears here as a heatmap.")
@@ -625,12 +885,21 @@ class HeatmapView(QWidget):
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Show:"))
         bar.addWidget(self.form_combo)
+        bar.addWidget(QLabel("Order:"))
+        bar.addWidget(self.order_combo)
         bar.addSpacing(12)
         bar.addWidget(self.hover, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.canvas)
+        self.splitter.addWidget(self.documents)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setSizes([700, 300])
         inner = QVBoxLayout(page)
         inner.setContentsMargins(0, 0, 0, 0)
         inner.addLayout(bar)
-        inner.addWidget(self.canvas, 1)
+        inner.addWidget(self.splitter, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.hint)
         self.stack.addWidget(page)
@@ -650,6 +919,11 @@ class HeatmapView(QWidget):
     def rebuild(self) -> None:
         results = self.results
         self.stack.setCurrentIndex(0 if results is None else 1)
+        self._orders = {}
+        self.labels = []
+        if results is not None:
+            texts = results.texts if len(results.texts) == len(results.ids) else [None] * len(results.ids)
+            self.labels = [short_document_label(i, t) for i, t in zip(results.ids, texts)]
         self.form_combo.blockSignals(True)
         self.form_combo.clear()
         if results is not None:
@@ -661,27 +935,81 @@ class HeatmapView(QWidget):
             calibrated = [i for i in range(self.form_combo.count()) if self.form_combo.itemData(i) != "raw"]
             self.form_combo.setCurrentIndex(calibrated[0] if calibrated else 0)
         self.form_combo.blockSignals(False)
-        self._set_ticks(results)
+        too_many = results is not None and len(results.ids) > MAX_CLUSTERED_DOCUMENTS
+        clustered = self.order_combo.model().item(self.order_combo.findData("clustered"))
+        clustered.setEnabled(not too_many)
+        clustered.setToolTip(f"Only for up to {MAX_CLUSTERED_DOCUMENTS:,} documents" if too_many else "")
+        self.order_combo.blockSignals(True)
+        if too_many:
+            self.order_combo.setCurrentIndex(self.order_combo.findData("input"))
+        self.order_combo.blockSignals(False)
         self._show_form()
 
-    def _set_ticks(self, results: DocumentMatrix | None) -> None:
-        if results is None or len(results.ids) > MAX_TICKED_DOCUMENTS:
-            self.plot.getAxis("left").setTicks(None)
+    def set_order(self, order: str) -> None:
+        """Show the documents in "input" or "clustered" order."""
+        self.order_combo.setCurrentIndex(max(0, self.order_combo.findData(order)))
+
+    def _document_order(self, results: DocumentMatrix) -> np.ndarray:
+        kind = self.order_combo.currentData()
+        if kind not in self._orders:
+            n = len(results.ids)
+            if kind == "clustered":
+                raw = results.matrices["raw"]
+                self._orders[kind] = cluster_order(
+                    raw if METRICS[results.metric].higher_is_similar else -raw)
+            else:
+                self._orders[kind] = np.arange(n)
+        return self._orders[kind]
+
+    def _set_ticks(self) -> None:
+        n = len(self.order)
+        left = self.plot.getAxis("left")
+        if not n or n > MAX_TICKED_DOCUMENTS:
+            left.setTicks(None)
+            left.setWidth(None)
             self.plot.getAxis("bottom").setTicks(None)
             return
-        short = [name if len(name) <= 22 else "…" + name[-21:] for name in results.ids]
-        self.plot.getAxis("left").setTicks([[(i + 0.5, f"{i + 1}  {s}") for i, s in enumerate(short)]])
-        self.plot.getAxis("bottom").setTicks([[(i + 0.5, str(i + 1)) for i in range(len(short))]])
+        ticks = [(i + 0.5, f"{k + 1}  {self.labels[k]}") for i, k in enumerate(self.order)]
+        left.setTicks([ticks])
+        # sized now: widening on a later repaint would leave the locked-aspect map cut off
+        widest = max(self.fontMetrics().horizontalAdvance(text) for _, text in ticks)
+        left.setWidth(widest + 40)
+        self.plot.getAxis("bottom").setTicks([[(i + 0.5, str(k + 1)) for i, k in enumerate(self.order)]])
+
+    def _fill_documents(self) -> None:
+        results = self.results
+        self.documents.setRowCount(0 if results is None else len(self.order))
+        if results is None:
+            return
+        texts = results.texts if len(results.texts) == len(results.ids) else [""] * len(results.ids)
+        for row, k in enumerate(self.order):
+            number = QTableWidgetItem(str(k + 1))
+            number.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            text = texts[k][:300]
+            for column, item in enumerate((number, QTableWidgetItem(results.ids[k]),
+                                           QTableWidgetItem(text))):
+                item.setToolTip(texts[k][:1000] or results.ids[k])
+                self.documents.setItem(row, column, item)
+        self.documents.resizeColumnToContents(0)
+        self.documents.setColumnWidth(1, min(180, max(80, self.documents.sizeHintForColumn(1) + 8)))
 
     def _show_form(self) -> None:
         results, form = self.results, self.form_combo.currentData()
+        self.cell.hide()
+        self.tip.hide()
         if results is None or form is None:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
+            self.order = np.zeros(0, dtype=int)
             self.image.clear()
+            self._set_ticks()
+            self._fill_documents()
             return
-        self._matrix = results.matrices[form]
+        previous = self.order
+        self.order = self._document_order(results)
+        matrix = results.matrices[form]
+        self._matrix = matrix[np.ix_(self.order, self.order)]
         n = len(self._matrix)
-        lo, hi = FIXED_LEVELS.get(form) or self._data_levels()
+        lo, hi = self._data_levels(FIXED_LEVELS.get(form))
         cmap = pg.colormap.get("viridis")
         if form == "raw" and not METRICS[results.metric].higher_is_similar:
             cmap = cmap.getSubset(1.0, -1.0)  # distances: bright still means similar
@@ -691,29 +1019,63 @@ class HeatmapView(QWidget):
         orientation = METRICS[results.metric].orientation if form == "raw" else "higher = more similar"
         self.colorbar.axis.setLabel(f"{self.form_combo.currentText()} ({orientation})")
         self.plot.setTitle(f"{n} documents · {results.metric}")
+        self.colorbar.setToolTip(f"Colours span the off-diagonal scores ({lo:.4g} to {hi:.4g}); "
+                                 "the diagonal (each document with itself) is drawn at the top "
+                                 "colour but left out of the range")
+        if not np.array_equal(previous, self.order) or self.documents.rowCount() != n:
+            self._set_ticks()
+            self._fill_documents()
         self.plot.autoRange(padding=0)
 
-    def _data_levels(self) -> tuple[float, float]:
-        """Colour range of the off-diagonal scores (the diagonal would only stretch it)."""
+    def _data_levels(self, bounds=None) -> tuple[float, float]:
+        """Colour range of the off-diagonal scores (the diagonal would only stretch it), kept
+        inside `bounds` for bounded forms."""
         n = len(self._matrix)
         off = self._matrix[~np.eye(n, dtype=bool)] if n > 1 else self._matrix.ravel()
         off = off[np.isfinite(off)]
-        lo, hi = (float(off.min()), float(off.max())) if len(off) else (0.0, 1.0)
+        lo, hi = (float(off.min()), float(off.max())) if len(off) else (bounds or (0.0, 1.0))
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
         return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
     def _mouse_moved(self, pos) -> None:
         n = len(self._matrix)
         if not n or not self.plot.vb.sceneBoundingRect().contains(pos):
+            self.tip.hide()
+            self.cell.hide()
             return
         point = self.plot.vb.mapSceneToView(pos)
         i, j = int(np.floor(point.y())), int(np.floor(point.x()))
         if 0 <= i < n and 0 <= j < n:
-            self.hover.setText(self.hover_text(i, j))
+            self.show_hover(i, j)
+        else:
+            self.tip.hide()
+            self.cell.hide()
+
+    def show_hover(self, i: int, j: int) -> None:
+        """Name the cell at shown row `i`, column `j` above the map and beside the cell."""
+        self.hover.setText(self.hover_text(i, j))
+        a, b = self.order[i], self.order[j]
+        self.tip.setText(f"{a + 1}  {self.labels[a]}\n{b + 1}  {self.labels[b]}\n"
+                         f"{self.form_combo.currentText()}: {self._matrix[i, j]:.4g}")
+        n = len(self._matrix)
+        self.tip.setAnchor((1 if j > n / 2 else 0, 0 if i < n / 2 else 1))
+        self.tip.setPos(j + (0 if j > n / 2 else 1), i + (1 if i < n / 2 else 0))
+        self.cell.setRect(j, i, 1, 1)
+        self.tip.show()
+        self.cell.show()
 
     def hover_text(self, i: int, j: int) -> str:
-        """The hover line for row `i`, column `j`: "doc a × doc b: value (form)"."""
-        ids = self.results.ids
-        return f"{ids[i]} × {ids[j]}: {self._matrix[i, j]:.4g} ({self.form_combo.currentText()})"
+        """The hover line for shown row `i`, column `j`: "doc a × doc b: value (form)"."""
+        a, b = self.order[i], self.order[j]
+        return (f"{a + 1} {self.labels[a]} × {b + 1} {self.labels[b]}: "
+                f"{self._matrix[i, j]:.4g} ({self.form_combo.currentText()})")
+
+    def _document_selected(self) -> None:
+        rows = sorted({index.row() for index in self.documents.selectedIndexes()})
+        if rows and len(self._matrix):
+            self.cell.setRect(0, rows[0], len(self._matrix), 1)
+            self.cell.show()
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
@@ -721,6 +1083,7 @@ class HeatmapView(QWidget):
         text = self.palette().color(QPalette.ColorRole.Text)
         self.colorbar.axis.setPen(pg.mkPen(text))
         self.colorbar.axis.setTextPen(pg.mkPen(text))
+        self.cell.setPen(pg.mkPen(text, width=2))
 
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.PaletteChange:
@@ -728,5 +1091,6 @@ class HeatmapView(QWidget):
         super().changeEvent(event)
 
     def shown_matrix(self) -> np.ndarray:
-        """The matrix currently drawn (empty when there is no document set)."""
+        """The matrix currently drawn, rows and columns in the shown order (empty when there is
+        no document set)."""
         return self._matrix

@@ -13,10 +13,11 @@ import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, QTimer
+from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
+    QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -30,9 +31,11 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, score_column, split_score_column
 from calibsim_gui.core.chunking import TRUNCATED_COLUMN
+from calibsim_gui.core.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
 from calibsim_gui.core.geometry import GEOMETRIES
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
@@ -45,11 +48,28 @@ TRUNCATED_TIPS = {
     "both": "Both texts are longer than the model's max length: only their beginnings were scored",
 }
 TRUNCATED_FIX = " (Settings ▸ Long texts ▸ Split into chunks scores them whole)"
+TEXT_MIN_WIDTH = 200            # below this a text column stops stretching and the table scrolls
+NO_LABEL = "(none)"
+
+
+def column_title(name: str) -> str:
+    """A column's header: score columns read "cosine" over "calibrated" (raw id in the tooltip)."""
+    parts = split_score_column(name)
+    if name == DISAGREEMENT_COLUMN:
+        return "disagreement\n|cal − human|"
+    if parts is None:
+        return name
+    metric, form, geometry = parts
+    title = f"{metric}\n{form.replace('_', ' ')}"
+    return title if geometry == "none" else f"{title}\n@ {geometry}"
 
 
 def column_tooltip(name: str) -> str:
     """What a column holds, in words (score columns: form meaning and the metric's orientation)."""
     parts = split_score_column(name)
+    if name == DISAGREEMENT_COLUMN:
+        return (f"{name}: |calibrated score − human score rescaled to 0–1| for the human-score column "
+                "chosen above the table; sort by it to see where the calibration and people disagree")
     if name == TRUNCATED_COLUMN:
         return (f"{name}: which text of the pair (a, b, both) is longer than the model's max length, "
                 "so only its beginning was scored" + TRUNCATED_FIX)
@@ -116,6 +136,7 @@ class ResultsTableModel(QAbstractTableModel):
         self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
         self._keep = None                             # filter mask over frame rows (None: all)
         self._rows = self._order                      # frame rows shown, in order
+        self._text, self._range = "", None
         self.endResetModel()
 
     def _interval_source(self, name: str, profile):
@@ -179,8 +200,23 @@ class ResultsTableModel(QAbstractTableModel):
 
     def set_filter(self, text: str) -> None:
         """Show only rows whose text columns contain `text` (all rows when empty)."""
+        self._text = text
+        self._refilter()
+
+    def set_range(self, value) -> None:
+        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all)."""
+        self._range = value
+        self._refilter()
+
+    def _refilter(self) -> None:
         self.beginResetModel()
-        self._keep = self.contains(text) if text else None
+        keep = self.contains(self._text) if self._text else None
+        column = -1 if self._range is None else self.column_of(self._range[0])
+        if column >= 0 and self.is_numeric(column):
+            numbers, (_, low, high) = self._numbers[column], self._range
+            inside = (numbers >= low) & (numbers <= high)
+            keep = inside if keep is None else keep & inside
+        self._keep = keep
         self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
         self.endResetModel()
 
@@ -247,7 +283,7 @@ class ResultsTableModel(QAbstractTableModel):
             # the input's own row number, whatever the sort order
             return str(self._rows[section] + 1) if role == Qt.ItemDataRole.DisplayRole else None
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._columns[section]
+            return column_title(self._columns[section])
         if role == Qt.ItemDataRole.ToolTipRole:
             return column_tooltip(self._columns[section])
         return None
@@ -289,11 +325,69 @@ def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+class FrozenTexts(QTableView):
+    """The text columns drawn over the left of `table` while it scrolls sideways (Qt's "frozen
+    column" pattern): same model and selection, its own hidden score columns."""
+
+    def __init__(self, table: QTableView):
+        super().__init__(table)
+        self.table = table
+        self.setModel(table.model())
+        self.setSelectionModel(table.selectionModel())
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.verticalHeader().hide()
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.verticalHeader().setDefaultSectionSize(table.verticalHeader().defaultSectionSize())
+        self.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.horizontalHeader().setSectionsClickable(True)
+        self.horizontalHeader().sectionClicked.connect(self._sort)
+        self.setFrameShape(QTableView.Shape.NoFrame)
+        table.viewport().stackUnder(self)
+        self.verticalScrollBar().valueChanged.connect(table.verticalScrollBar().setValue)
+        table.verticalScrollBar().valueChanged.connect(self.verticalScrollBar().setValue)
+        self.hide()
+
+    def _sort(self, column: int) -> None:
+        header = self.table.horizontalHeader()
+        order = (Qt.SortOrder.DescendingOrder if header.sortIndicatorSection() == column
+                 and header.sortIndicatorOrder() == Qt.SortOrder.AscendingOrder else Qt.SortOrder.AscendingOrder)
+        self.table.sortByColumn(column, order)
+
+    def follow(self, texts: list[int]) -> None:
+        """Show only `texts`, as wide as in the table, over the table's left edge."""
+        table, header = self.table, self.table.horizontalHeader()
+        width = 0
+        for column in range(self.model().columnCount()):
+            shown = column in texts and not table.isColumnHidden(column)
+            self.setColumnHidden(column, not shown)
+            if shown:
+                self.setColumnWidth(column, header.sectionSize(column))
+                self.horizontalHeader().moveSection(self.horizontalHeader().visualIndex(column),
+                                                    header.visualIndex(column))
+                width += header.sectionSize(column)
+        self.horizontalHeader().setFixedHeight(header.height())
+        frame = table.frameWidth()
+        self.setGeometry(table.verticalHeader().width() + frame, frame, width,
+                         table.viewport().height() + header.height())
+        self.verticalScrollBar().setValue(table.verticalScrollBar().value())
+
+
 class ResultsView(QWidget):
     """Scored pairs in a sortable, filterable table with a summary line and the run's notes.
 
+    The two texts come first and stretch to the window; score columns follow, sized to their
+    headers. With human scores (any numeric input column, chosen above the table with its
+    scale) a ``disagreement`` column |calibrated − human on 0-1| is added, without rescoring.
     Selecting a row selects it in `state` (plots highlight it); a selection made elsewhere
-    selects the row here. Ctrl+F focuses the filter.
+    selects the row here. A range brushed on a histogram (`state.score_range`) filters the
+    rows until cleared. Ctrl+F focuses the filter.
     """
 
     def __init__(self, state, parent=None):
@@ -312,7 +406,35 @@ class ResultsView(QWidget):
         self.columns_combo.setToolTip("Which score columns to show")
         self.columns_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.columns_combo.currentIndexChanged.connect(self._apply_column_set)
-        self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label_combo = QComboBox()
+        self.label_combo.setToolTip("The input column that holds human similarity scores (any "
+                                    "numeric column): compared with the calibrated scores on 0–1")
+        self.label_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.scale_low, self.scale_high = QDoubleSpinBox(), QDoubleSpinBox()
+        for spin, end in ((self.scale_low, "lowest"), (self.scale_high, "highest")):
+            spin.setRange(-1e6, 1e6)
+            spin.setDecimals(2)
+            spin.setToolTip(f"The {end} possible human score: the scale is rescaled to 0–1")
+            spin.editingFinished.connect(self._labels_chosen)
+        self.label_combo.currentIndexChanged.connect(self._label_column_chosen)
+        self.label_bar = QWidget()
+        labels = QHBoxLayout(self.label_bar)
+        labels.setContentsMargins(0, 0, 0, 0)
+        labels.addWidget(QLabel("Human scores:"))
+        labels.addWidget(self.label_combo)
+        labels.addWidget(QLabel("on the scale"))
+        labels.addWidget(self.scale_low)
+        labels.addWidget(QLabel("to"))
+        labels.addWidget(self.scale_high)
+        labels.addStretch(1)
+        self.range_button = QToolButton(autoRaise=True)
+        self.range_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.range_button.setToolTip("Rows are limited to a range brushed on the Distributions "
+                                     "tab: click to show every row again")
+        self.range_button.clicked.connect(lambda: self.state.set_score_range(None))
+        self.range_button.hide()
+        self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse,
+                              wordWrap=True)
         self.notes_button = QToolButton(checkable=True, autoRaise=True)
         self.notes_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.notes_button.setToolTip("Show or hide the notes about this run")
@@ -332,7 +454,14 @@ class ResultsView(QWidget):
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
         self.table.selectionModel().currentRowChanged.connect(self._row_chosen)
+        self.table.viewport().installEventFilter(self)
+        self.frozen = FrozenTexts(self.table)
+        self.table.horizontalHeader().sectionResized.connect(self._text_resized)
+        self.detail = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail.setToolTip("The selected pair's full texts")
         self.hint = QLabel(EMPTY_HINT, alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.hint.setEnabled(False)
         self.stack = QStackedWidget()
@@ -345,17 +474,22 @@ class ResultsView(QWidget):
         bar.addWidget(self.columns_combo)
         notes_bar = QHBoxLayout()
         notes_bar.addWidget(self.notes_button)
+        notes_bar.addWidget(self.range_button)
         notes_bar.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
+        layout.addWidget(self.label_bar)
         layout.addWidget(self.summary)
         layout.addLayout(notes_bar)
         layout.addWidget(self.notes)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.detail)
 
         state.results_changed.connect(self.rebuild)
         state.view_changed.connect(self._view_changed)
         state.selection_changed.connect(self._select_from_state)
+        state.labels_changed.connect(self._labels_changed)
+        state.range_changed.connect(self._apply_range)
         self.rebuild()
 
     # ------------------------------------------------------------------ building
@@ -366,36 +500,111 @@ class ResultsView(QWidget):
 
     def rebuild(self) -> None:
         """Show `state.results` (pairs, a document set's top pairs, or the empty hint)."""
+        self._load_frame(keep_sort=False)
+        self._fill_labels()
+        self._show_notes(self.state.results.notes if self.state.results is not None else [])
+        self.stack.setCurrentWidget(self.table if self.model.frame is not None else self.hint)
+
+    def _frame(self):
+        """The frame to show: the results' rows, plus the disagreement with the chosen labels."""
         results = self.state.results
         if isinstance(results, ScoredPairs):
-            frame = results.frame
-        elif isinstance(results, DocumentMatrix):
-            frame = top_document_pairs(results, self._document_form(results))
-        else:
-            frame = None
-        self.model.set_frame(frame, self.state.profile)
-        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        self._apply_filter()
-        self._fill_column_sets()
-        self._size_columns()
-        self._show_notes(results.notes if results is not None else [])
-        self._update_summary()
-        self.stack.setCurrentWidget(self.table if frame is not None else self.hint)
-        self._select_from_state()
+            agreement = current_agreement(self.state)
+            if agreement is None:
+                return results.frame
+            return results.frame.assign(**{DISAGREEMENT_COLUMN: agreement.disagreement})
+        if isinstance(results, DocumentMatrix):
+            return top_document_pairs(results, self._document_form(results))
+        return None
+
+    def _load_frame(self, keep_sort: bool) -> None:
+        header = self.table.horizontalHeader()
+        sorted_by = self.model.column_names[header.sortIndicatorSection()] \
+            if keep_sort and 0 <= header.sortIndicatorSection() < self.model.columnCount() else None
+        order = header.sortIndicatorOrder()
+        self.model.set_frame(self._frame(), self.state.profile)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        if sorted_by is not None and self.model.column_of(sorted_by) >= 0:
+            self.table.sortByColumn(self.model.column_of(sorted_by), order)
+        self.model._text = self.filter_edit.text().strip()
+        self._fill_column_sets()                      # also orders and sizes the columns
+        self._apply_range()                           # filters; updates the summary and selection
 
     def _document_form(self, results: DocumentMatrix) -> str:
         forms = [f for f in results.matrices if f != "raw"]
         return self.state.form if self.state.form in forms else (forms[0] if forms else "raw")
 
+    def _order_columns(self) -> None:
+        """Texts first, then the human scores, the score columns (the shown metric's raw and form
+        first), the disagreement, the rest: scrolling right to other scores is seldom needed."""
+        header, names = self.table.horizontalHeader(), self.model.column_names
+        label = chosen_label(self.state)
+        focus = {score_column(self.state.metric, form, self.state.geometry if self.state.geometry else "none")
+                 for form in ("raw", self.state.form)} | {score_column(self.state.metric, form)
+                                                           for form in ("raw", self.state.form)}
+
+        def rank(column: int) -> tuple[int, int, int]:
+            name = names[column]
+            if not self.model.is_numeric(column) and name != TRUNCATED_COLUMN \
+                    and split_score_column(name) is None:
+                group = 0
+            elif name == label:
+                group = 1
+            elif split_score_column(name) is not None:
+                group = 2
+            elif name == DISAGREEMENT_COLUMN:
+                group = 3
+            else:
+                group = 4
+            return group, 0 if name in focus else 1, column
+
+        for visual, column in enumerate(sorted(range(len(names)), key=rank)):
+            header.moveSection(header.visualIndex(column), visual)
+
+    def text_columns(self) -> list[int]:
+        """Columns that hold texts (they stretch to the window)."""
+        return [c for c, name in enumerate(self.model.column_names)
+                if not self.model.is_numeric(c) and name != TRUNCATED_COLUMN]
+
     def _size_columns(self) -> None:
+        """Score columns as wide as their headers; the texts share the rest of the width (or
+        keep `TEXT_MIN_WIDTH` each and the table scrolls)."""
         header = self.table.horizontalHeader()
         metrics, names = self.fontMetrics(), self.model.column_names
+        texts = self.text_columns()
+        fixed = 0
         for column in range(self.model.columnCount()):
-            title = metrics.horizontalAdvance(names[column]) + 28
-            width = (max(title, 90) if self.model.is_numeric(column) or names[column] == TRUNCATED_COLUMN
-                     else max(title, 260))
+            if column in texts:
+                continue
+            title = max(metrics.horizontalAdvance(line) for line in column_title(names[column]).split("\n"))
+            width = max(title + 24, 72)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(column, width)
+            fixed += 0 if self.table.isColumnHidden(column) else width
         header.setStretchLastSection(False)
+        room = self.table.viewport().width() - fixed
+        shown = [c for c in texts if not self.table.isColumnHidden(c)]
+        stretch = bool(shown) and room / len(shown) >= TEXT_MIN_WIDTH
+        for column in texts:
+            if stretch:
+                header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+            else:
+                header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+                header.resizeSection(column, max(TEXT_MIN_WIDTH, 260 if len(shown) <= 2 else TEXT_MIN_WIDTH))
+        # too many columns for the width: the texts stay in place while the scores scroll
+        frozen = bool(shown) and not stretch and self.model.rowCount() > 0
+        if frozen:
+            self.frozen.follow(shown)
+        self.frozen.setVisible(frozen)
+
+    def _text_resized(self, column: int, _old: int, _new: int) -> None:
+        if self.frozen.isVisible() and column in self.text_columns():
+            self.frozen.follow([c for c in self.text_columns() if not self.table.isColumnHidden(c)])
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
+            self._size_columns()                      # the texts' share follows the width
+        return super().eventFilter(watched, event)
 
     def _fill_column_sets(self) -> None:
         metric, form = self.state.metric, self.state.form
@@ -419,13 +628,63 @@ class ResultsView(QWidget):
             show = (parts is None or chosen == "all" or self.showing_documents
                     or (parts[0] == metric and (chosen == "metric" or parts[1] in ("raw", form))))
             self.table.setColumnHidden(column, not show)
+        self._order_columns()
+        self._size_columns()
 
     def _view_changed(self) -> None:
         if self.showing_documents:
             self.rebuild()
             return
+        if DISAGREEMENT_COLUMN in self.model.column_names or current_agreement(self.state) is not None:
+            self._load_frame(keep_sort=True)              # the disagreement follows the metric
+            return
         self._fill_column_sets()
         self._update_summary()
+
+    # ------------------------------------------------------------------ human scores
+
+    def _fill_labels(self) -> None:
+        """The label combo: every numeric input column (none when the results have none)."""
+        results = self.state.results
+        candidates = candidates_of(results) if isinstance(results, ScoredPairs) else []
+        self.label_combo.blockSignals(True)
+        self.label_combo.clear()
+        self.label_combo.addItem(NO_LABEL, "")
+        for name in candidates:
+            self.label_combo.addItem(name, name)
+        self.label_combo.setCurrentIndex(max(0, self.label_combo.findData(chosen_label(self.state) or "")))
+        self.label_combo.blockSignals(False)
+        self.label_bar.setVisible(bool(candidates))
+        self._show_scale()
+
+    def _show_scale(self) -> None:
+        agreement = current_agreement(self.state)
+        for spin, value in zip((self.scale_low, self.scale_high),
+                               agreement.scale if agreement is not None else (0.0, 5.0)):
+            spin.blockSignals(True)
+            spin.setValue(value)
+            spin.blockSignals(False)
+            spin.setEnabled(agreement is not None)
+
+    def _label_column_chosen(self) -> None:
+        column = self.label_combo.currentData() or ""
+        scale = (guess_scale(label_values(self.state.results.frame[column]))
+                 if column and isinstance(self.state.results, ScoredPairs) else None)
+        self.state.set_labels(column, scale)
+
+    def _labels_chosen(self) -> None:
+        low, high = self.scale_low.value(), self.scale_high.value()
+        if high <= low:
+            self._show_scale()                       # not a range: keep the previous scale
+            return
+        self.state.set_labels(self.label_combo.currentData() or "", (low, high))
+
+    def _labels_changed(self) -> None:
+        self._load_frame(keep_sort=True)
+        self.label_combo.blockSignals(True)
+        self.label_combo.setCurrentIndex(max(0, self.label_combo.findData(chosen_label(self.state) or "")))
+        self.label_combo.blockSignals(False)
+        self._show_scale()
 
     # ------------------------------------------------------------------ summary & notes
 
@@ -436,7 +695,7 @@ class ResultsView(QWidget):
                                  f"{len(results.ids)} documents · the {TOP_PAIRS} most similar pairs "
                                  f"({results.metric}); the Heatmap tab shows every pair")
             return
-        frame, metric, form = results.frame, self.state.metric, self.state.form
+        frame, metric = results.frame, self.state.metric
         parts = [f"{len(frame):,} rows"]
         shown = self.model.rowCount()
         if shown != len(frame):
@@ -444,11 +703,12 @@ class ResultsView(QWidget):
         raw = f"{metric}_raw"
         if raw in frame:
             parts.append(f"{int(np.isfinite(frame[raw].to_numpy(dtype=float)).sum()):,} scored")
-        agreement = results.provenance.get("agreement", {}).get("spearman_x100", {})
-        rho = [f"{column.removeprefix(metric + '_')} {agreement[column]:.1f}"
-               for column in (raw, f"{metric}_{form}") if column in agreement]
-        if rho:
-            parts.append("agreement with labels (Spearman ×100): " + ", ".join(dict.fromkeys(rho)))
+        agreement = current_agreement(self.state)
+        if agreement is not None and agreement.n:
+            low, high = agreement.scale
+            parts.append(f"vs {agreement.label} ({low:g}–{high:g} → 0–1): MAE {agreement.mae:.3f}, "
+                         f"RMSE {agreement.rmse:.3f}, Spearman ×100 {agreement.spearman_x100:.1f} "
+                         "(the same for raw and calibrated; see the Agreement tab)")
         saturation = results.provenance.get("background_saturation", {}).get(metric)
         if saturation:
             parts.append(f"{saturation['share_beyond_p99']:.1%} above the background's 99th percentile")
@@ -479,15 +739,42 @@ class ResultsView(QWidget):
         self._update_summary()
         self._select_from_state()
 
+    def _apply_range(self) -> None:
+        value = self.state.score_range
+        self.model.set_range(value)
+        if value is None:
+            self.range_button.hide()
+        else:
+            column, low, high = value
+            title = column_title(column).replace("\n", " · ")
+            self.range_button.setText(f"✕ Only {title} from {low:.3g} to {high:.3g} — show all rows")
+            self.range_button.show()
+        self._update_summary()
+        self._select_from_state()
+
     def _row_chosen(self, current: QModelIndex, _previous=None) -> None:
         if self.showing_documents or not current.isValid():
             return
         self.state.select_row(self.model.frame_row(current.row()))
 
+    def _show_detail(self, row: int | None) -> None:
+        results = self.state.results
+        names = [getattr(self.state.input, side, None) for side in ("text_a", "text_b")]
+        if row is None or not isinstance(results, ScoredPairs) or not all(n in results.frame for n in names):
+            self.detail.clear()
+            self.detail.hide()
+            return
+        frame = results.frame
+        hidden = "  (hidden by the filter)" if self.model.model_row(row) < 0 else ""
+        self.detail.setText(f"Row {row + 1}{hidden} · A: {frame[names[0]].iloc[row]}\n"
+                            f"B: {frame[names[1]].iloc[row]}")
+        self.detail.show()
+
     def _select_from_state(self) -> None:
         row = self.state.selected_row
         selection = self.table.selectionModel()
         shown = -1 if row is None or self.showing_documents else self.model.model_row(row)
+        self._show_detail(None if self.showing_documents else row)
         if shown < 0:                                # nothing selected, or filtered out
             selection.clearSelection()
             return

@@ -37,6 +37,9 @@ class ScreenshotTour:
 
     def _window_shown(self) -> None:
         self.timings["window_shown_s"] = round(time.perf_counter() - PROCESS_START, 3)
+        welcome = getattr(self.window, "welcome", None)
+        if welcome is not None:
+            self._shoot(welcome, "first_run")          # what a first launch shows
 
     def _maybe_open_pairs(self) -> None:
         state = self.window.state
@@ -56,8 +59,9 @@ class ScreenshotTour:
             w.state.select_row(int(results.frame["cosine_calibrated"].idxmax()))
             for widget, name in ((w.models, "model_manager"), (w.anchors, "anchor_editor"),
                                  (w.background, "background_loader"), (w.results, "results_table"),
-                                 (w.distributions, "distributions")):
+                                 (w.distributions, "distributions"), (w.agreement, "agreement")):
                 self._shoot(widget, name)
+            self._shoot_brushed(results)
             w.open_inputs([resource_path("demo", "documents.txt")], per_file=False)
         elif isinstance(results, DocumentMatrix):
             self._shoot(w.heatmap, "heatmap")
@@ -65,6 +69,18 @@ class ScreenshotTour:
             self.exit_code = 0
             self.window.close()
             self.app.exit(0)
+
+    def _shoot_brushed(self, results) -> None:
+        """A range brushed on the calibrated histogram, and the table it filters."""
+        w = self.window
+        self.window.tabs.setCurrentWidget(w.distributions)
+        w.distributions.plot_data()
+        values = results.frame["cosine_calibrated"]
+        w.distributions.brush(w.distributions.cal_panel, float(values.quantile(0.55)),
+                              float(values.quantile(0.9)))
+        self._shoot(w.distributions, "distributions_brushed")
+        self._shoot(w.results, "results_filtered")
+        w.state.set_score_range(None)
 
     def _give_up(self) -> None:
         print(f"calibsim --screenshot: no results after {TIMEOUT_S} s", flush=True)

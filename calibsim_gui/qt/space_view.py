@@ -8,9 +8,11 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -30,6 +32,18 @@ def _diagnose(profile, *, progress, should_stop):
     from calibsim_gui.core.space import profile_space
 
     return profile_space(profile, progress=progress, should_stop=should_stop)
+
+
+def _diagnose_labelled(profile, embedder, paths, *, progress, should_stop):
+    """Diagnose documents of several files, each file one label (cluster structure beside isotropy)."""
+    from calibsim_gui.core.encoding import encode_texts
+    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.space import profile_space
+
+    docs = load_documents(paths)
+    embeddings = encode_texts(embedder, docs.texts, progress=progress, should_stop=should_stop).embeddings
+    labels = [str(d.source) for d in docs.documents]
+    return profile_space(profile, embeddings, labels=labels, should_stop=should_stop)
 
 
 class SpaceView(QWidget):
@@ -78,6 +92,13 @@ class SpaceView(QWidget):
         choose.addWidget(QLabel("Also score under:"))
         choose.addWidget(self.geometry_combo)
         choose.addStretch(1)
+        self.labelled_button = QPushButton("Diagnose labelled files…")
+        self.labelled_button.setToolTip("Diagnose your own documents, one label per file: cluster "
+                                        "structure (silhouette, Calinski-Harabasz, Davies-Bouldin, "
+                                        "Dunn, a classifier) beside isotropy, raw and under each fix")
+        self.labelled_button.clicked.connect(self._choose_labelled_files)
+        choose.addWidget(self.labelled_button)
+        self._labelled_files = 0
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(choose)
@@ -113,7 +134,7 @@ class SpaceView(QWidget):
     def refresh(self) -> None:
         """Diagnose the current reference's background sample in the worker."""
         profile = self.state.profile
-        self._stale = False
+        self._stale, self._labelled_files = False, 0
         if profile is None or profile.query_reference is None:
             self.space = None
             self.summary.setText("This reference has no background sample: build a background in the "
@@ -125,6 +146,22 @@ class SpaceView(QWidget):
             return
         self.summary.setText("Diagnosing the background sample…")
         self.runner.start(_diagnose, profile)
+
+    def _choose_labelled_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Documents to diagnose, one label per file")
+        if paths:
+            self.diagnose_files(paths)
+
+    def diagnose_files(self, paths) -> None:
+        """Diagnose the documents of `paths` (one label per file) in the worker."""
+        profile, embedder = self.state.profile, self.state.embedder
+        if profile is None or embedder is None or len(paths) < 2:
+            self.summary.setText("Choose at least two files (each file is one label) with a model "
+                                 "and reference loaded.")
+            return
+        self._stale, self._labelled_files = False, len(paths)
+        self.summary.setText(f"Diagnosing the documents of {len(paths)} files…")
+        self.runner.start(_diagnose_labelled, profile, embedder, list(paths))
 
     def _failed(self, message: str) -> None:
         self.summary.setText(f"Diagnostics failed: {message.splitlines()[0]}")
@@ -165,8 +202,11 @@ class SpaceView(QWidget):
         crowded = raw["mean_random_cosine"] > CROWDED_COSINE
         verdict = ("so raw cosines crowd together: every pair looks somewhat similar" if crowded else
                    "so this model's raw cosines are already spread around 0")
+        what = (f"{space.texts:,} documents of {self._labelled_files} files, one label per file "
+                "(cluster rows: how well the labels separate)" if self._labelled_files
+                else f"{space.texts:,} background texts")
         self.summary.setText(
-            f"{space.texts:,} background texts. Random pairs average a raw cosine of "
+            f"{what}. Random pairs average a raw cosine of "
             f"{raw['mean_random_cosine']:.2f} (0 in an isotropic space) and {raw['top_pc_share']:.0%} "
             f"of the variance lies along one direction, {verdict}. Geometry fixes are fitted on the "
             "background, never on your pairs; the centred spectrum equals the raw one.")

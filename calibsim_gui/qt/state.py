@@ -11,6 +11,22 @@ from PySide6.QtCore import QObject, Signal
 from calibsim_gui.core.metrics import METRICS
 
 
+# What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
+# and the column names of tables and files.
+FORM_LABELS = {
+    "raw": "raw score", "calibrated": "calibrated (0-1)", "calibrated_lo": "calibrated, 95 % low",
+    "calibrated_hi": "calibrated, 95 % high", "anchor_minmax": "min-max over anchors",
+    "bg_minmax": "min-max over background", "bg_percentile": "background percentile",
+    "bg_zscore": "background z-score", "bg_surprise": "background surprise",
+    "query_zscore": "z-score per query", "human": "expected human similarity",
+}
+
+
+def form_label(form: str) -> str:
+    """'bg_percentile' -> 'background percentile' (an unknown id is shown as it is)."""
+    return FORM_LABELS.get(form, form.replace("_", " "))
+
+
 class AppState(QObject):
     """Current model, reference profile, input, results and view choices.
 
@@ -38,6 +54,11 @@ class AppState(QObject):
         A human calibration of the current model; adds ``<metric>_human`` to the results.
     selected_row : int or None
         Row of `results.frame` (pairs) selected in the table; highlighted in plots.
+    label_column, label_scale : str or None, (low, high) or None
+        The input column read as human scores and its scale, chosen in the results view
+        (None: the column the input was loaded with, on a guessed scale).
+    score_range : (column, low, high) or None
+        A range of one score column brushed on a histogram: the table shows only those rows.
     """
 
     model_changed = Signal()
@@ -48,6 +69,8 @@ class AppState(QObject):
     selection_changed = Signal()
     geometry_changed = Signal()
     human_changed = Signal()
+    labels_changed = Signal()            # human-score column or scale chosen
+    range_changed = Signal()             # a score range brushed (or cleared)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -63,6 +86,9 @@ class AppState(QObject):
         self.geometry = "none"
         self.human = None
         self.selected_row = None
+        self.label_column = None
+        self.label_scale = None
+        self.score_range = None
 
     def set_model(self, embedder, info) -> None:
         """A new model invalidates the profile and results (they belong to one model)."""
@@ -84,12 +110,14 @@ class AppState(QObject):
         self.input = value
         self.results = None
         self.selected_row = None
+        self.label_column = self.label_scale = self.score_range = None     # another file's columns
         self.input_changed.emit()
         self.results_changed.emit()
 
     def set_results(self, results) -> None:
         self.results = results
         self.selected_row = None
+        self.score_range = None
         self.results_changed.emit()
 
     def set_view(self, *, metric: str | None = None, form: str | None = None) -> None:
@@ -120,6 +148,18 @@ class AppState(QObject):
         if row != self.selected_row:
             self.selected_row = row
             self.selection_changed.emit()
+
+    def set_labels(self, column: str | None, scale=None) -> None:
+        """Read `column` as human scores on `scale` (low, high); nothing is scored again."""
+        self.label_column, self.label_scale = column, None if scale is None else tuple(scale)
+        self.labels_changed.emit()
+
+    def set_score_range(self, value) -> None:
+        """Show only rows whose `column` lies in [low, high]; None shows every row."""
+        value = None if value is None else (str(value[0]), float(value[1]), float(value[2]))
+        if value != self.score_range:
+            self.score_range = value
+            self.range_changed.emit()
 
     def forms(self) -> tuple[str, ...]:
         """Calibrated forms available with the current profile."""

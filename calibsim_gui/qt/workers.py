@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import time
 import traceback
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
@@ -42,6 +43,8 @@ class TaskRunner(QObject):
         self._generation = itertools.count(1)
         self._current = 0                 # generation of the running task; 0 when idle
         self._stop = {"stop": False}      # the running task's stop flag
+        self.started_at = 0.0             # time.monotonic() when the current (or last) run started
+        self.duration = 0.0               # seconds the last run that ended took
         self._from_worker.connect(self._deliver)
 
     @property
@@ -80,9 +83,21 @@ class TaskRunner(QObject):
                                            + traceback.format_exc(limit=6))
 
         self._stop = state
+        self.started_at = time.monotonic()
         self.busy.emit(True)
         QThreadPool.globalInstance().start(QRunnable.create(run))
         return generation
+
+    def elapsed(self) -> float:
+        """Seconds since the running task started (0 when idle)."""
+        return time.monotonic() - self.started_at if self.running else 0.0
+
+    def time_left(self, done: int, total: int) -> float | None:
+        """Seconds left by the pace so far, or None while it cannot be told yet."""
+        elapsed = self.elapsed()
+        if not self.running or total <= 0 or done <= 0 or done >= total or elapsed < 1.0:
+            return None
+        return elapsed * (total - done) / done
 
     def cancel(self) -> None:
         """Ask the running task to stop; its later signals are dropped."""
@@ -103,6 +118,7 @@ class TaskRunner(QObject):
             self.partial.emit(payload)
             return
         self._current = 0
+        self.duration = time.monotonic() - self.started_at
         self.busy.emit(False)
         {"finished": self.finished, "failed": self.failed, "cancelled": self.cancelled}[kind].emit(
             *(() if kind == "cancelled" else (payload,)))

@@ -308,3 +308,102 @@ def test_score_refuses_bad_long_text_options(pairs, options, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["score", str(pairs), *options])
     assert stop.value.code == 2
+
+
+def test_matrix_csv_holds_the_requested_form_under_its_own_label(background, tmp_path):
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
+                     "--out", str(profile), "-q"]) == 0
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(random_sentences(12, seed=3)))
+    matrix_json, matrix_csv = tmp_path / "m.json", tmp_path / "m.csv"
+    for out in (matrix_json, matrix_csv):
+        assert cli.main(["matrix", str(docs), "--profile", str(profile), "--form", "csls",
+                         "--out", str(out), "-q"]) == 0
+    expected = json.loads(matrix_json.read_text())["matrices"]
+    frame = pd.read_csv(matrix_csv, index_col=0)
+    assert frame.index.name == "cosine_csls"                  # not cosine_raw
+    assert frame.to_numpy() == pytest.approx(pd.DataFrame(expected["csls"]).to_numpy(), abs=1e-5)
+    assert not frame.to_numpy() == pytest.approx(pd.DataFrame(expected["raw"]).to_numpy(), abs=1e-3)
+    assert json.loads((tmp_path / "m.csv.provenance.json").read_text())["form"] == "csls"
+
+
+# --- issue 19: metrics and geometry settings at build time, cluster diagnostics in diagnose ---
+
+def test_profile_build_chooses_metrics_and_geometry_settings(pairs, background, tmp_path, capsys):
+    from calibsim_gui.core.profile import ReferenceProfile
+
+    path = tmp_path / "set.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "800",
+                     "--metrics", "cosine,wrd", "--abtt-directions", "2", "--whiten-dim", "8",
+                     "--out", str(path), "-q"]) == 0
+    profile = ReferenceProfile.load(path)
+    assert list(profile.metrics) == ["cosine", "wrd"]
+    assert profile.transform("abtt").components_.shape[0] == 2
+    assert profile.transform("whiten").n_components_ == 8
+    fixes = profile.provenance["geometries"]["fixes"]
+    assert fixes["abtt"]["settings"] == {"n_directions": 2}
+    assert fixes["whiten"]["settings"]["n_components"] == 8
+    out = tmp_path / "s.csv"
+    capsys.readouterr()
+    assert cli.main(["score", str(pairs), "--profile", str(path), "--metrics", "wrd,scaled90",
+                     "--out", str(out)]) == 0
+    columns = pd.read_csv(out).columns
+    assert "wrd_bg_percentile" in columns and not any(c.startswith("scaled90") for c in columns)
+    assert "calibsim profile build --metrics scaled90" in capsys.readouterr().out
+    assert cli.main(["profile", "build", "--abtt-directions", "2", "--out",
+                     str(tmp_path / "none.calibsim-profile"), "-q"]) == 2
+    assert "background" in capsys.readouterr().err
+
+
+def test_diagnose_with_labels_shows_cluster_structure_beside_isotropy(background, tmp_path, capsys):
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "800",
+                     "--metrics", "cosine", "--out", str(profile), "-q"]) == 0
+    docs, other = tmp_path / "a.txt", tmp_path / "b.txt"
+    docs.write_text("\n".join(random_sentences(40, seed=9)))
+    other.write_text("\n".join(random_sentences(40, seed=10, vocabulary=50)))
+    capsys.readouterr()
+    assert cli.main(["diagnose", str(docs), str(other), "--labels-from-files", "--profile", str(profile),
+                     "-q"]) == 0
+    out = capsys.readouterr().out
+    for row in ("IsoScore", "silhouette of labels (euclidean)", "Calinski-Harabasz", "Davies-Bouldin",
+                "Dunn index", "classifier accuracy"):
+        assert row in out
+
+
+def test_compare_with_one_ladder_for_every_model_and_a_profile_per_model(pairs, background, tmp_path,
+                                                                          monkeypatch, capsys):
+    from calibsim_gui.core.anchors import builtin_anchors
+
+    other = FakeEmbedder(dimension=32, name="fake-small")
+    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    ladder = builtin_anchors().to_dict()
+    ladder["pairs"] = ladder["pairs"][::2]
+    anchors = tmp_path / "ladder.json"
+    anchors.write_text(json.dumps(ladder))
+    out = tmp_path / "same.csv"
+    assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small",
+                     "--anchors", str(anchors), "--out", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "same anchor ladder" in text and f"{len(ladder['pairs'])} pairs" in text
+    with_ladder = pd.read_csv(out)
+    # each model's calibrated scores equal `calibsim score --anchors` with that model
+    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    single = tmp_path / "single.csv"
+    assert cli.main(["score", str(pairs), "--anchors", str(anchors), "--metrics", "cosine",
+                     "--out", str(single), "-q"]) == 0
+    column = next(c for c in with_ladder.columns if c.startswith("cosine_calibrated [fake-bow"))
+    assert with_ladder[column].to_numpy() == pytest.approx(pd.read_csv(single)["cosine_calibrated"], abs=1e-6)
+
+    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    profile = tmp_path / "bg.calibsim-profile"
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
+                     "--anchors", str(anchors), "--out", str(profile), "-q"]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small",
+                     "--profile", str(profile), "--profile", "builtin", "-q"]) == 0
+    assert "different anchor ladders" in capsys.readouterr().out            # said, not silent
+    assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small",
+                     "--profile", str(profile)]) == 2
+    assert "1 --profile for 2 --model" in capsys.readouterr().err

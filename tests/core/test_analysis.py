@@ -236,3 +236,54 @@ def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores
         other = build_profile(FakeEmbedder(), random_sentences(500, seed=9), n_pairs=300)
         with pytest.raises(AssertionError, match="computed again"):
             score_pairs(table, FakeEmbedder(), other, cache=cache)     # another reference
+
+
+# --- issue 19: the norm-aware metrics are calibrated like any metric ---
+
+@pytest.mark.parametrize("metric", ["scaled90", "scaled50", "wrd"])
+def test_norm_aware_metrics_are_calibrated_with_identical_texts_on_top(pairs_file, profile, metric):
+    frame = score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile, metrics=[metric]).frame
+    raw = frame[f"{metric}_raw"].to_numpy(dtype=float)
+    expected = METRICS[metric].pairs(*(FakeEmbedder().encode_batch(list(frame[c])) for c in ("sentence1", "sentence2")))
+    ok = np.isfinite(raw)
+    np.testing.assert_allclose(raw[ok], expected[ok], atol=1e-6)
+    percentile = frame[f"{metric}_bg_percentile"].to_numpy(dtype=float)
+    assert np.nanmin(percentile) >= 0 and np.nanmax(percentile) <= 100
+    # the fake model's vectors have unit length, so WRD is the angle and identical texts (row 0)
+    # score best in every calibrated form
+    for form in ("calibrated", "bg_percentile", "bg_zscore", "anchor_minmax"):
+        values = frame[f"{metric}_{form}"].to_numpy(dtype=float)
+        assert values[0] == np.nanmax(values), form
+    assert frame[f"{metric}_calibrated"].iloc[0] == pytest.approx(1.0, abs=1e-3)   # float32 vectors
+
+
+def test_a_profile_without_the_new_metrics_says_how_to_get_them(pairs_file):
+    cosine_only = build_profile(FakeEmbedder(), random_sentences(400, seed=6), n_pairs=300,
+                                metrics=["cosine"], geometries=())
+    scored = score_pairs(load_pairs(pairs_file), FakeEmbedder(), cosine_only, metrics=["cosine", "wrd"])
+    assert any("wrd" in n and "calibsim profile build --metrics wrd" in n for n in scored.notes)
+    with pytest.raises(InputError, match="not for scaled90") as error:
+        score_pairs(load_pairs(pairs_file), FakeEmbedder(), cosine_only, metrics=["scaled90"])
+    assert "--metrics scaled90" in error.value.fix
+
+
+def test_local_minmax_rows_by_hand_and_in_the_document_matrix(tmp_path, profile):
+    from calibsim_gui.core.analysis import local_minmax_rows
+
+    sim = np.array([[1.0, 0.2, 0.6, 0.4],
+                    [0.2, 1.0, 0.5, 0.5]])
+    expected = np.array([[(1 - .2) / .4, 0.0, 1.0, 0.5],
+                         [0.0, (1 - .2) / .3, 1.0, 1.0]])
+    np.testing.assert_allclose(local_minmax_rows(sim), expected)
+    # a block starting at row 2 leaves out columns 2 and 3
+    np.testing.assert_allclose(local_minmax_rows(sim, 2), [[1.0, 0.0, 0.5, 0.25], [0.0, 1.0, 0.375, 0.375]])
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(random_sentences(9, seed=4)))
+    result = score_matrix(load_documents([docs]), FakeEmbedder(), profile,
+                          forms=("local_minmax",), block_rows=4)
+    local, raw = result.matrices["local_minmax"], result.matrices["raw"].astype(float)
+    for i in range(len(raw)):
+        others = np.delete(raw[i], i)
+        np.testing.assert_allclose(np.delete(local[i], i),
+                                   (others - others.min()) / (others.max() - others.min()), atol=1e-6)
+    assert "NOT comparable" in result.provenance["columns"]["local_minmax"]

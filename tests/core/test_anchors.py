@@ -32,13 +32,15 @@ def test_the_built_in_ladder_round_trips_through_json(tmp_path):
     ("deep.json", "[" * 100_000 + "]" * 100_000, "not usable JSON"),
     ("nan.json", '{"levels": [{"name": "a", "target": NaN}, {"name": "b", "target": 1}], "pairs": []}',
      "NaN is not allowed"),
-    ("keys.json", '{"levels": [{"target": 0.5}], "pairs": []}', "anchors are malformed"),
+    ("keys.json", '{"levels": [{"target": 0.5}], "pairs": []}',
+     "anchors are malformed \\(a level or pair has no “name” field\\)"),
     ("one-level.json", '{"levels": [{"name": "a", "target": 0.2}], '
                        '"pairs": [{"level": "a", "text_a": "x", "text_b": "y"}]}', "at least two levels"),
-    ("empty.csv", "", "missing columns"),
+    ("empty.csv", "", "missing the columns level, text_a, text_b"),
     ("ragged.csv", "level,text_a,text_b,target\nlow,a,b,0.1\nhigh,a,b,1,extra\n", "line 3: has 5 fields"),
     ("quote.csv", 'level,text_a,text_b,target\nlow,"a,b,0.1\n', "line 2: has a quoted field that is never"),
-    ("target.csv", "level,text_a,text_b,target\nlow,a,b,high\nhigh,c,d,1\n", "anchors are malformed"),
+    ("target.csv", "level,text_a,text_b,target\nlow,a,b,high\nhigh,c,d,1\n",
+     "anchors are malformed \\(a level's target is not a number\\)"),
     ("latin.csv", "level,text_a,text_b,target\nlow,caf\xe9,b,0\n", "line 2: is not valid UTF-8"),
     ("ladder.txt", "low,a,b", "must be a .json or .csv file"),
 ])

@@ -95,3 +95,100 @@ def test_geometry_fixes_undo_a_crowded_space():
     assert report["none"]["label"] == "raw"
     with pytest.raises(Cancelled):
         diagnose_geometries(texts, transforms, should_stop=lambda: True)
+
+
+# --- issue 19: cluster-structure diagnostics, against independent computations ---
+
+from scipy.spatial.distance import cdist  # noqa: E402
+
+from calibsim_gui.core.diagnostics import (  # noqa: E402
+    LABEL_DIAGNOSTICS,
+    calinski_harabasz,
+    classifier_accuracy,
+    davies_bouldin,
+    dunn_index,
+    isoscore_star,
+    silhouette_euclidean,
+)
+
+# two groups on a line: A at 0, 1; B at 4, 6 (hand-computed below)
+LINE = np.array([[0.0], [1.0], [4.0], [6.0]])
+LINE_LABELS = np.array(["a", "a", "b", "b"])
+
+
+def test_dunn_index_by_hand():
+    # closest points of different groups: 1 and 4 (3); widest group: B (6 - 4 = 2)
+    assert dunn_index(LINE, LINE_LABELS) == pytest.approx(3 / 2)
+    square = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0], [10.0, 0.0], [10.0, 2.0]])
+    # separation min(3, 7) = 3; diameters 1, 1, 2
+    assert dunn_index(square, [0, 0, 1, 1, 2, 2]) == pytest.approx(3 / 2)
+    assert dunn_index(LINE, ["a"] * 4) is None
+
+
+def test_silhouette_euclidean_matches_the_definition_by_hand():
+    d = cdist(LINE, LINE)
+    expected = []
+    for i, label in enumerate(LINE_LABELS):
+        same = (LINE_LABELS == label) & (np.arange(4) != i)
+        a, b = d[i, same].mean(), d[i, LINE_LABELS != label].mean()
+        expected.append((b - a) / max(a, b))
+    assert silhouette_euclidean(LINE, LINE_LABELS) == pytest.approx(np.mean(expected), abs=1e-12)
+
+
+def test_calinski_harabasz_and_davies_bouldin_by_hand():
+    centre = LINE.mean()                          # 2.75; group means 0.5 and 5
+    between = 2 * (0.5 - centre) ** 2 + 2 * (5 - centre) ** 2
+    within = 0.25 + 0.25 + 1 + 1
+    assert calinski_harabasz(LINE, LINE_LABELS) == pytest.approx(between / within * (4 - 2) / (2 - 1))
+    # mean distances to the centroid: 0.5 and 1; centroids 4.5 apart
+    assert davies_bouldin(LINE, LINE_LABELS) == pytest.approx((0.5 + 1) / 4.5)
+
+
+def test_classifier_tells_separated_groups_apart_and_not_mixed_ones():
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(size=(40, 5)) + 5, rng.normal(size=(40, 5)) - 5])
+    labels = np.repeat(["x", "y"], 40)
+    apart = classifier_accuracy(x, labels)
+    assert apart == {"accuracy": 1.0, "chance": 0.5, "folds": 5}
+    mixed = classifier_accuracy(rng.normal(size=(80, 5)), labels)
+    assert 0.2 < mixed["accuracy"] < 0.8
+    assert classifier_accuracy(x[:3], ["x", "x", "y"]) is None       # one text in a group
+
+
+def test_isoscore_star_shrinks_towards_the_reference_covariance():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(300, 6)) * [3, 1, 1, 1, 1, 1]
+    assert isoscore_star(x) == pytest.approx(isoscore(x), abs=1e-12)   # zeta = 0: IsoScore
+    c0 = np.eye(6)
+    assert isoscore_star(x, reference_covariance=c0, zeta=1.0) == pytest.approx(1.0)
+    # by hand: shrunk covariance eigenvalues through IsoScore's steps 3-6
+    centred = x - x.mean(axis=0)
+    shrunk = 0.7 * centred.T @ centred / (len(x) - 1) + 0.3 * c0
+    points = np.linalg.cholesky(shrunk).T * np.sqrt(2)             # +-rows have that covariance
+    expected = isoscore(np.vstack([points, -points]) * np.sqrt(len(points)) / np.sqrt(2))
+    assert isoscore_star(x, reference_covariance=c0, zeta=0.3) == pytest.approx(expected, abs=1e-9)
+    with pytest.raises(ValueError):
+        isoscore_star(x, zeta=0.3)
+
+
+def test_diagnose_reports_every_cluster_diagnostic_with_labels():
+    rng = np.random.default_rng(3)
+    points = np.vstack([rng.normal(size=(50, 8)) + 3, rng.normal(size=(50, 8)) - 3])
+    labels = np.repeat([0, 1], 50)
+    report = diagnose(points, labels=labels)
+    assert all(report[key] is not None for key in LABEL_DIAGNOSTICS)
+    assert report["classifier_accuracy"] == 1.0 and report["classifier_chance"] == 0.5
+    assert report["dunn"] == pytest.approx(dunn_index(points, labels))
+    assert all(diagnose(points)[key] is None for key in LABEL_DIAGNOSTICS)
+    json.dumps(report)
+
+
+def test_isoscore_and_isoscore_star_match_the_isoscore_package():
+    package = pytest.importorskip("IsoScore.IsoScore")      # pip install IsoScore (needs torch)
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(120, 7)) * [4, 2, 1, 1, 0.5, 0.5, 0.1]
+    c0 = np.cov(rng.normal(size=(5000, 7)) * [3, 2, 1, 1, 1, 1, 1], rowvar=False)
+    assert isoscore(x) == pytest.approx(float(package.IsoScore(x)), abs=1e-6)
+    for zeta in (0.0, 0.2, 0.75):
+        expected = float(package.IsoScore_star(x, c0, zeta))
+        assert isoscore_star(x, reference_covariance=c0, zeta=zeta) == pytest.approx(expected, abs=1e-6)

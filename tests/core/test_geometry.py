@@ -126,3 +126,26 @@ def test_moments_refuse_too_few_or_broken_embeddings():
         MeanCentering().fit(np.array([[0.0, np.nan], [1.0, 2.0]]))
     with pytest.raises(ValueError, match="do not fit together"):
         MeanCentering().fit_moments(10, np.zeros(3), np.zeros((4, 4)))
+
+
+# --- issue 19: choosable geometry settings ---
+
+def test_geometry_settings_choose_abtt_directions_and_whitening_dimension():
+    from calibsim_gui.core.geometry import fit_geometries, geometry_settings
+
+    rng = np.random.default_rng(7)
+    background = rng.normal(size=(500, 12)) * np.linspace(3, 0.5, 12)
+    fitted = fit_geometries(background, ["abtt", "whiten"],
+                            geometry_settings(abtt_directions=3, whiten_dim=5))
+    assert fitted["abtt"].components_.shape == (3, 12)
+    assert fitted["whiten"].transform(background).shape == (500, 5)
+    # independent: the removed directions are the top 3 principal axes (numpy SVD)
+    _, _, vt = np.linalg.svd(background - background.mean(axis=0), full_matrices=False)
+    np.testing.assert_allclose(np.abs(fitted["abtt"].components_ @ vt[:3].T), np.eye(3), atol=1e-4)
+    defaults = fit_geometries(background, ["abtt", "whiten"])
+    assert defaults["abtt"].components_.shape == (1, 12) and defaults["whiten"].n_components_ == 12
+    assert geometry_settings() == {}
+    with pytest.raises(InputError, match="n_directions"):
+        fit_geometries(background, ["abtt"], geometry_settings(abtt_directions=12))
+    with pytest.raises(InputError):
+        fit_geometries(background, ["abtt"], {"wobble": {}})

@@ -57,3 +57,80 @@ def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
     for name in METRICS:
         np.testing.assert_allclose(blocked[name], whole[name], rtol=1e-12)
         assert blocked[name].dtype == np.float64 and blocked[name].shape == (7,)
+
+
+# --- issue 19: norm-aware similarities and soft cosine, against independent computations ---
+
+from scipy.spatial.distance import cosine as scipy_cosine_distance  # noqa: E402
+
+from calibsim_gui.core.metrics import WRD_LAMBDA, feature_similarity, soft_cosine  # noqa: E402
+
+
+def test_scaled_sim_and_wrd_match_scipy_on_fixed_vectors(vectors):
+    a, b = vectors
+    scores = pair_scores(a, b)
+    cos = np.array([1 - scipy_cosine_distance(x, y) for x, y in zip(a, b)])
+    norms = np.array([np.sqrt(x @ x) + np.sqrt(y @ y) for x, y in zip(a, b)])
+    np.testing.assert_allclose(scores["scaled90"], 0.9 * cos + 0.1 * norms, atol=1e-12)
+    np.testing.assert_allclose(scores["scaled50"], 0.5 * cos + 0.5 * norms, atol=1e-12)
+    wrd = [np.sqrt(x @ x) - np.sqrt(y @ y) + WRD_LAMBDA * np.arccos(1 - scipy_cosine_distance(x, y))
+           for x, y in zip(a, b)]
+    np.testing.assert_allclose(scores["wrd"], wrd, atol=1e-12)
+
+
+def test_norm_aware_metrics_by_hand():
+    x, y = np.array([[3.0, 4.0]]), np.array([[0.0, 2.0]])       # |x| = 5, |y| = 2, cos = 0.8
+    assert pair_scores(x, y, ["scaled90"])["scaled90"][0] == pytest.approx(0.9 * 0.8 + 0.1 * 7)
+    assert pair_scores(x, y, ["scaled50"])["scaled50"][0] == pytest.approx(0.5 * 0.8 + 0.5 * 7)
+    angle = np.arccos(0.8)
+    assert pair_scores(x, y, ["wrd"])["wrd"][0] == pytest.approx(3 + angle)
+    # not symmetric: the first text of a pair is x
+    assert pair_scores(y, x, ["wrd"])["wrd"][0] == pytest.approx(-3 + angle)
+    assert METRICS["wrd"].orientation == "lower = more similar"
+    assert METRICS["scaled90"].orientation == "higher = more similar"
+
+
+def test_norm_aware_metric_names_split_as_score_columns():
+    from calibsim_gui.core.analysis import score_column, split_score_column
+
+    for name in ("scaled90", "scaled50", "wrd"):
+        assert "_" not in name
+        assert split_score_column(score_column(name, "bg_percentile", "whiten")) == (
+            name, "bg_percentile", "whiten")
+
+
+def test_wrd_matrix_rows_are_the_first_text(vectors):
+    a, b = vectors
+    block = METRICS["wrd"].matrix(a, b)
+    np.testing.assert_allclose(np.diag(block), pair_scores(a, b, ["wrd"])["wrd"], atol=1e-12)
+    assert not np.allclose(block, METRICS["wrd"].matrix(b, a).T * -1)     # not a mirror image
+
+
+def test_feature_similarity_is_the_correlation_matrix_and_psd():
+    rng = np.random.default_rng(4)
+    background = rng.standard_normal((200, 6)) @ rng.standard_normal((6, 6))
+    s = feature_similarity(background)
+    np.testing.assert_allclose(s, np.corrcoef(background, rowvar=False), atol=1e-12)
+    assert np.linalg.eigvalsh(s).min() > -1e-12
+    constant = np.column_stack([background[:, :2], np.full(200, 3.0)])
+    s = feature_similarity(constant)
+    np.testing.assert_allclose(s[2], [0.0, 0.0, 1.0])          # a dimension that never varies
+
+
+def test_soft_cosine_matches_the_formula_by_hand_and_reduces_to_cosine(vectors):
+    a, b = vectors
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((5, 5))
+    s = m @ m.T                                                  # positive semi-definite
+    expected = [x @ s @ y / np.sqrt(x @ s @ x) / np.sqrt(y @ s @ y) for x, y in zip(a, b)]
+    np.testing.assert_allclose(soft_cosine(a, b, s), expected, atol=1e-12)
+    np.testing.assert_allclose(soft_cosine(a, b, np.eye(5)), pair_scores(a, b, ["cosine"])["cosine"],
+                               atol=1e-12)
+    # 2-d by hand: S = [[1, .5], [.5, 1]], u = e1, v = e2 -> .5 / (1 * 1)
+    hand = soft_cosine(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), np.array([[1, .5], [.5, 1]]))
+    assert hand[0] == pytest.approx(0.5)
+    # equal to cosine after the map x -> S^(1/2) x
+    values, vectors_ = np.linalg.eigh(s)
+    root = vectors_ @ np.diag(np.sqrt(np.clip(values, 0, None))) @ vectors_.T
+    np.testing.assert_allclose(soft_cosine(a, b, s), pair_scores(a @ root, b @ root, ["cosine"])["cosine"],
+                               atol=1e-10)

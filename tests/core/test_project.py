@@ -96,3 +96,46 @@ def test_a_save_that_fails_midway_keeps_the_previous_project_and_leaves_no_tempo
         Project(settings={"metric": "euclidean"}).save(path)
     assert path.read_bytes() == before and Project.load(path).settings == {"metric": "dot"}
     assert [p.name for p in tmp_path.iterdir()] == ["study.calibsim"]
+
+
+def _human_dict():
+    import numpy as np
+
+    from calibsim_gui.core.human import HumanCalibrator
+
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(-0.2, 1.0, 150)
+    human = np.clip(5 * scores + rng.normal(0, 0.5, 150), 0, 5)
+    calibrator = HumanCalibrator(model="fake-bow@1", scale=(0, 5)).fit(scores, human)
+    data = calibrator.to_dict()
+    data = json.loads(json.dumps(data, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
+    return {"calibrator": data, "validation": {"mae": 0.1}, "source": {"file": "h.csv", "pairs": 150}}
+
+
+def test_a_project_keeps_the_human_calibration_and_the_label_choice(tmp_path):
+    from calibsim_gui.core.project import human_fit_from_dict
+
+    human = _human_dict()
+    project = Project(human=human, settings={"metric": "cosine", "label_column": "score",
+                                             "label_scale": [0.0, 5.0]})
+    loaded = Project.load(project.save(tmp_path / "study.calibsim"))
+    assert loaded.human == human and loaded.settings["label_column"] == "score"
+    fit = human_fit_from_dict(loaded.human)
+    assert fit.calibrator.model == "fake-bow@1" and fit.source["pairs"] == 150
+    assert Project.load(Project().save(tmp_path / "none.calibsim")).human is None   # older projects too
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(human={"calibrator": {"type": "Nope"}}), "not a human calibration"),
+    (lambda d: d.update(human=[1, 2]), "not a JSON object"),
+    (lambda d: d["settings"].update(label_scale=[5, 0]), "label scale"),
+    (lambda d: d["settings"].update(label_column=3), "label column"),
+])
+def test_a_damaged_human_calibration_or_label_choice_is_refused_with_the_file(tmp_path, change, message):
+    data = Project(human=_human_dict(), settings={"label_column": "score"}).to_dict()
+    change(data)
+    path = tmp_path / "bad.calibsim"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=message) as caught:
+        Project.load(path)
+    assert str(path) in str(caught.value)

@@ -92,8 +92,13 @@ def test_html_is_self_contained_and_shows_summary_table_and_figures(report, tmp_
     text = write_report(report, tmp_path / "r.html").read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text), "no network resources"
     assert "@import" not in text and "url(" not in text
-    assert text.index('id="summary"') < text.index('id="results"') < text.index('id="figures"') \
-        < text.index('id="how-to-read"')
+    # what the numbers mean comes first; the file hashes in an appendix, the full table last
+    assert text.index('id="summary"') < text.index('id="how-to-read"') < text.index('id="figures"') \
+        < text.index('id="reproduce"') < text.index('id="provenance"') < text.index('id="results"')
+    assert '<div class="scroll">' in text and "overflow: auto" in text     # wide tables scroll
+    summary_html = text[text.index('id="summary"'):text.index('id="how-to-read"')]
+    assert "sha256" not in summary_html
+    assert "sha256" in text[text.index('id="provenance"'):text.index('id="results"')]
     assert report.provenance["model"]["digest"] in text
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', text)) == 3   # distributions, map, PR
     tables = pd.read_html(io.StringIO(text))
@@ -298,3 +303,128 @@ def test_search_report_reads_the_local_min_max_as_local(profile, tmp_path):
     for suffix in (".csv", ".xlsx", ".pdf"):
         assert write_report(search_report, tmp_path / f"hits{suffix}").stat().st_size > 0
     assert len(pd.read_csv(tmp_path / "hits.csv")) == 12
+
+
+def test_pdf_opens_with_what_the_numbers_mean_and_ends_with_the_full_table(report, tmp_path):
+    pdfium = pytest.importorskip("pypdfium2")
+    out = write_report(report, tmp_path / "order.pdf")
+    pdf = pdfium.PdfDocument(str(out))
+    pages = [pdf[i].get_textpage().get_text_range().replace("\r\n", "\n") for i in range(len(pdf))]
+    pdf.close()
+    first = pages[0]
+    assert "Summary" in first and "How to read these numbers" in first and "sha256" not in first
+    figures = next(i for i, page in enumerate(pages) if "Key figures" in page)
+    table = next(i for i, page in enumerate(pages) if "Results (the full table)" in page)
+    provenance = next(i for i, page in enumerate(pages) if "Provenance" in page)
+    assert figures <= 1 < table and provenance <= table
+    assert all("Results (the full table)" not in page and "Key figures" not in page
+               for page in pages[table + 1:])
+
+
+def test_pdf_headers_wrap_between_words_or_are_abbreviated_with_a_legend():
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    from calibsim_gui.core.reports.pdf import (
+        ABBREVIATIONS,
+        CELL_PADDING,
+        FONT_BOLD,
+        _column_widths,
+        _register_fonts,
+        abbreviate,
+        header_label,
+    )
+
+    _register_fonts()
+    style = ParagraphStyle("h", fontSize=7)
+    assert header_label("cosine_bg_percentile@whiten", "cosine_") == "bg percentile @whiten"
+    labels = ["text", "raw", "calibrated", "bg percentile", "anchor minmax"]
+    widths = _column_widths(labels, [2.2, 1, 1, 1, 1], 300, style)
+    for label, w in zip(labels, widths):             # every header word fits its column
+        assert max(stringWidth(x, FONT_BOLD, 7) for x in label.split()) + CELL_PADDING <= w + 1e-6
+    assert sum(widths) == pytest.approx(300)
+    assert abbreviate("bg percentile @whiten") == f"bg {ABBREVIATIONS['percentile']} @wh."
+
+
+def test_xlsx_sheets_keep_their_header_in_view_with_a_filter(report, tmp_path):
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.load_workbook(write_report(report, tmp_path / "frozen.xlsx"))
+    results = book["results"]
+    assert results.freeze_panes == "A2"
+    assert results.auto_filter.ref == results.dimensions
+
+
+def test_an_edited_ladder_is_named_written_beside_the_report_and_reproduced(pairs_path, profile, tmp_path):
+    from calibsim_gui.core.anchors import AnchorSet
+    from calibsim_gui.core.profile_builder import with_anchors
+
+    ladder = profile.anchors
+    edited = with_anchors(profile, FakeEmbedder(),
+                          AnchorSet(ladder.name, ladder.levels, ladder.pairs[::2]))
+    report = build_report(score_pairs(load_pairs(pairs_path), FakeEmbedder(), edited), edited)
+    assert report.custom_anchors
+    build, score = report.reproduce()          # a profile of its own: built with the edited ladder
+    assert build.startswith("calibsim profile build") and "--anchors report-anchors.json" in build
+    out = write_report(report, tmp_path / "edited.html")
+    written = tmp_path / "edited-anchors.json"
+    assert AnchorSet.from_dict(json.loads(written.read_text())) == edited.anchors
+    text = out.read_text()
+    assert "--anchors edited-anchors.json" in text and "edited-anchors.json" in report.reproduce_note()
+    summary = dict(report.summary())
+    assert "edited" in summary["Anchors"] and f"{len(edited.anchors.pairs)} pairs" in summary["Anchors"]
+    plain = build_report(report.result, profile)
+    assert not plain.custom_anchors and "built in" in dict(plain.summary())["Anchors"]
+
+
+def test_builtin_ladder_writes_no_anchor_file_and_bfloat16_is_reproduced(report, tmp_path):
+    write_report(report, tmp_path / "plain.json")
+    assert not (tmp_path / "plain-anchors.json").exists()
+    assert "--anchors" not in " ".join(report.reproduce())
+    model = report.provenance["model"]
+    saved = dict(model)
+    try:
+        model.update(precision="bfloat16", precision_note="bfloat16 (auto: this CPU runs it natively)")
+        assert "--precision bfloat16" in report.reproduce()[-1]
+        assert dict(report.summary())["Precision"] == "bfloat16 (auto: this CPU runs it natively)"
+    finally:
+        model.clear()
+        model.update(saved)
+
+
+def test_background_and_input_are_told_apart_and_the_text_column_is_recorded(tmp_path):
+    background = tmp_path / "test.csv"
+    texts = random_sentences(300, seed=5)
+    pd.DataFrame({"id": range(300), "body": texts}).to_csv(background, index=False)
+    docs = load_documents(background, column="body")
+    profile = build_profile(FakeEmbedder(), docs.texts, n_pairs=200, sources=docs.files,
+                            text_columns=docs.text_columns)
+    assert profile.provenance["background"]["text_columns"] == {"test.csv": "body"}
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    pairs = inputs / "test.csv"
+    pd.DataFrame({"sentence1": texts[:5], "sentence2": texts[5:10]}).to_csv(pairs, index=False)
+    report = build_report(score_pairs(load_pairs(pairs), FakeEmbedder(), profile), profile)
+    summary = dict(report.summary())
+    assert str(pairs) in summary["Input (the pairs scored)"]
+    background_row = summary["Background (reference corpus, not your input)"]
+    assert "test.csv" in background_row and "'body'" in background_row
+    appendix = dict(report.provenance_rows())
+    assert "Background file (test.csv)" in appendix and "Input file (test.csv)" in appendix
+
+
+def test_a_document_set_report_reproduces_its_form_and_keeps_hashes_out_of_the_summary(profile, tmp_path):
+    texts = random_sentences(30, seed=9)
+    for i, text in enumerate(texts):
+        (tmp_path / f"doc{i:02d}.txt").write_text(text)
+    docs = load_documents(sorted(tmp_path.glob("doc*.txt")), per_file=True)
+    report = build_report(score_matrix(docs, FakeEmbedder(), profile, forms=("csls",)), profile, form="csls")
+    assert report.form == "csls" and report.calibration_form == "calibrated"
+    command = report.reproduce()[-1]
+    assert "--per-file" in command and "--form csls" in command
+    summary = report.summary()
+    assert not any("sha256" in f"{label} {value}" for label, value in summary)
+    assert sum(label.startswith("Input file") for label, _ in report.provenance_rows()) == 30
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.load_workbook(write_report(report, tmp_path / "m.xlsx"))
+    assert book["cosine_csls"].freeze_panes == "B2" and book["provenance"].freeze_panes == "A2"
+    assert write_report(report, tmp_path / "m.html").stat().st_size > 0       # anchors table, figures

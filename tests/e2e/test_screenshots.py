@@ -8,7 +8,8 @@ import sys
 import pytest
 
 pytestmark = pytest.mark.slow
-VIEWS = ("model_manager", "anchor_editor", "background_loader", "results_table", "distributions", "heatmap")
+VIEWS = ("first_run", "model_manager", "anchor_editor", "background_loader", "results_table", "distributions", "agreement",
+         "distributions_brushed", "results_filtered", "heatmap")
 
 
 def test_screenshot_tour_saves_every_view_and_timings(tmp_path):

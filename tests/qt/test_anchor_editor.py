@@ -79,7 +79,10 @@ def test_edits_go_through_undo_and_undo_redo_restore_exactly(qtbot, state, profi
     editor.table.closePersistentEditor(editor.model.index(3, TEXT_A))
     assert editor.model.rowCount() == len(original.pairs) + 1
     assert editor.model.pairs[3].level == original.pairs[2].level
-    assert text(editor, 0, cosine) == PENDING                  # no longer the profile's pairs
+    scores = profile.metrics["cosine"].anchor_scores
+    assert text(editor, 0, cosine) == f"{scores[0]:.4g}"        # kept, marked stale
+    assert editor.model.stale and editor.model.index(0, cosine).data(Qt.ItemDataRole.FontRole).italic()
+    assert text(editor, 3, cosine) == PENDING                  # the new pair: not scored yet
     snapshots.append(editor.anchor_set())
 
     assert editor.model.setData(editor.model.index(3, TEXT_A), "a new first text")
@@ -103,6 +106,8 @@ def test_edits_go_through_undo_and_undo_redo_restore_exactly(qtbot, state, profi
         editor.undo_action.trigger()
     assert ladder(editor.anchor_set()) == ladder(original)
     assert text(editor, 0, cosine) == f"{profile.metrics['cosine'].anchor_scores[0]:.4g}"
+    assert not editor.model.stale
+    assert editor.model.index(0, cosine).data(Qt.ItemDataRole.FontRole) is None
     while editor.undo_stack.canRedo():
         editor.redo_action.trigger()
     assert ladder(editor.anchor_set()) == ladder(edited)
@@ -136,7 +141,7 @@ def test_import_csv_and_export_json_and_csv_round_trip(qtbot, state, tmp_path):
     imported = editor.anchor_set()
     assert ladder(imported) == ladder(load_anchors(source))
     assert editor.model.rowCount() == 3
-    assert text(editor, 0, column(editor, "cosine")) == PENDING
+    assert text(editor, 0, column(editor, "cosine")) == PENDING     # texts the profile never scored
 
     exported = tmp_path / "out.json"
     assert editor.export_file(exported)
@@ -158,7 +163,7 @@ def test_a_broken_import_shows_why_and_keeps_the_ladder(qtbot, state, tmp_path):
     bad.write_text("level,text_a\nx,y\n", encoding="utf-8")
     assert not editor.import_file(bad)
     assert editor.message.isVisibleTo(editor)
-    assert "missing columns ['text_b']" in editor.message.text()
+    assert "missing the column text_b." in editor.message.text()
     assert editor.anchor_set() == before
     assert editor.undo_stack.count() == 0
 
@@ -193,7 +198,8 @@ def test_apply_emits_a_valid_ladder_and_refuses_an_invalid_one(qtbot, state):
     editor.add_pair()                                            # empty texts: not valid
     with qtbot.assertNotEmitted(editor.anchors_applied):
         assert editor.apply() is None
-    assert "have an empty text" in editor.message.text()
+    assert "has an empty text" in editor.message.text()
+    assert "[" not in editor.message.text() and "'" not in editor.message.text()   # no Python reprs
 
 
 def test_a_level_target_outside_0_1_is_refused_with_a_message(qtbot, state):
@@ -309,3 +315,90 @@ def test_calibrated_map_follows_the_metric_and_reads_values_on_hover(qtbot, stat
     curve = profile.metrics["angular"].calibrators["calibrated"]
     assert value == pytest.approx(curve.transform([score])[0], abs=2e-3)
     assert lo <= value <= hi
+
+
+def test_levels_are_edited_in_place_through_undo(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    levels, pairs = editor.model.levels, editor.model.pairs[:]
+    model = editor.levels_model
+    assert model.flags(model.index(0, 0)) & Qt.ItemFlag.ItemIsEditable
+    assert not model.flags(model.index(0, 3)) & Qt.ItemFlag.ItemIsEditable
+    first = levels[0].name
+    assert model.setData(model.index(0, 0), "unrelated")              # rename: pairs follow
+    assert editor.model.levels[0].name == "unrelated"
+    assert [p.level for p in editor.model.pairs].count("unrelated") == [p.level for p in pairs].count(first)
+    assert model.setData(model.index(0, 1), "0 - nothing in common")
+    assert editor.model.levels[0].label == "0 - nothing in common"
+    assert model.setData(model.index(0, 2), "0,05")                    # a decimal comma is fine
+    assert editor.model.levels[0].target == 0.05
+    assert model.index(0, 2).data() == "0.05"
+
+    assert not model.setData(model.index(0, 2), "high")
+    assert editor.message.text() == ("The target of level “unrelated” must be a number between 0 "
+                                      "(unrelated) and 1 (identical), not “high”.")
+    assert not model.setData(model.index(0, 0), levels[1].name)
+    assert f"already called “{levels[1].name}”" in editor.message.text()
+    assert model.setData(model.index(1, 2), "0.99")                    # re-sorted by target
+    assert editor.model.levels[-2].name == levels[1].name
+    assert not editor.message.isVisibleTo(editor)
+
+    while editor.undo_stack.canUndo():
+        editor.undo_action.trigger()
+    assert editor.model.levels == levels and editor.model.pairs == pairs
+    assert text(editor, 0, column(editor, "cosine")) == f"{profile.metrics['cosine'].anchor_scores[0]:.4g}"
+
+
+def test_edits_keep_scores_stale_and_undo_restores_order_and_scores(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    cosine, scores = column(editor, "cosine"), profile.metrics["cosine"].anchor_scores
+    editor.table.selectRow(0)
+    editor.move_selected(1)                                            # order changed: scores follow
+    assert text(editor, 0, cosine) == f"{scores[1]:.4g}" and text(editor, 1, cosine) == f"{scores[0]:.4g}"
+    assert editor.model.index(0, cosine).data(Qt.ItemDataRole.ForegroundRole) is not None
+    assert "Apply" in editor.model.index(0, cosine).data(Qt.ItemDataRole.ToolTipRole)
+    assert "grey scores are from before the edits" in editor.status.text()
+    levels = editor.levels_model
+    median_col = 4 + editor.model.metrics.index("cosine")
+    assert levels.index(0, median_col).data() not in ("", PENDING)     # medians stay visible
+    assert levels.index(0, median_col).data(Qt.ItemDataRole.FontRole).italic()
+    assert editor.model.setData(editor.model.index(0, TEXT_A), "a text never scored")
+    assert text(editor, 0, cosine) == PENDING
+    editor.undo_action.trigger()
+    editor.undo_action.trigger()
+    assert [text(editor, r, cosine) for r in range(3)] == [f"{s:.4g}" for s in scores[:3]]
+    assert not editor.model.stale and "scores from profile" in editor.status.text()
+
+
+def test_the_calibrated_map_previews_an_unapplied_edit(qtbot, state, profile):
+    editor = make_editor(qtbot, state)
+    chart = editor.calibrated_map
+    assert chart.preview_points.getData()[0].size == 0 and chart.preview_curve.getData()[0] is None
+    model = editor.levels_model
+    top = len(editor.model.levels) - 2                                 # the level below identical
+    name = editor.model.levels[top].name
+    assert model.setData(model.index(top, 2), "0.6")                   # lower its target
+    x, y = chart.preview_points.getData()
+    scores = profile.metrics["cosine"].anchor_scores
+    mine = [i for i, p in enumerate(profile.anchors.pairs) if p.level == name]
+    assert len(x) == len(scores)
+    np.testing.assert_allclose(sorted(x[y == 0.6]), sorted(scores[mine]))
+    cx, cy = chart.preview_curve.getData()
+    before = chart.curve.getData()[1]
+    assert len(cx) == len(chart.curve.getData()[0]) and not np.allclose(cy, before)
+    legend = [label.text for _, label in chart.legend.items]
+    assert "edited map (not applied)" in legend and "edited pairs (not applied)" in legend
+
+    editor.resize(1100, 750)
+    editor.show()
+    qtbot.waitExposed(editor)
+    editor.grab().save("/tmp/anchors_edit.png")
+    editor.undo_action.trigger()                                       # back to the applied ladder
+    assert chart.preview_points.getData()[0].size == 0
+    assert "edited map (not applied)" not in [label.text for _, label in chart.legend.items]
+
+
+def test_restoring_damaged_edits_says_so_in_plain_words(qtbot, state):
+    editor = make_editor(qtbot, state)
+    assert not editor.restore_edits({"name": "x", "levels": [{"label": "no name"}], "pairs": []})
+    assert "could not be restored (the saved record is damaged)" in editor.message.text()
+    assert "KeyError" not in editor.message.text()

@@ -187,3 +187,55 @@ def test_remove_and_clear_update_the_corpus(qtbot, loader, tmp_path):
     qtbot.mouseClick(loader.clear_button, Qt.MouseButton.LeftButton)
     assert loader.files() == [] and loader.documents() is None
     assert loader.preview_model.rowCount() == 0
+
+
+def test_a_tables_text_column_is_shown_and_can_be_chosen(qtbot, loader, tmp_path):
+    table = tmp_path / "news.csv"
+    table.write_text("title,description,label\n"
+                     "Cats win,A cat won the race today.,1\n"
+                     "Dogs lose,The dog lost its bone.,2\n"
+                     "Fish swim,Fish swim in the sea.,3\n", encoding="utf-8")
+    read(qtbot, loader, [table])
+    assert "read the text column 'description' of news.csv" in loader.message.text().lower()
+    assert "other text columns: 'title'" in loader.message.text()
+    assert [loader.column.itemText(i) for i in range(loader.column.count())] == ["title", "description"]
+    assert loader.column.lineEdit().placeholderText() == "auto: description"
+    assert loader.preview_model.stringList()[0] == "A cat won the race today."
+    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+        loader.choose_column("title")
+    assert loader.preview_model.stringList() == ["Cats win", "Dogs lose", "Fish swim"]
+    assert "read the text column 'title'" in loader.message.text().lower()
+
+
+def test_html_leftovers_are_counted_and_can_be_cleaned_before_building(qtbot, loader, tmp_path):
+    corpus = tmp_path / "agnews.txt"
+    corpus.write_text("Stocks &lt;b&gt;fell&lt;/b&gt; today\n"
+                      "It #39;s a quot;deal quot; for <i>us</i>\n"
+                      "Fish &amp; chips are tasty\n"
+                      "Plain text without markup\n"
+                      "<b></b>\n", encoding="utf-8")
+    read(qtbot, loader, [corpus])
+    assert loader._html_row.isVisibleTo(loader)
+    warning = loader.html_warning.text()
+    assert warning.startswith("⚠ 4 texts hold HTML leftovers (")
+    assert "escaped tags in 1" in warning and "bare entities in 1" in warning and "tags in 2" in warning
+    assert "&lt;b&gt;" in warning
+    assert len(loader.documents().documents) == 5                   # nothing changed unasked
+    loader.clean_html.setChecked(True)
+    texts = loader.documents().texts
+    assert texts == ["Stocks fell today", "It 's a \"deal \" for us", "Fish & chips are tasty",
+                     "Plain text without markup"]
+    assert loader.preview_model.stringList() == texts
+    assert "1</b> empty line dropped" in loader.counts.text()          # "<b></b>" left nothing
+    loader.clean_html.setChecked(False)
+    assert len(loader.documents().documents) == 5
+    loader.resize(900, 650)
+    loader.show()
+    qtbot.waitExposed(loader)
+    loader.grab().save("/tmp/background_html.png")
+
+    clean = tmp_path / "clean.txt"
+    clean.write_text("a cat\na dog\na bird\n", encoding="utf-8")
+    loader.clear()
+    read(qtbot, loader, [clean])
+    assert not loader._html_row.isVisibleTo(loader)

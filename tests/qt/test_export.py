@@ -99,3 +99,22 @@ def test_export_without_results_says_what_to_do(window, monkeypatch):
     monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
     window.export_report()
     assert "Score a pairs file" in shown[0]
+
+
+def test_dialog_names_the_edited_ladder_file_and_asks_before_replacing_it(qtbot, tmp_path, monkeypatch):
+    from calibsim_gui.core.anchors import AnchorSet, builtin_anchors
+
+    ladder = builtin_anchors()
+    edited = AnchorSet(ladder.name, ladder.levels, ladder.pairs[::2])
+    dialog = ExportDialog(default_path=str(tmp_path / "report.html"), metrics=["cosine"],
+                          forms=["calibrated"], metric="cosine", form="calibrated", anchors=edited)
+    qtbot.addWidget(dialog)
+    assert "report-anchors.json" in dialog.anchors_note.text() and not dialog.anchors_note.isHidden()
+    (tmp_path / "report-anchors.json").write_text("{}")
+    assert dialog.existing_files() == [tmp_path / "report-anchors.json"]
+    dialog.path_edit.setText(str(tmp_path / "table.csv"))          # a table holds no commands
+    assert dialog.anchors_note.isHidden() and dialog.existing_files() == []
+    plain = ExportDialog(default_path=str(tmp_path / "report.html"), metrics=["cosine"],
+                         forms=["calibrated"], metric="cosine", form="calibrated", anchors=ladder)
+    qtbot.addWidget(plain)
+    assert plain.anchors_note.isHidden() and plain.existing_files() == []

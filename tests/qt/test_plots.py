@@ -143,6 +143,7 @@ def test_heatmap_shows_the_matrix_and_switches_forms(qtbot, state, matrix):
     assert view.shown_matrix().shape == (0, 0) and view.stack.currentIndex() == 0
     state.set_results(matrix)
     assert view.stack.currentIndex() == 1
+    view.set_order("input")                                # clustered by default: see test_heatmap
     assert np.array_equal(view.shown_matrix(), matrix.matrices["calibrated"])
     assert np.array_equal(view.image.image, matrix.matrices["calibrated"])
     view.form_combo.setCurrentIndex(view.form_combo.findData("raw"))
@@ -150,16 +151,17 @@ def test_heatmap_shows_the_matrix_and_switches_forms(qtbot, state, matrix):
     assert not np.array_equal(matrix.matrices["raw"], matrix.matrices["calibrated"])
     assert view.colorbar.levels() == pytest.approx(_off_diagonal_range(matrix.matrices["raw"]))
     ticks = view.plot.getAxis("left")._tickLevels[0]
-    assert ticks[0][1].endswith(matrix.ids[0]) and len(ticks) == 5
+    assert ticks[0][1] == "1  docs.txt:1 · the cat sat" and len(ticks) == 5
 
     view.resize(800, 600)
     view.show()
     qtbot.waitExposed(view)
     view._mouse_moved(view.plot.vb.mapViewToScene(QPointF(1.5, 0.5)))   # column 1, row 0
-    assert view.hover.text() == (f"{matrix.ids[0]} × {matrix.ids[1]}: "
+    assert view.hover.text() == ("1 docs.txt:1 · the cat sat × 2 docs.txt:2 · a cat sat: "
                                  f"{matrix.matrices['raw'][0, 1]:.4g} (raw cosine)")
     view.form_combo.setCurrentIndex(view.form_combo.findData("calibrated"))
-    assert view.colorbar.levels() == pytest.approx((0.0, 1.0))        # one scale for every data set
+    lo, hi = _off_diagonal_range(matrix.matrices["calibrated"])     # the diagonal is left out
+    assert view.colorbar.levels() == pytest.approx((max(lo, 0.0), min(hi, 1.0)))
     state.set_results(None)
     assert view.shown_matrix().shape == (0, 0) and view.stack.currentIndex() == 0
 
@@ -167,3 +169,84 @@ def test_heatmap_shows_the_matrix_and_switches_forms(qtbot, state, matrix):
 def test_distribution_plot_shows_a_document_sets_pairs(plot, state, matrix):
     state.set_results(matrix)
     assert plot.plot_data()["raw_user"][1].sum() == 5 * 4 / 2
+
+
+def _shown(qtbot, widget, width=1000, height=560):
+    widget.resize(width, height)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.plot_data()
+
+
+def test_hover_reads_the_bin_under_the_mouse(plot, state, scored, qtbot):
+    state.set_results(scored)
+    _shown(qtbot, plot)
+    edges, counts = plot.plot_data()["raw_user"]
+    busiest = int(np.argmax(counts))
+    x = (edges[busiest] + edges[busiest + 1]) / 2
+    text = plot.raw_panel.hover_text(x)
+    assert f"your pairs {int(counts[busiest])}" in text and "background density" in text
+    assert text.startswith(f"raw cosine {x:.4g}: bin {edges[busiest]:.4g}")
+    plot._mouse_moved(plot.raw_panel.plot.vb.mapViewToScene(QPointF(x, 0.1)))
+    assert plot.hover.text() == text
+    assert plot.raw_panel.hover_text(edges[-1] + 10) == ""
+
+
+def test_selected_marker_is_labelled_with_its_value(plot, state, scored):
+    state.set_results(scored)
+    state.select_row(4)
+    plot.plot_data()
+    assert plot.raw_panel.selected.label.toPlainText() == f"selected {scored.frame['cosine_raw'][4]:.4g}"
+    assert plot.cal_panel.selected.label.toPlainText() == \
+        f"selected {scored.frame['cosine_calibrated'][4]:.4g}"
+
+
+def test_brushing_a_range_filters_the_table_and_can_be_removed(plot, state, scored):
+    state.set_results(scored)
+    plot.plot_data()
+    plot.range_button.click()                                    # a brush on the calibrated plot
+    column, low, high = state.score_range
+    assert column == "cosine_calibrated" and low < high
+    assert plot.cal_panel.region.isVisible() and not plot.raw_panel.region.isVisible()
+    plot.cal_panel.region.setRegion((0.2, 0.6))                  # dragging it
+    plot.cal_panel.region.sigRegionChangeFinished.emit(plot.cal_panel.region)
+    assert state.score_range == pytest.approx(("cosine_calibrated", 0.2, 0.6)) or \
+        state.score_range[1:] == pytest.approx((0.2, 0.6))
+    assert plot.plot_data()["brush"][0] == "cosine_calibrated"
+    state.set_score_range(None)                                  # e.g. from the table's chip
+    assert not plot.cal_panel.region.isVisible() and not plot.range_button.isChecked()
+    plot.brush(plot.raw_panel, 0.1, 0.3)
+    assert state.score_range == ("cosine_raw", 0.1, 0.3) and plot.range_button.isChecked()
+    plot.range_button.click()
+    assert state.score_range is None and not plot.raw_panel.region.isVisible()
+
+
+def test_small_context_menu_replaces_pyqtgraphs(plot, state, scored, tmp_path):
+    state.set_results(scored)
+    plot.plot_data()
+    for panel in (plot.raw_panel, plot.cal_panel):
+        assert not panel.plot.vb.menuEnabled()
+    menu = plot.context_menu(plot.cal_panel)
+    texts = [a.text() for a in menu.actions() if not a.isSeparator()]
+    assert texts == ["Reset view", "Filter the table to a range of these scores", "Export image…"]
+    menu.actions()[1].trigger()
+    assert state.score_range[0] == "cosine_calibrated"
+    texts = [a.text() for a in plot.context_menu(plot.cal_panel).actions()]
+    assert "Show every pair (remove the range filter)" in texts
+    plot.cal_panel.plot.setXRange(5, 6)
+    plot.reset_view(plot.cal_panel)
+    assert plot.cal_panel.plot.vb.viewRange()[0][0] < 1
+    assert plot.export_image(tmp_path / "plots.png") and (tmp_path / "plots.png").stat().st_size > 5000
+
+
+def test_anchor_labels_do_not_overlap(plot, state, scored, qtbot):
+    state.set_results(scored)
+    for width in (1400, 700):
+        _shown(qtbot, plot, width)
+        for panel in (plot.raw_panel, plot.cal_panel):
+            panel.place_labels()
+            boxes = panel.label_boxes()
+            assert len(boxes) == len(plot.plot_data()["anchor_lines"])
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    assert not a.intersects(b), (width, a, b)

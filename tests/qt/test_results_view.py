@@ -144,18 +144,20 @@ def test_column_sets_hide_other_metrics_and_forms(view):
         return [n for c, n in enumerate(model.column_names) if not table.isColumnHidden(c)]
 
     combo.setCurrentIndex(combo.findData("focus"))
-    assert visible() == ["sentence1", "sentence2", "score", "cosine_raw", "cosine_calibrated"]
+    assert visible() == ["sentence1", "sentence2", "score", "cosine_raw", "cosine_calibrated",
+                         "disagreement"]
     view.state.set_view(metric="euclidean", form="bg_percentile")
-    assert visible()[-2:] == ["euclidean_raw", "euclidean_bg_percentile"]
+    assert visible()[-3:] == ["euclidean_raw", "euclidean_bg_percentile", "disagreement"]
     combo.setCurrentIndex(combo.findData("metric"))
-    assert all(n.startswith("euclidean_") for n in visible()[3:]) and len(visible()) > 6
+    assert all(n.startswith("euclidean_") for n in visible()[3:-1]) and len(visible()) > 6
     combo.setCurrentIndex(combo.findData("all"))
     assert len(visible()) == len(model.column_names)
 
 
 def test_summary_reports_agreement_and_notes_fold_out(view, scored):
     rho = scored.provenance["agreement"]["spearman_x100"]["cosine_raw"]
-    assert f"raw {rho:.1f}" in view.summary.text()
+    assert f"Spearman ×100 {rho:.1f} (the same for raw and calibrated" in view.summary.text()
+    assert "vs score (0–10 → 0–1): MAE " in view.summary.text()
     assert "10 rows" in view.summary.text() and "9 scored" in view.summary.text()
     assert view.notes_button.isVisibleTo(view) and not view.notes.isVisibleTo(view)
     view.notes_button.click()
@@ -256,3 +258,74 @@ def test_truncated_pairs_are_marked_with_a_tooltip(qtbot, profile, tmp_path):
     widget.resize(1100, 300)
     widget.grab().save(str(tmp_path / "truncated.png"))
     widget.deleteLater()
+
+
+def test_texts_come_first_and_stretch_and_headers_are_readable(view, qtbot):
+    model, header = view.model, view.table.horizontalHeader()
+    title = model.headerData(model.column_of("cosine_calibrated"), Qt.Orientation.Horizontal)
+    assert title == "cosine\ncalibrated"
+    tip = model.headerData(model.column_of("cosine_calibrated"), Qt.Orientation.Horizontal,
+                           Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("cosine_calibrated:")
+    order = sorted((c for c in range(model.columnCount()) if not view.table.isColumnHidden(c)),
+                   key=header.visualIndex)
+    assert [model.column_names[c] for c in order] == ["sentence1", "sentence2", "score", "cosine_raw",
+                                                      "cosine_calibrated", "disagreement"]
+    for width in (1600, 1024):
+        view.resize(width, 500)
+        view.show()
+        qtbot.waitExposed(view)
+        qtbot.waitUntil(lambda: header.length() >= view.table.viewport().width() - 2)
+        texts = [header.sectionSize(c) for c in (model.column_of("sentence1"), model.column_of("sentence2"))]
+        scores = [header.sectionSize(model.column_of(n)) for n in ("cosine_raw", "cosine_calibrated")]
+        assert min(texts) > 2 * max(scores)                         # the texts get the room
+        assert header.length() <= view.table.viewport().width() + 2  # everything fits: no scrolling
+    text = model.index(0, model.column_of("sentence1"))
+    assert text.data(Qt.ItemDataRole.ToolTipRole) == text.data()      # full text in the tooltip
+
+
+def test_a_brushed_range_filters_the_rows_until_cleared(view, scored):
+    state, values = view.state, scored.frame["cosine_calibrated"]
+    low, high = float(values.quantile(0.3)), float(values.quantile(0.8))
+    state.set_score_range(("cosine_calibrated", low, high))
+    inside = int(((values >= low) & (values <= high)).sum())
+    assert 0 < view.model.rowCount() == inside < len(values)
+    assert view.range_button.isVisibleTo(view) and "cosine · calibrated" in view.range_button.text()
+    assert f"{inside} of 10 rows shown" in view.summary.text()
+    view.filter_edit.setText("cat")                          # text and range filters combine
+    view._apply_filter()
+    both = sum(("cat" in f"{a} {b}".lower()) and low <= v <= high for a, b, v in
+               zip(scored.frame["sentence1"], scored.frame["sentence2"], values))
+    assert view.model.rowCount() == both
+    view.filter_edit.clear()
+    view._apply_filter()
+    view.range_button.click()
+    assert state.score_range is None and view.model.rowCount() == len(values)
+    assert not view.range_button.isVisibleTo(view)
+
+
+def test_with_every_column_the_texts_stay_while_the_scores_scroll(view, qtbot):
+    model, table = view.model, view.table
+    view.columns_combo.setCurrentIndex(view.columns_combo.findData("all"))
+    view.resize(1024, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: table.horizontalScrollBar().maximum() > 0)
+    assert view.frozen.isVisible()
+    texts = [model.column_of("sentence1"), model.column_of("sentence2")]
+    assert [c for c in range(model.columnCount()) if not view.frozen.isColumnHidden(c)] == texts
+    assert view.frozen.selectionModel() is table.selectionModel()
+    table.horizontalScrollBar().setValue(table.horizontalScrollBar().maximum())
+    assert view.frozen.geometry().width() == sum(table.columnWidth(c) for c in texts)
+    table.verticalScrollBar().setValue(table.verticalScrollBar().maximum())
+    assert view.frozen.verticalScrollBar().value() == table.verticalScrollBar().value()
+    view.columns_combo.setCurrentIndex(view.columns_combo.findData("focus"))
+    qtbot.waitUntil(lambda: not view.frozen.isVisible())           # everything fits again
+
+
+def test_new_results_drop_the_range_filter(view, scored):
+    view.state.set_score_range(("cosine_raw", 0.0, 0.1))
+    assert view.range_button.isVisibleTo(view)
+    view.state.set_results(scored)
+    assert view.state.score_range is None and not view.range_button.isVisibleTo(view)
+    assert view.model.rowCount() == len(scored.frame)

@@ -24,3 +24,27 @@ def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, q
     columns = set(window.state.results.frame.columns)
     assert {"cosine_raw", "cosine_raw@whiten", "cosine_calibrated@whiten"} <= columns
     assert window.current_project().settings["geometry"] == "whiten"
+
+
+def test_space_tab_diagnoses_labelled_files_with_cluster_structure(window, qtbot, tmp_path):
+    from tests.fakes import random_sentences
+
+    build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
+    window.tabs.setCurrentWidget(window.space)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    files = []
+    for i, vocabulary in enumerate((None, 50)):
+        path = tmp_path / f"group{i}.txt"
+        options = {} if vocabulary is None else {"vocabulary": vocabulary}
+        path.write_text("\n".join(random_sentences(40, seed=20 + i, **options)))
+        files.append(path)
+    window.space.space = None
+    window.space.diagnose_files(files)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    rows = window.space.shown_rows()
+    for row in ("IsoScore (0-1, 1 = isotropic)", "silhouette of labels (euclidean)",
+                "Calinski-Harabasz (higher = apart)", "Davies-Bouldin (lower = apart)",
+                "Dunn index (higher = apart)", "classifier accuracy (5-fold)"):
+        assert set(rows[row]) == {g.label for g in GEOMETRIES.values()}, row
+    assert "documents of 2 files" in window.space.summary.text()
+    window.space.grab().save(str(tmp_path / "space_labelled.png"))

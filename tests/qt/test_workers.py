@@ -63,3 +63,29 @@ def test_user_errors_arrive_as_messages(qtbot):
     with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
         runner.start(bad)
     assert failed.args[0] == "x.csv: cannot read this. Fix: use UTF-8"
+
+
+def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
+    from calibsim_gui.qt import workers
+
+    clock = [100.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: clock[0])
+    runner = TaskRunner()
+    gate = {"go": False}
+
+    def task(progress, should_stop):
+        while not gate["go"]:
+            time.sleep(0.005)
+        return "done"
+
+    runner.start(task)
+    assert runner.time_left(10, 100) is None          # too early to tell
+    clock[0] += 4.0
+    assert runner.elapsed() == 4.0
+    assert runner.time_left(0, 100) is None and runner.time_left(100, 100) is None
+    assert runner.time_left(10, 100) == 36.0            # 4 s for 10 of 100: 36 s for the other 90
+    clock[0] += 1.0
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        gate["go"] = True
+    assert runner.duration == 5.0 and runner.elapsed() == 0.0
+    assert wait_for_workers(5000)

@@ -11,6 +11,7 @@ from pathlib import Path
 from calibsim_gui.core.atomic import atomic_path, atomic_paths, write_text_atomic
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.output import (
+    dump_json,
     FIGURE_FORMATS,
     REPORT_FORMATS,
     TABLE_SUFFIXES,
@@ -20,7 +21,7 @@ from calibsim_gui.core.output import (
     write_matrix,
     write_scored_pairs,
 )
-from calibsim_gui.core.reports.content import Report, build_report
+from calibsim_gui.core.reports.content import Report, anchors_path, build_report
 
 __all__ = ["FIGURE_FORMATS", "REPORT_FORMATS", "Report", "build_report", "figure_paths",
            "write_figures", "write_report"]
@@ -46,6 +47,10 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     formula-like texts get a leading ``'`` unless `keep_formulas` (see `protect_formulas`).
     A stop request (`should_stop()` true) raises `Cancelled` and leaves no file; a write the
     system refuses raises `WriteError` and leaves every previous file as it was.
+
+    A report whose references use a ladder other than the built-in one (edited anchors) also
+    writes that ladder as ``<report stem>-anchors.json`` beside it, which its Reproduce commands
+    name with ``--anchors``; the HTML, PDF, XLSX and JSON formats hold those commands.
     """
     from calibsim_gui.core.reports import html, pdf, tables
 
@@ -54,6 +59,13 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     check = _stopper(should_stop)
     suffix = path.suffix.lower()
     progress(0, 3, f"writing {path.name}")
+    ladder = None
+    if report.custom_anchors and suffix in (".html", ".pdf", ".xlsx", ".json"):
+        ladder = report.anchors_file = anchors_path(path)     # named by the Reproduce commands
+        if any(Path(i).resolve() == ladder.resolve() for i in inputs):
+            ladder = None                     # the ladder this run read (a Reproduce run): kept
+        else:
+            check_output_path(ladder, inputs=inputs, force=True, formats=None)
     if suffix in (".html", ".pdf"):
         progress(1, 3, "drawing figures")
         report.figures          # drawn before the write, whose OSErrors are about the output file
@@ -62,7 +74,9 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
         if report.kind != "matrix":          # scored pairs, search hits: one row each
             write_scored_pairs(report.result, path, keep_formulas=keep_formulas)
         else:
-            form = report.form if report.form in report.result.matrices else "raw"
+            matrices = report.result.matrices       # the featured form, else the one it was scored with
+            form = report.form if report.form in matrices else next(
+                (f for f in matrices if f != "raw"), "raw")
             write_matrix(report.result, path, form=form, keep_formulas=keep_formulas)
     elif suffix == ".json":
         write_text_atomic(path, tables.report_json(report))
@@ -75,6 +89,8 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
                 tables.write_xlsx(report, tmp)
             else:
                 pdf.render_pdf(report, tmp, progress=progress, check=check)
+    if ladder is not None:
+        write_text_atomic(ladder, dump_json(report.profile.anchors.to_dict()))
     progress(3, 3, f"wrote {path.name}")
     return path
 

@@ -97,12 +97,40 @@ def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = 
     return text or FORM_DESCRIPTIONS.get(form, form)
 
 
-def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str]:
-    """Command lines that re-create this report's numbers from the same inputs."""
+def is_builtin_ladder(anchors) -> bool:
+    """True when `anchors` holds exactly the built-in ladder's levels and pairs (whatever its name)."""
+    from calibsim_gui.core.anchors import builtin_anchors
+
+    def content(ladder):
+        d = ladder.to_dict()
+        return d["levels"], d["pairs"]
+
+    return content(anchors) == content(builtin_anchors())
+
+
+def anchors_path(report_path) -> Path:
+    """Where a report's anchor ladder is written: ``<report stem>-anchors.json`` beside it."""
+    report_path = Path(report_path)
+    return report_path.with_name(f"{report_path.stem}-anchors.json")
+
+
+def _reproduce(result, profile, input_name: str, metrics: list[str],
+               anchors_file: Path | None = None, form: str = "calibrated") -> list[str]:
+    """Command lines that re-create this report's numbers from the same inputs.
+
+    A ladder other than the built-in one is named by `anchors_file` (written beside the report
+    by `write_report`; ``<report>-anchors.json`` when the report has no file yet).
+    """
     prov = result.provenance
     model = prov["model"]["name"]
     model_opt = [] if model == "all-MiniLM-L6-v2" else ["--model", model]
-    commands, profile_opt = [], []
+    precision = str(prov["model"].get("precision") or "float32")
+    if precision != "float32":                 # as chosen (e.g. by auto): the same numbers again
+        model_opt += ["--precision", precision]
+    commands, profile_opt, anchors_opt = [], [], []
+    if not is_builtin_ladder(profile.anchors):
+        anchors_opt = ["--anchors", Path(anchors_file).name if anchors_file
+                       else "report-anchors.json"]
     name = str(profile.provenance.get("name", ""))
     if not name.startswith(BUILTIN_PROFILE_PREFIX):
         out = name if name.endswith(".calibsim-profile") else "reference.calibsim-profile"
@@ -111,10 +139,14 @@ def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str
         if background.get("files"):
             build += ["--background", *[f["name"] for f in background["files"]],
                       "--pairs", str(background.get("pairs")), "--seed", str(background.get("seed"))]
-        if profile.anchors.name != "calibsim built-in STS ladder":
-            build += ["--anchors", f"{profile.anchors.name}.json"]
+            columns = set((background.get("text_columns") or {}).values())
+            if len(columns) == 1:
+                build += ["--column", columns.pop()]
+        build += anchors_opt
+        anchors_opt = []
         commands.append(shlex.join(build))
         profile_opt = ["--profile", out]
+    profile_opt += anchors_opt
     if isinstance(result, SearchHits):
         search = prov["search"]
         cmd = ["calibsim", "search", *[Path(f).name for f in search["queries"]["files"]], "--corpus",
@@ -134,8 +166,16 @@ def _reproduce(result, profile, input_name: str, metrics: list[str]) -> list[str
         cmd += ["--out", "report.html"]
     else:
         files = [Path(f).name for f in prov["documents"]["files"]]
-        cmd = ["calibsim", "matrix", *files, *model_opt, *profile_opt, "--metric", result.metric,
-               "--out", "report.html"]
+        cmd = ["calibsim", "matrix", *files, *model_opt, *profile_opt, "--metric", result.metric]
+        if result.ids and all(":" not in i for i in result.ids):     # ids "<file>", not "<file>:<line>"
+            cmd.append("--per-file")
+        matrix_form = form if form in result.matrices else next(
+            (f for f in result.matrices if f != "raw"), "calibrated")
+        if matrix_form != "calibrated":
+            cmd += ["--form", matrix_form]
+        if getattr(result, "geometry", "none") != "none":
+            cmd += ["--geometry", result.geometry]
+        cmd += ["--out", "report.html"]
     commands.append(shlex.join(cmd))
     return commands
 
@@ -147,6 +187,15 @@ def _result_metrics(result) -> list[str]:
         return [result.provenance["search"]["metric"]]
     found = {parts[0] for parts in map(split_score_column, result.frame.columns) if parts}
     return [m for m in METRICS if m in found]
+
+
+def _precision_text(model: dict) -> str:
+    """The precision the model ran in, and why (e.g. what --precision auto chose)."""
+    precision = str(model.get("precision") or "float32")
+    note = str(model.get("precision_note") or "")
+    if not note or note == precision:
+        return precision
+    return note if note.startswith(precision) else f"{precision} — {note}"
 
 
 def _prompt_text(prompt, name=None) -> str:
@@ -174,6 +223,21 @@ class Report:
     profile: object
     metric: str
     form: str
+    anchors_file: Path | None = None
+    """Where the report's anchor ladder was written (set by `write_report` for a ladder other
+    than the built-in one); the Reproduce commands name it."""
+
+    @property
+    def calibration_form(self) -> str:
+        """The featured form where a profile calibrator is needed (anchor table, figures): the
+        featured form itself, or "calibrated" for a form computed per document pair (csls)."""
+        metric = self.profile.metrics.get(self.metric)
+        return self.form if metric is not None and self.form in metric.calibrators else "calibrated"
+
+    @property
+    def custom_anchors(self) -> bool:
+        """True when the references use a ladder other than the built-in one (e.g. edited)."""
+        return not is_builtin_ladder(self.profile.anchors)
 
     @property
     def kind(self) -> str:
@@ -219,7 +283,7 @@ class Report:
                 ("Model", model["name"]),
                 ("Model fingerprint", model["digest"]),
                 ("Device", str(model["device"])),
-                ("Precision", str(model.get("precision_note") or model.get("precision", "float32"))),
+                ("Precision", _precision_text(model)),
                 ("Max sequence length", f"{model['max_seq_length']} tokens"),
                 ("Prompt", _prompt_text(model.get("prompt"), model.get("prompt_name")))]
         if self.kind == "search":
@@ -227,7 +291,8 @@ class Report:
                                                      f"{_prompt_text(model.get('document_prompt'))}"))
         if self.kind == "pairs":
             pairs = prov["pairs"]
-            rows.append(("Input", f"{pairs['file']}: {pairs['scored']:,} of {pairs['rows']:,} pairs scored"))
+            rows.append(("Input (the pairs scored)",
+                         f"{pairs['file']}: {pairs['scored']:,} of {pairs['rows']:,} pairs scored"))
         elif self.kind == "search":
             search = prov["search"]
             rows.append(("Queries", f"{search['queries']['count']:,} from "
@@ -239,18 +304,26 @@ class Report:
                                       else f" under geometry fix {search['geometry']}")))
         else:
             docs = prov["documents"]
-            rows.append(("Input", f"{docs['count']:,} documents from {len(docs['files'])} file(s)"))
-        rows += [(f"Input sha256 ({Path(f).name})", d) for f, d in self.input_digests.items()]
-        rows.append(("Reference profile", str(refs["profile"])))
-        rows.append(("Anchors", f"{refs['anchors']} ({refs['anchor_pairs']} pairs in "
-                                f"{len(profile.anchors.levels)} levels)"))
+            files = docs["files"]
+            shown = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more"
+                                                            if len(files) > 3 else "")
+            rows.append(("Input (the documents scored)",
+                         f"{docs['count']:,} documents from {len(files)} file(s): {shown}"))
+        profile_name = str(refs["profile"])
+        if self.custom_anchors and "edited anchors" not in profile_name:
+            profile_name += " + edited anchors"
+        rows.append(("Reference profile", profile_name))
+        rows.append(("Anchors", self.anchors_summary()))
         if profile.has_background:
-            files = ", ".join(f"{f['name']} (sha256 {f['sha256'][:12]}…)" for f in bg.get("files", []))
-            rows.append(("Background", f"{profile.background_pairs:,} random pairs of "
-                                       f"{bg.get('sentences', '?'):,} sentences, seed {bg.get('seed', '?')}"
-                         + (f", from {files}" if files else "")))
-            if bg.get("corpus"):
-                rows.append(("Background corpus", bg["corpus"]))
+            files = ", ".join(f["name"] for f in bg.get("files", []))
+            columns = bg.get("text_columns") or {}
+            rows.append(("Background (reference corpus, not your input)",
+                         f"{profile.background_pairs:,} random pairs of "
+                         f"{bg.get('sentences', '?'):,} sentences, seed {bg.get('seed', '?')}"
+                         + (f", from {bg['corpus']}" if bg.get("corpus") else "")
+                         + (f", files {files}" if files else "")
+                         + ("; text column " + ", ".join(f"{c!r} ({f})" for f, c in columns.items())
+                            if columns else "")))
         else:
             rows.append(("Background", "none (anchor calibrations only)"))
         enc = prov["encoding"]
@@ -280,10 +353,11 @@ class Report:
         rows = []
         for level in profile.anchors.levels:
             raw = medians.get(level.label, np.nan)
-            cal = calibrate_form(profile, metric, self.form, [raw])[0] if np.isfinite(raw) else np.nan
+            form = self.calibration_form
+            cal = calibrate_form(profile, metric, form, [raw])[0] if np.isfinite(raw) else np.nan
             rows.append({"level": level.label, "target": level.target,
                          "pairs": int(counts.get(level.name, 0)),
-                         f"{metric}_raw (median)": raw, f"{metric}_{self.form}": cal})
+                         f"{metric}_raw (median)": raw, f"{metric}_{form}": cal})
         return pd.DataFrame(rows)
 
     def agreement_table(self) -> pd.DataFrame | None:
@@ -378,7 +452,44 @@ class Report:
 
     def reproduce(self) -> list[str]:
         name = self.input_files[0].name if self.input_files else "input"
-        return _reproduce(self.result, self.profile, name, self.metrics)
+        return _reproduce(self.result, self.profile, name, self.metrics, self.anchors_file, self.form)
+
+    def reproduce_note(self) -> str:
+        """What the Reproduce commands need, in words."""
+        files = "the input files"
+        if self.custom_anchors:
+            ladder = self.anchors_file.name if self.anchors_file else "the report's anchors file"
+            files += f" and {ladder} (this report's anchor ladder, written beside it)"
+        return (f"Run in a folder holding {files} (check their sha256 under Provenance), with "
+                "the same calibsim version and model fingerprint; these commands re-create every "
+                "number in this report:")
+
+    def anchors_summary(self) -> str:
+        """The ladder in use, in words: built-in or not, levels, pair count."""
+        anchors = self.profile.anchors
+        counts = pd.Series([p.level for p in anchors.pairs]).value_counts()
+        levels = "; ".join(f"{lv.label} → {lv.target:g} ({int(counts.get(lv.name, 0))})"
+                           for lv in anchors.levels)
+        if not self.custom_anchors:
+            return f"{anchors.name}, built in ({len(anchors.pairs)} pairs in {len(anchors.levels)} levels)"
+        where = f"; saved as {self.anchors_file.name}" if self.anchors_file else ""
+        return (f"{anchors.name}, edited — not the built-in ladder: {len(anchors.pairs)} pairs in "
+                f"{len(anchors.levels)} levels (level → target (pairs): {levels}){where}")
+
+    def provenance_rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for the provenance appendix: every file's full name and sha256."""
+        rows = [(f"Input file ({Path(f).name})", f"{f}  sha256 {d}") for f, d in self.input_digests.items()]
+        bg = self.profile.provenance.get("background") or {}
+        columns = bg.get("text_columns") or {}
+        for f in bg.get("files", []):
+            column = columns.get(f["name"])
+            rows.append((f"Background file ({f['name']})",
+                         f"sha256 {f.get('sha256', '?')}" + (f", text column {column!r}" if column else "")))
+        rows.append(("Model fingerprint", str(self.provenance["model"]["digest"])))
+        scale = self.profile.provenance.get("scale") or {}
+        if scale.get("sentences_sha256"):
+            rows.append(("Reference sentences sha256", str(scale["sentences_sha256"])))
+        return rows
 
     def geometries(self) -> list[str]:
         """Geometry fixes the result was scored under ("none" = the model's own embeddings)."""
@@ -438,7 +549,9 @@ def build_report(result, profile, *, metric: str | None = None, form: str = "cal
     """
     metrics = _result_metrics(result)
     metric = metric if metric in metrics else metrics[0]
-    available = profile.metrics[metric].calibrators if metric in profile.metrics else {}
+    available = set(profile.metrics[metric].calibrators if metric in profile.metrics else ())
+    if isinstance(result, DocumentMatrix):       # a matrix holds the forms it was scored with (csls)
+        available |= set(result.matrices) - {"raw"}
     form = form if form in available else "calibrated"
     return Report(result, profile, metric, form)
 

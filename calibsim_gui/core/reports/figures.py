@@ -79,7 +79,7 @@ def distribution_figure(report) -> ReportFigure:
     """Raw and calibrated distributions of the report's pairs against the references."""
     from matplotlib.figure import Figure
 
-    profile, metric, form = report.profile, report.metric, report.form
+    profile, metric, form = report.profile, report.metric, report.calibration_form
     result = report.result
     if report.kind != "matrix":
         user = result.frame[f"{metric}_raw"].to_numpy(dtype=float)
@@ -187,7 +187,7 @@ def precision_recall_figure(report) -> ReportFigure | None:
 
     agreement = report.provenance.get("agreement")
     frame = report.result.frame
-    metric, form = report.metric, report.form
+    metric, form = report.metric, report.calibration_form
     columns = [c for c in (f"{metric}_raw", f"{metric}_{form}") if c in frame]
     if report.kind != "pairs" or not agreement or agreement.get("label") not in frame or not columns:
         return None

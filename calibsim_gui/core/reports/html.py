@@ -54,5 +54,6 @@ def render_html(report) -> str:
         metric=report.metric, anchors=_table(report.anchors_table()),
         table=_table(table), table_note=note, figures=figures,
         how_to_read=report.how_to_read(), reproduce=report.reproduce(),
+        reproduce_note=report.reproduce_note(), provenance_rows=report.provenance_rows(),
         space=None if space is None else _table(space),
         space_texts=None if report.space is None else report.space.texts)

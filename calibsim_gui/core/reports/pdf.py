@@ -116,10 +116,12 @@ def _styles():
 
 
 def _table(frame: pd.DataFrame, texts: _Texts, width: float, *, small: bool = False, shares=None,
-           prefix=""):
+           prefix="", legend: list | None = None):
     """A long table whose header row repeats on every page; text columns get more room.
 
     `prefix` is left out of the header labels (e.g. the featured metric, named above the table).
+    Headers wrap between words; where the columns are too many for whole words, the words are
+    abbreviated (see `ABBREVIATIONS`) and the abbreviations used are added to `legend`.
     """
     from reportlab.lib import colors
     from reportlab.platypus import LongTable, TableStyle
@@ -128,9 +130,17 @@ def _table(frame: pd.DataFrame, texts: _Texts, width: float, *, small: bool = Fa
     text = readable(frame)
     style = "small" if small else "cell"
     shares = shares or [1.0 if c in numeric else TEXT_COLUMN_SHARE for c in text.columns]
-    widths = [width * s / sum(shares) for s in shares]
-    header = [texts.para(str(c).removeprefix(prefix).replace("_", " "), style, width=w, bold=True)
-              for c, w in zip(text.columns, widths)]
+    labels = [header_label(c, prefix) for c in text.columns]
+    if _header_width(labels, texts.styles[style]) > width:
+        short = [abbreviate(label) for label in labels]
+        if legend is not None:
+            used = {w for label in labels for w in label.split()} & set(ABBREVIATIONS)
+            legend += [f"{ABBREVIATIONS[w]} = {w}" for w in ABBREVIATIONS if w in used
+                       and f"{ABBREVIATIONS[w]} = {w}" not in legend]
+        labels = short
+    widths = _column_widths(labels, shares, width, texts.styles[style],
+                            values=[text[c].head(500) if c in numeric else () for c in text.columns])
+    header = [texts.para(label, style, width=w, bold=True) for label, w in zip(labels, widths)]
     rows = [[texts.para(v, style, width=w) for v, w in zip(row, widths)]
             for row in text.itertuples(index=False)]
     table = LongTable([header] + rows, colWidths=widths, repeatRows=1)
@@ -143,6 +153,56 @@ def _table(frame: pd.DataFrame, texts: _Texts, width: float, *, small: bool = Fa
     return table
 
 
+def header_label(column, prefix: str = "") -> str:
+    """A column name as a header that wraps between words: ``_`` and ``@`` become break points
+    (``cosine_bg_percentile@whiten`` reads "bg percentile @whiten" under the prefix ``cosine_``)."""
+    return str(column).removeprefix(prefix).replace("_", " ").replace("@", " @")
+
+
+ABBREVIATIONS = {"calibrated": "cal.", "percentile": "pct.", "minmax": "mm", "surprise": "surpr.",
+                 "zscore": "z", "anchor": "anch.", "query": "qry", "@whiten": "@wh.",
+                 "@center": "@ctr.", "sentence1": "text 1", "sentence2": "text 2"}
+"""Header words shortened (with a legend under the table) when a table has many columns."""
+
+
+def abbreviate(label: str) -> str:
+    return " ".join(ABBREVIATIONS.get(word, word) for word in label.split())
+
+
+def _header_width(labels, style) -> float:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    return sum(max((stringWidth(w, FONT_BOLD, style.fontSize) for w in label.split()), default=0)
+               + CELL_PADDING + 1 for label in labels)
+
+
+def _column_widths(labels, shares, width: float, style, values=None) -> list[float]:
+    """Widths in proportion to `shares`, each at least as wide as its header's longest word
+    and its widest number (`values`: the readable numbers of each column, () for texts), so
+    headers wrap at word boundaries and numbers never wrap, when the page allows it."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    widths = [width * s / sum(shares) for s in shares]
+    values = values or [()] * len(labels)
+    needed = [max([stringWidth(word, FONT_BOLD, style.fontSize) for word in label.split()]
+                  + [stringWidth(str(v), FONT, style.fontSize) for v in column], default=0)
+              + CELL_PADDING + 1 for label, column in zip(labels, values)]
+    if sum(needed) > width:                 # too many columns: keep the proportions
+        return widths
+    for _ in range(len(widths)):
+        short = [i for i, (w, n) in enumerate(zip(widths, needed)) if w < n]
+        if not short:
+            break
+        extra = sum(needed[i] - widths[i] for i in short)
+        for i in short:
+            widths[i] = needed[i]
+        roomy = [i for i in range(len(widths)) if i not in short and widths[i] > needed[i]]
+        spare = sum(widths[i] - needed[i] for i in roomy)
+        for i in roomy:                     # taken from the columns with room, in proportion
+            widths[i] -= extra * (widths[i] - needed[i]) / spare if spare else 0
+    return widths
+
+
 def render_pdf(report, path, *, progress=None, check=None) -> None:
     """Write the report as a PDF to `path` (a temporary file: the caller renames it).
 
@@ -153,6 +213,7 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
     from reportlab.platypus import (
         Image,
         KeepTogether,
+        PageBreak,
         Paragraph,
         Preformatted,
         SimpleDocTemplate,
@@ -165,15 +226,35 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
     margin = 1.5 * cm
     width = page[0] - 2 * margin
     texts = _Texts(styles)
+    figures = report.figures
+    if progress:
+        progress(1, 3, "drawing figures")
+
+    def image(figure, max_height):
+        picture = Image(io.BytesIO(figure.png))
+        scale = min(width / picture.drawWidth, max_height / picture.drawHeight)
+        picture.drawWidth, picture.drawHeight = picture.drawWidth * scale, picture.drawHeight * scale
+        return [picture, texts.para(figure.caption, "caption")]
+
+    # Page 1 answers "what do these numbers mean": summary, how to read them, the key figure.
     story = [texts.para(report.title, "title"),
              Paragraph(f"Embedding similarity scores calibrated against explicit references with calibsim "
                        f"{__version__}. Every calibrated column is “higher = more similar”.", styles["body"]),
              Paragraph("Summary", styles["h2"])]
     summary = pd.DataFrame(report.summary(), columns=["item", "value"])
-    story.append(_table(summary, texts, width, shares=[1, 4]))
-    for note in report.notes():
-        story.append(texts.para("• " + note))
+    story.append(_table(summary, texts, width, small=True, shares=[1, 4]))
+    story.append(Paragraph("How to read these numbers", styles["h2"]))
+    for form, text in report.how_to_read():
+        story.append(Paragraph(f"<b>{escape(report.metric)}_{escape(form)}</b>: {escape(text)}",
+                               styles["small"]))
+    figure_height = 0.55 * (page[1] - 2 * margin)     # a figure with its caption fits under text
+    for i, figure in enumerate(figures):
+        heading = [Paragraph("Key figures", styles["h2"])] if i == 0 else []
+        story.append(KeepTogether(heading + image(figure, figure_height)))
+    story.append(Paragraph("Notes on this run", styles["h3"]))
     notes_at = len(story)           # where notes on what this PDF cannot show go, once known
+    for note in report.notes():
+        story.append(texts.para("• " + note, "small"))
     agreement = report.agreement_table()
     if agreement is not None:
         story += [Paragraph("Agreement with the human scores (Spearman × 100)", styles["h3"]),
@@ -185,18 +266,6 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
             Paragraph(escape(evaluation[1]), styles["body"]), _table(evaluation[0], texts, width)]))
     story += [Paragraph(f"Anchor levels ({escape(report.metric)})", styles["h3"]),
               _table(report.anchors_table(), texts, width)]
-    table, note = report.results_table()
-    story += [Paragraph("Results", styles["h2"]),
-              Paragraph(escape(note) + f" Score columns are {escape(report.metric)} scores.", styles["body"]),
-              _table(table, texts, width, small=True, prefix=f"{report.metric}_"),
-              Paragraph("Figures", styles["h2"])]
-    if progress:
-        progress(1, 3, "drawing figures")
-    for figure in report.figures:
-        image = Image(io.BytesIO(figure.png))
-        scale = min(width / image.drawWidth, (page[1] - 2 * margin - 2 * cm) / image.drawHeight)
-        image.drawWidth, image.drawHeight = image.drawWidth * scale, image.drawHeight * scale
-        story.append(KeepTogether([image, texts.para(figure.caption, "caption")]))
     space = report.space_table()
     if space is not None:
         story += [Paragraph("The embedding space", styles["h2"]),
@@ -205,15 +274,20 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
                             "never on your pairs). A high mean cosine of random pairs and much variance "
                             "along few directions mean raw cosines crowd together.", styles["body"]),
                   _table(space, texts, width, shares=[2] + [1] * (len(space.columns) - 1))]
-    story.append(Paragraph("How to read these numbers", styles["h2"]))
-    for form, text in report.how_to_read():
-        story += [Paragraph(f"<b>{escape(report.metric)}_{escape(form)}</b>", styles["body"]),
-                  Paragraph(escape(text), styles["body"])]
     story += [Paragraph("Reproduce", styles["h2"]),
-              Paragraph(f"With the same input files (check their sha256 in the summary), calibsim "
-                        f"{__version__} and the same model fingerprint, these commands re-create every "
-                        "number in this report:", styles["body"]),
-              Spacer(1, 4), Preformatted("\n".join(report.reproduce()), styles["code"], maxLineLength=150)]
+              Paragraph(escape(report.reproduce_note()), styles["body"]),
+              Spacer(1, 4), Preformatted("\n".join(report.reproduce()), styles["code"], maxLineLength=150),
+              Paragraph("Provenance", styles["h2"]),
+              _table(pd.DataFrame(report.provenance_rows(), columns=["item", "value"]), texts, width,
+                     small=True, shares=[1, 4])]
+    table, note = report.results_table()
+    legend: list[str] = []
+    results = _table(table, texts, width, small=True, prefix=f"{report.metric}_", legend=legend)
+    story += [PageBreak(), Paragraph("Results (the full table)", styles["h2"]),
+              Paragraph(escape(note) + f" Score columns are {escape(report.metric)} scores."
+                        + (f" Headers are abbreviated: {escape(', '.join(legend))}." if legend else ""),
+                        styles["body"]),
+              results]
 
     def footer(canvas, doc):
         canvas.saveState()

@@ -157,3 +157,14 @@ def _write_sheets(report, path) -> None:
                 for cell in row:
                     if cell.data_type == "f":
                         cell.data_type = "s"
+            _freeze_and_filter(sheet, matrix=report.kind == "matrix" and sheet.title.startswith(
+                f"{report.metric}_"))
+
+
+def _freeze_and_filter(sheet, *, matrix: bool) -> None:
+    """The header row (and a matrix's id column) stays in view; tables get a filter on every column."""
+    if sheet.max_row < 1 or sheet.max_column < 1:
+        return
+    sheet.freeze_panes = "B2" if matrix else "A2"
+    if not matrix:
+        sheet.auto_filter.ref = sheet.dimensions

@@ -1,0 +1,84 @@
+"""A report made after editing the anchors reproduces its calibrated numbers with its own
+Reproduce commands, run as a user would run them (the real built-in model, tiny inputs)."""
+
+import html
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from calibsim_gui.core.anchors import AnchorLevel, AnchorSet, builtin_anchors
+from calibsim_gui.core.analysis import score_pairs
+from calibsim_gui.core.inputs import load_pairs
+from calibsim_gui.core.models import load_model
+from calibsim_gui.core.profile_builder import default_profile, with_anchors
+from calibsim_gui.core.reports import build_report, write_report
+
+pytestmark = pytest.mark.slow
+
+
+def edited_ladder() -> AnchorSet:
+    """The built-in ladder as a user edits it in the app: a level's target moved, pairs dropped."""
+    ladder = builtin_anchors()
+    levels = tuple(AnchorLevel(lv.name, lv.label, 0.55) if 0.3 < lv.target < 0.7 else lv
+                   for lv in ladder.levels)
+    keep, seen = [], {}
+    for pair in ladder.pairs:                   # at most 6 pairs per level
+        seen[pair.level] = seen.get(pair.level, 0) + 1
+        if seen[pair.level] <= 6:
+            keep.append(pair)
+    return AnchorSet(ladder.name, levels, tuple(keep))
+
+
+def _run(argv, cwd, env):
+    assert argv[0] == "calibsim"
+    done = subprocess.run([sys.executable, "-m", "calibsim_gui", *argv[1:], "--quiet"], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path / "cache"))
+    pairs = tmp_path / "test.csv"
+    pd.DataFrame({"sentence1": ["A cat sleeps on the sofa.", "Stocks fell sharply today.",
+                                "The train was late.", "He plays the guitar."],
+                  "sentence2": ["A cat is sleeping on a couch.", "I like tomato soup.",
+                                "The train arrived late.", "She is reading a book."]}
+                 ).to_csv(pairs, index=False)
+    embedder = load_model(None, device="cpu")          # as the app: the built-in model and reference
+    builtin = default_profile(embedder)
+    edited = with_anchors(builtin, embedder, edited_ladder())
+    result = score_pairs(load_pairs(pairs), embedder, edited, metrics=["cosine"])
+    before = score_pairs(load_pairs(pairs), embedder, builtin, metrics=["cosine"])
+    assert not result.frame["cosine_calibrated"].equals(before.frame["cosine_calibrated"])
+
+    report = build_report(result, edited)
+    written = write_report(report, tmp_path / "report.json")
+    page = write_report(report, tmp_path / "report.html").read_text()
+    data = json.loads(written.read_text())
+    ladder = tmp_path / "report-anchors.json"
+    assert ladder.is_file() and (tmp_path / "report-anchors.json").read_text()
+    summary = dict(report.summary())
+    assert "edited" in summary["Anchors"] and "built in" not in summary["Anchors"]
+    assert summary["Reference profile"].endswith("+ edited anchors")
+    assert "test.csv" in summary["Input (the pairs scored)"]
+
+    (command,) = data["reproduce"]              # the built-in background, the edited ladder
+    html_commands = html.unescape(re.search(r"<pre>(.*?)</pre>", page, re.S).group(1)).split("\n")
+    assert command in html_commands
+    argv = shlex.split(command)
+    assert argv[:3] == ["calibsim", "score", "test.csv"]
+    assert argv[argv.index("--anchors") + 1] == "report-anchors.json"
+    again = tmp_path / "again.json"
+    argv[argv.index("--out") + 1] = str(again)
+    _run(argv, tmp_path, {**os.environ, "CALIBSIM_CACHE_DIR": str(tmp_path / "cache")})
+    first = pd.DataFrame(data["rows"])
+    second = pd.DataFrame(json.loads(again.read_text())["rows"])
+    for column in ("cosine_raw", "cosine_calibrated", "cosine_anchor_minmax", "cosine_bg_percentile"):
+        pd.testing.assert_series_equal(first[column], second[column], rtol=1e-6)
