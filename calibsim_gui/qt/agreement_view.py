@@ -11,8 +11,8 @@ import weakref
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QCursor, QPalette
-from PySide6.QtWidgets import QFileDialog, QLabel, QMenu, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 from calibsim_gui.core.analysis import ScoredPairs
 from calibsim_gui.core.distributions import (
@@ -23,6 +23,7 @@ from calibsim_gui.core.distributions import (
     label_candidates,
     label_values,
 )
+from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.plots import _style_plot
 
 POINT_COLOR = QColor(76, 120, 168, 170)
@@ -97,7 +98,6 @@ class AgreementView(QWidget):
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.plot = self.canvas.addPlot()
-        self.plot.setMenuEnabled(False)
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "human score, rescaled to 0–1")
         self.plot.setAspectLocked(False)
@@ -112,8 +112,9 @@ class AgreementView(QWidget):
             self.plot.addItem(item)
         self.points.sigHovered.connect(self._hovered)
         self.points.sigClicked.connect(self._clicked)
-        self.canvas.scene().sigMouseClicked.connect(self._mouse_clicked)
-        self.menu = None
+        self.plot_menu = PlotMenu(self, self.canvas, [self.plot], image_name="agreement.png",
+                                  reset=lambda plot: plot.setRange(xRange=(-0.05, 1.05),
+                                                                   yRange=(-0.05, 1.05), padding=0))
 
         self.hint = QLabel(NO_LABELS_HINT, alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.hint.setEnabled(False)
@@ -182,25 +183,6 @@ class AgreementView(QWidget):
             return
         self.selected.setData([result.human[row]], [result.calibrated[row]])
         self.hover.setText(self.point_text(row))
-
-    def _mouse_clicked(self, event) -> None:
-        if event.button() == Qt.MouseButton.RightButton:
-            event.accept()
-            self.menu = self.context_menu()
-            self.menu.popup(QCursor.pos())
-
-    def context_menu(self) -> QMenu:
-        """A small right-click menu in place of pyqtgraph's developer menu."""
-        menu = QMenu(self)
-        menu.addAction("Reset view", lambda: self.plot.setRange(xRange=(-0.05, 1.05), yRange=(-0.05, 1.05),
-                                                                padding=0))
-        menu.addAction("Export image…", self._export_dialog)
-        return menu
-
-    def _export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export image", "agreement.png", "PNG image (*.png)")
-        if path:
-            self.canvas.grab().save(path)
 
     def selected_point(self) -> tuple[float, float] | None:
         x, y = self.selected.getData()

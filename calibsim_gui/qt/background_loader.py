@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
 from calibsim_gui.core.languages import describe as describe_languages, profile_languages
 from calibsim_gui.core.profile import SUFFIX
+from calibsim_gui.qt.messages import BACKGROUND_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
 PREVIEW_ROWS = 500
@@ -50,10 +51,6 @@ _MESSAGE_STYLE = {
     "error": "background:#fdecea; color:#8a1c1c; border:1px solid #e9a9a4;",
     "info": "background:#e8f1fd; color:#123c6e; border:1px solid #a9c6ec;",
     "warning": "background:#fff3cd; color:#5c4400; border:1px solid #e0c56e;",
-}
-_GUI_FIXES = {
-    "--encoding": "In this window: choose the encoding under Encoding; the files are read again.",
-    "--column": "In this window: choose or type the column's name under Text column.",
 }
 
 
@@ -428,8 +425,7 @@ class BackgroundLoader(QWidget):
             self._show_corpus()
 
     def _load_failed(self, message: str) -> None:
-        hints = [hint for flag, hint in _GUI_FIXES.items() if flag in message]
-        self._say("error", " ".join([message, *hints]) +
+        self._say("error", with_window_fixes(message, BACKGROUND_FIXES) +
                   ("\nThe previous corpus is still in use." if self._paths else ""))
         self._show_corpus()
 

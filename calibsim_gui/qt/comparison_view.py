@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.analysis import score_column
+from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.results_view import ResultsTableModel
 
 SCATTER_FORMS = ("raw", "calibrated")
@@ -67,13 +68,14 @@ class ComparisonDialog(QDialog):
                   else f"<i>{note}</i>" for note in comparison.notes]
         self.summary = QLabel("<br>".join(lines))
         self.canvas = pg.GraphicsLayoutWidget()
-        self.scatters = {}
+        self.scatters, plots = {}, []
         for form in SCATTER_FORMS:
             column = score_column(comparison.metric, form, comparison.geometry)
             a, b = (comparison.frame.get(f"{column} [{m}]") for m in (first, second))
             if a is None or b is None:
                 continue
             plot = self.canvas.addPlot(title=f"{comparison.metric} {form}")
+            plots.append(plot)
             plot.setLabel("bottom", first)
             plot.setLabel("left", second)
             x, y = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
@@ -83,6 +85,7 @@ class ComparisonDialog(QDialog):
             if ok.any():
                 lo, hi = float(min(x[ok].min(), y[ok].min())), float(max(x[ok].max(), y[ok].max()))
                 plot.plot([lo, hi], [lo, hi], pen=pg.mkPen((128, 128, 128), style=pg.QtCore.Qt.PenStyle.DashLine))
+        self.plot_menu = PlotMenu(self, self.canvas, plots, image_name="comparison.png")
         self.table = QTableView()
         self.table.setModel(ResultsTableModel(comparison.frame))
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)

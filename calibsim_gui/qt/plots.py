@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QCursor, QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -44,6 +43,7 @@ from calibsim_gui.core.distributions import (
 from calibsim_gui.core.matrix_order import cluster_order, short_document_label
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.state import form_label
 
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
@@ -125,7 +125,6 @@ class _HistogramPanel:
         plot.addItem(self.background)
         self.user = pg.PlotDataItem(stepMode="center", pen=pg.mkPen(USER_COLOR, width=2.5))
         self.counts_box.addItem(self.user)
-        plot.setMenuEnabled(False)              # our own small menu replaces pyqtgraph's
         self.selected = pg.InfiniteLine(angle=90, pen=SELECTED_PEN,
                                         label="selected {value:.4g}", labelOpts={
                                             "position": 0.72, "color": SELECTED_COLOR,
@@ -321,8 +320,10 @@ class DistributionPlot(QWidget):
         for panel in (self.raw_panel, self.cal_panel):
             panel.region.sigRegionChangeFinished.connect(lambda _, p=panel: self._region_moved(p))
         self.canvas.scene().sigMouseMoved.connect(self._mouse_moved)
-        self.canvas.scene().sigMouseClicked.connect(self._mouse_clicked)
-        self.menu = None
+        self.plot_menu = PlotMenu(self, self.canvas, [p.plot for p in (self.raw_panel, self.cal_panel)],
+                                  image_name="distributions.png",
+                                  reset=lambda plot: self.reset_view(self._panel_of(plot)),
+                                  extra=lambda menu, plot: self._range_actions(menu, self._panel_of(plot)))
 
         state.profile_changed.connect(self._profile_changed)
         state.view_changed.connect(self._sync_combos)
@@ -514,26 +515,20 @@ class DistributionPlot(QWidget):
             if text:
                 self.hover.setText(text)
 
-    def _mouse_clicked(self, event) -> None:
-        panel = self._panel_at(event.scenePos())
-        if event.button() == Qt.MouseButton.RightButton and panel is not None:
-            event.accept()
-            self.menu = self.context_menu(panel)
-            self.menu.popup(QCursor.pos())
+    def _panel_of(self, plot) -> _HistogramPanel:
+        return self.raw_panel if plot is self.raw_panel.plot else self.cal_panel
 
     def context_menu(self, panel: _HistogramPanel) -> QMenu:
-        """The plots' right-click menu (in place of pyqtgraph's developer menu)."""
-        menu = QMenu(self)
-        menu.addAction("Reset view", lambda: self.reset_view(panel))
+        """The right-click menu of `panel` (in place of pyqtgraph's developer menu)."""
+        return self.plot_menu.build(panel.plot)
+
+    def _range_actions(self, menu: QMenu, panel: _HistogramPanel) -> None:
         if panel.region.isVisible():
             menu.addAction("Show every pair (remove the range filter)",
                            lambda: self.state.set_score_range(None))
         elif panel.column is not None and isinstance(self.state.results, ScoredPairs):
             menu.addAction("Filter the table to a range of these scores",
                            lambda: self.brush(panel, *panel.default_region()))
-        menu.addSeparator()
-        menu.addAction("Export image…", self._export_dialog)
-        return menu
 
     def reset_view(self, panel: _HistogramPanel) -> None:
         panel.plot.enableAutoRange(axis=pg.ViewBox.YAxis)
@@ -541,15 +536,9 @@ class DistributionPlot(QWidget):
         if panel._range is not None:
             panel.plot.setXRange(*panel._range, padding=0.02)
 
-    def _export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export image", "distributions.png",
-                                              "PNG image (*.png)")
-        if path:
-            self.export_image(path)
-
     def export_image(self, path) -> bool:
         """Save both plots with their legend as a PNG."""
-        return self.canvas.grab().save(str(path))
+        return self.plot_menu.export_image(path)
 
     def brush(self, panel: _HistogramPanel, low: float, high: float) -> None:
         """Show the range brush on `panel` and filter the table to [low, high] of its column."""
@@ -645,6 +634,7 @@ class CalibratedMapPlot(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.15)
         self.plot.setLabel("left", "calibrated")
         self.plot.setMouseEnabled(x=True, y=False)
+        self.plot_menu = PlotMenu(self, self.canvas, [self.plot], image_name="calibrated-map.png")
         self.lo, self.hi = pg.PlotDataItem(), pg.PlotDataItem()
         self.band = pg.FillBetweenItem(self.lo, self.hi)
         self.curve = pg.PlotDataItem()
@@ -847,6 +837,7 @@ class HeatmapView(QWidget):
         self.plot.setAspectLocked(True)
         self.plot.setLabel("bottom", "document b")
         self.plot.setLabel("left", "document a")
+        self.plot_menu = PlotMenu(self, self.canvas, [self.plot], image_name="heatmap.png")
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.cell = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)

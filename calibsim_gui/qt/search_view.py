@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.qt.messages import SEARCH_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
 TEXT_FILTER = "Texts (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)"
@@ -303,7 +304,7 @@ class SearchView(QWidget):
                    + ("" if search["geometry"] == "none" else f" under {search['geometry']}") + ".")
 
     def _failed(self, message: str) -> None:
-        self._done(message.partition("\n\nTraceback")[0])
+        self._done(with_window_fixes(message.partition("\n\nTraceback")[0], SEARCH_FIXES))
 
     def _done(self, text: str) -> None:
         self.message.setText(text)

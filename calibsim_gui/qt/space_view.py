@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.geometry import GEOMETRIES
+from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
 GEOMETRY_COLORS = {"none": QColor(245, 133, 24), "center": QColor(76, 120, 168),
@@ -83,6 +84,8 @@ class SpaceView(QWidget):
         self.spectrum_plot.setLabel("left", "share of variance (log)")
         self.spectrum_plot.setLogMode(y=True)
         self.curves = {}
+        self.plot_menu = PlotMenu(self, self.canvas, [self.cosine_plot, self.spectrum_plot],
+                                  image_name="space.png")
         for name, geometry in GEOMETRIES.items():
             pen = pg.mkPen(GEOMETRY_COLORS[name], width=2)
             self.curves[name] = (self.cosine_plot.plot(stepMode="center", pen=pen, name=geometry.label),

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.core.metrics import METRICS
 from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning, threshold_in_raw_units
+from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
 RAW_COLOR = QColor(76, 120, 168)
@@ -92,6 +93,8 @@ class ThresholdDialog(QDialog):
         plot.setXRange(0, 1)
         plot.setYRange(0, 1.02)
         plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot_menu = PlotMenu(self, self.canvas, [plot], image_name="precision-recall.png",
+                                  reset=lambda plot: plot.setRange(xRange=(0, 1), yRange=(0, 1.02)))
         plot.addLegend(offset=(-10, -10))
         self.raw_curve = plot.plot([], [], pen=pg.mkPen(RAW_COLOR, width=2), name=f"{metric}_raw")
         dashed = Qt.PenStyle.DashLine

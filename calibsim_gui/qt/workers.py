@@ -19,6 +19,22 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from calibsim_gui.core.errors import CalibsimError, Cancelled
 
+_gui_thread_collector = None
+
+
+def collect_garbage_on_gui_thread() -> None:
+    """Run Python's cycle collector only from a GUI-thread timer (once per process).
+
+    Left automatic, it runs in whichever thread happens to allocate, often a busy worker, and
+    may destroy Qt objects there: Qt then crashes or hangs. pyqtgraph's collector turns the
+    automatic one off and collects every second on the GUI thread instead.
+    """
+    global _gui_thread_collector
+    if _gui_thread_collector is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _gui_thread_collector = GarbageCollector(interval=1.0)
+
 
 class TaskRunner(QObject):
     """Runs one named task at a time; emits its progress, partial results and outcome.
@@ -46,6 +62,7 @@ class TaskRunner(QObject):
         self.started_at = 0.0             # time.monotonic() when the current (or last) run started
         self.duration = 0.0               # seconds the last run that ended took
         self._from_worker.connect(self._deliver)
+        collect_garbage_on_gui_thread()
 
     @property
     def running(self) -> bool:

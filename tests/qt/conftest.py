@@ -7,7 +7,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, QMimeData, QPointF, Qt, QUr
 from PySide6.QtGui import QDropEvent
 
 from calibsim_gui.core import models
+from calibsim_gui.core.profile_builder import build_profile
 from calibsim_gui.qt.main_window import MainWindow
+from calibsim_gui.qt.state import AppState
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -15,6 +17,20 @@ from tests.fakes import FakeEmbedder, random_sentences
 @pytest.fixture(autouse=True)
 def _private_settings(isolated_settings):
     """Every test here keeps its QSettings in a temporary folder."""
+
+
+@pytest.fixture(scope="module")
+def profile():
+    """References of the fake model: built-in ladder and a 3,000-sentence background."""
+    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+
+
+@pytest.fixture
+def state(profile):
+    """Widget state holding `profile` (no model, no input)."""
+    state = AppState()
+    state.set_profile(profile, "test")
+    return state
 
 
 @pytest.fixture

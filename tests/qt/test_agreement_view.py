@@ -10,16 +10,10 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPointF, Qt
 from calibsim_gui.core.analysis import score_pairs
 from calibsim_gui.core.distributions import SPEARMAN_NOTE, agreement, guess_scale, label_candidates, label_rows
 from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.profile_builder import build_profile
 from calibsim_gui.qt.agreement_view import AgreementView
 from calibsim_gui.qt.results_view import ResultsView
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
-
-
-@pytest.fixture(scope="module")
-def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
 
 
 @pytest.fixture
@@ -155,4 +149,4 @@ def test_loaded_label_is_used_without_choosing(qtbot, profile, tmp_path):
 def test_scatter_has_a_small_menu_instead_of_pyqtgraphs(views):
     _, _, view = views
     assert not view.plot.vb.menuEnabled()
-    assert [a.text() for a in view.context_menu().actions()] == ["Reset view", "Export image…"]
+    assert [a.text() for a in view.plot_menu.build().actions()] == ["Reset view", "Export image…"]

@@ -10,12 +10,7 @@ from calibsim_gui.core.anchors import AnchorSet, builtin_anchors, load_anchors
 from calibsim_gui.core.profile_builder import build_profile, with_anchors
 from calibsim_gui.qt.anchor_editor import LEVEL, PENDING, TEXT_A, TEXT_B, AnchorEditor
 from calibsim_gui.qt.state import AppState
-from tests.fakes import FakeEmbedder, random_sentences
-
-
-@pytest.fixture(scope="module")
-def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+from tests.fakes import FakeEmbedder
 
 
 @pytest.fixture

@@ -11,26 +11,12 @@ from PySide6.QtWidgets import QSplitter
 from calibsim_gui.core.analysis import score_matrix
 from calibsim_gui.core.inputs import load_documents
 from calibsim_gui.core.matrix_order import cluster_order, short_document_label
-from calibsim_gui.core.profile_builder import build_profile
 from calibsim_gui.qt.plots import HeatmapView
-from calibsim_gui.qt.state import AppState
-from tests.fakes import FakeEmbedder, random_sentences
+from tests.fakes import FakeEmbedder
 
 # two topics, interleaved in the input: clustering must bring each topic together
 TEXTS = ["w1 w2 w3 w4 cat", "w7 w8 w9 dog", "w1 w2 w3 w4 mat", "w7 w8 w9 fog", "w1 w2 w3 w5 hat",
          "w7 w8 w6 log", "w1 w2 w3 w4 bat", "w7 w8 w9 bog"]
-
-
-@pytest.fixture(scope="module")
-def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
-
-
-@pytest.fixture
-def state(profile):
-    state = AppState()
-    state.set_profile(profile, "test")
-    return state
 
 
 @pytest.fixture

@@ -9,15 +9,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPointF
 
 from calibsim_gui.core.analysis import PairChunk, score_matrix, score_pairs
 from calibsim_gui.core.inputs import load_documents, load_pairs
-from calibsim_gui.core.profile_builder import build_profile
-from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.plots import CalibratedMapPlot, DistributionPlot, HeatmapView
 from tests.fakes import FakeEmbedder, random_sentences
-
-
-@pytest.fixture(scope="module")
-def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
 
 
 @pytest.fixture
@@ -28,13 +21,6 @@ def scored(profile, tmp_path):
     path = tmp_path / "pairs.csv"
     pd.DataFrame(pairs, columns=["sentence1", "sentence2"]).to_csv(path, index=False)
     return score_pairs(load_pairs(path), FakeEmbedder(), profile)
-
-
-@pytest.fixture
-def state(profile):
-    state = AppState()
-    state.set_profile(profile, "test")
-    return state
 
 
 @pytest.fixture
@@ -250,3 +236,23 @@ def test_anchor_labels_do_not_overlap(plot, state, scored, qtbot):
             for i, a in enumerate(boxes):
                 for b in boxes[i + 1:]:
                     assert not a.intersects(b), (width, a, b)
+
+
+def test_every_plot_has_the_small_menu_not_pyqtgraphs(qtbot, state, matrix, tmp_path):
+    """Heatmap, calibrated map and Space plots: right-click gives Reset view and Export image…,
+    never pyqtgraph's developer menu."""
+    from calibsim_gui.qt.space_view import SpaceView
+
+    state.set_results(matrix)
+    views = [HeatmapView(state), CalibratedMapPlot(state), SpaceView(state)]
+    for view in views:
+        qtbot.addWidget(view)
+        menu = view.plot_menu
+        assert all(not plot.vb.menuEnabled() for plot in menu.plots)
+        assert [a.text() for a in menu.build().actions() if not a.isSeparator()] == ["Reset view", "Export image…"]
+        view.resize(600, 400)
+        assert menu.export_image(tmp_path / "plot.png") and (tmp_path / "plot.png").stat().st_size > 1000
+    heatmap = views[0]
+    heatmap.plot.setRange(xRange=(100, 200), yRange=(100, 200))
+    heatmap.plot_menu.build().actions()[0].trigger()          # Reset view
+    assert heatmap.plot.vb.viewRange()[0][0] < 1

@@ -87,6 +87,11 @@ def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_fi
         view.start_search()
     assert "missing.txt" in view.message.text()
     assert view.search_button.isEnabled()
+    view.set_inputs([queries], [corpus])
+    monkeypatch.setattr(core_search, "search_run_bytes", lambda *args: 10**15)   # past any budget
+    with qtbot.waitSignal(view.runner.failed, timeout=20_000):
+        view.start_search()
+    assert "In this window: lower Top k." in view.message.text()   # the flag the message names
 
 
 @pytest.fixture
