@@ -73,6 +73,7 @@ def machine_info() -> dict:
         "python": platform.python_version(), "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
         "sentence_transformers": version("sentence-transformers"), "numpy": version("numpy"),
+        "onnxruntime": version("onnxruntime"),
     }
 
 
@@ -115,11 +116,11 @@ def write_pairs_csv(pairs, path: Path) -> Path:
 # --------------------------------------------------------------------------- models
 
 
-def builtin_embedder(precision: str = "float32"):
-    """The built-in model on the CPU (float32 unless asked), as calibsim loads it."""
+def builtin_embedder(precision: str = "float32", engine: str = "torch"):
+    """The built-in model on the CPU (torch float32 unless asked), as calibsim loads it."""
     from calibsim_gui.core.models import load_model
 
-    return load_model(None, device="cpu", precision=precision)
+    return load_model(None, device="cpu", precision=precision, engine=engine)
 
 
 def bare_model(embedder):

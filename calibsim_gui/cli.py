@@ -15,17 +15,24 @@ from calibsim_gui import __version__
 from calibsim_gui.core.errors import CalibsimError, InputError
 
 
-def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+_ENGINE_HELP = ("auto (default): ONNX Runtime on the CPU, torch on a GPU or for bfloat16; torch; onnx "
+                "(CPU only, equal to torch float32 within 1e-5, needs no torch once its graph exists)")
+
+
+def _add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine: bool = True) -> None:
     g = p.add_argument_group("model")
     if model:
         g.add_argument("--model", default=None,
                        help="built-in (default), a local sentence-transformers folder, or a model in "
                             "the Hugging Face cache (see `calibsim models`)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
-    g.add_argument("--precision", default="float32", choices=["float32", "auto", "bfloat16"],
+    if engine:
+        g.add_argument("--engine", default="auto", choices=["auto", "torch", "onnx"], help=_ENGINE_HELP)
+    g.add_argument("--precision", default="float32", choices=["float32", "auto", "bfloat16", "int8"],
                    help="float32 (default): the same numbers on every machine; auto: faster bfloat16 "
                         "where the CPU or GPU runs it natively and the model keeps its accuracy "
-                        "(scores then differ by ~0.003 between machines), else float32")
+                        "(scores then differ by ~0.003 between machines), else float32; int8: the "
+                        "ONNX engine's quantised model, ~2-3x faster on a CPU, scores move by up to ~0.06")
     g.add_argument("--batch-size", type=_batch_size, default=64, metavar="N",
                    help="texts per model call (default 64)")
     prompt = g.add_mutually_exclusive_group()
@@ -125,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "scoring, reports, main window); exit 0 only if every step worked")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("doctor", help="print versions, device, precision, cache, memory budget and "
+    p = sub.add_parser("doctor", help="print versions, device, engine, precision, cache, memory budget and "
                                       "whether the window can open; exit 1 if the command line "
                                       "cannot work",
                        epilog="exit status: 0 when the headless commands work (warnings, such as no "
@@ -153,22 +160,25 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="replace an existing profile")
     b.add_argument("--metrics", type=lambda text: text.split(","),
                    help="comma-separated metrics to build references for (default: every metric, "
-                        "scaled90, scaled50 and wrd included)")
+                        "scaled90, scaled50, wrd and radial included)")
     b.add_argument("--abtt-directions", type=_whole_number(1, 100_000), metavar="D",
                    help="all-but-the-top: number of top principal directions removed (default: "
                         "dim/100, e.g. 4 for 384-d)")
     b.add_argument("--whiten-dim", type=_whole_number(1, 100_000), metavar="K",
                    help="whitening: keep the top K whitened dimensions (default: every direction "
                         "the background spans)")
-    b.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local (default): this process; ray: encode the background on a Ray cluster "
-                        "(pip install 'calibsim[cluster]')")
+    b.add_argument("--soft-factors", type=_whole_number(1, 100_000), metavar="K",
+                   help="soft cosine (geometry fix soft): factors kept of the background's "
+                        "correlation matrix S (default: 64)")
+    b.add_argument("--engine", choices=["auto", "torch", "onnx", "local", "ray"], default="auto",
+                   help=_ENGINE_HELP + "; local: the same as auto; ray: encode the background with "
+                        "torch on a Ray cluster (pip install 'calibsim[cluster]')")
     b.add_argument("--address", help="with --engine ray: address of a running Ray cluster (e.g. "
                                      "auto, or ray://head:10001); default: start a local Ray instance")
     b.add_argument("--workers", type=_whole_number(1, 10_000), metavar="N",
                    help="with --engine ray: encoder workers (default: the cluster's GPUs, else its "
                         "CPUs; a local instance gets N CPUs)")
-    _add_model_options(b)
+    _add_model_options(b, engine=False)
     m = psub.add_parser("merge", help="merge profiles built with one model from parts of a corpus")
     m.add_argument("profiles", nargs="+", metavar="PROFILE")
     m.add_argument("--out", required=True)
@@ -198,11 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
     p.add_argument("--metrics", type=lambda text: text.split(","),
                    help="comma-separated metrics, e.g. cosine,euclidean (default: every metric the "
-                        "profile has references for; the built-in one lacks scaled90, scaled50 "
-                        "and wrd)")
+                        "profile has references for)")
     p.add_argument("--geometry", action="append", default=[], metavar="FIX",
-                   help="also score under a geometry fix fitted on the background: center, whiten "
-                        "or abtt (repeatable; adds <metric>_<form>@FIX columns)")
+                   help="also score under a geometry fix fitted on the background: center, whiten, "
+                        "abtt or soft (repeatable; adds <metric>_<form>@FIX columns)")
     p.add_argument("--norms", action="store_true",
                    help="add each text's vector length (<text column>_norm) next to dot products, for "
                         "models that do not normalise their embeddings")
@@ -281,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated metrics, e.g. cosine (default: every metric the profile has "
                         "references for)")
     p.add_argument("--geometry", action="append", default=[], metavar="FIX",
-                   help="also evaluate the scores under a geometry fix (center, whiten, abtt; repeatable)")
+                   help="also evaluate the scores under a geometry fix (center, whiten, abtt, soft; repeatable)")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (one model only), fitted on other pairs than these")
     p.add_argument("--out", help="also write the evaluation as .json")
@@ -324,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "corrected for hubness against the background (CSLS, K = 10); "
                         "local_minmax: each row's own min-max (not comparable across rows)")
     p.add_argument("--geometry", default="none", metavar="FIX",
-                   help="score under a geometry fix of the reference (center, whiten, abtt; "
+                   help="score under a geometry fix of the reference (center, whiten, abtt, soft; "
                         "default none)")
     _add_model_options(p)
     _add_search_commands(sub)
@@ -344,7 +353,7 @@ def _add_search_commands(sub) -> None:
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
     p.add_argument("--metric", default="cosine")
     p.add_argument("--geometry", default="none", metavar="FIX",
-                   help="search under a geometry fix fitted on the background: center, whiten or abtt")
+                   help="search under a geometry fix fitted on the background: center, whiten, abtt or soft")
     p.add_argument("--query-column", help="text column of CSV/JSONL query files")
     p.add_argument("--column", help="text column of CSV/JSONL corpus files")
     p.add_argument("--per-file", action="store_true",
@@ -372,7 +381,7 @@ def _add_search_commands(sub) -> None:
                    help="the scale the pairs were labelled on (default 0,5)")
     p.add_argument("--metric", default="cosine")
     p.add_argument("--geometry", default="none", metavar="FIX",
-                   help="find the thresholds under a geometry fix (center, whiten, abtt)")
+                   help="find the thresholds under a geometry fix (center, whiten, abtt, soft)")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
     p.add_argument("--label", help="column of human scores or 0/1 labels (default: auto-detected)")
     p.add_argument("--text-a")
@@ -422,8 +431,13 @@ def _say(args, text: str = "") -> None:
 
 
 def _load_model(args):
-    from calibsim_gui.core.models import choose_prompts, load_model, resolve_model
+    from calibsim_gui.core.models import choose_prompts, embedder_engine, load_model, resolve_model
 
+    engine = {"local": "auto", "ray": "torch"}.get(args.engine, args.engine)
+    if args.precision == "int8" and engine == "torch":
+        raise InputError(f"--precision int8 runs on the ONNX engine only, not with --engine {args.engine}"
+                         + (" (Ray workers run torch)." if args.engine == "ray" else "."),
+                         fix="use --engine onnx, or --precision float32")
     info = resolve_model(args.model)
     prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),
                              query_prompt=getattr(args, "query_prompt", None),
@@ -431,9 +445,11 @@ def _load_model(args):
                              no_prompt=getattr(args, "no_prompt", False))
     _say(args, f"loading model {info.name} ({info.source}) ...")
     embedder = load_model(info, device=args.device, precision=args.precision,
-                          allow_pickle=args.allow_pickle, prompts=prompts)
+                          allow_pickle=args.allow_pickle, prompts=prompts, engine=engine)
     _say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
                + (" (picked by --device auto)" if args.device == "auto" else "")
+               + f" with the {embedder_engine(embedder)} engine"
+               + (" (picked by --engine auto)" if engine == "auto" else "")
                + f" in {embedder.precision_note}"
                + ("" if not prompts.symmetric else f", prompt {prompts.describe()}"))
     return embedder
@@ -586,13 +602,14 @@ def _build_profile(args, out: Path) -> int:
         raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
     from calibsim_gui.core.geometry import geometry_settings
 
-    settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim)
+    settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim,
+                                 soft_factors=args.soft_factors)
     if on_ray and settings:
-        raise InputError("--abtt-directions and --whiten-dim apply to the local engine only.",
-                         fix="leave out --engine ray, or the geometry settings")
+        raise InputError("--abtt-directions, --whiten-dim and --soft-factors apply to the local engine "
+                         "only.", fix="leave out --engine ray, or the geometry settings")
     if settings and not args.background:
-        raise InputError("--abtt-directions and --whiten-dim set geometry fixes, which are fitted on "
-                         "a background.", fix="add --background FILES")
+        raise InputError("--abtt-directions, --whiten-dim and --soft-factors set geometry fixes, which "
+                         "are fitted on a background.", fix="add --background FILES")
     if on_ray and not args.background:
         raise InputError("--engine ray builds a background: give it files with --background.",
                          fix="add --background FILES, or leave out --engine ray for an anchors-only profile")

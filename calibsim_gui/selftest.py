@@ -10,6 +10,7 @@ last step, so the headless part runs exactly as the command line does."""
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import math
 import os
@@ -62,10 +63,12 @@ def check_resources(ctx: Context) -> str:
 
 
 def check_library_versions(ctx: Context) -> str:
-    from calibsim_gui.core.provenance import library_versions
+    from calibsim_gui.core.provenance import TORCH_ENGINE_LIBRARIES, library_versions
 
     versions = library_versions()
     missing = [name for name, version in versions.items() if version == "not installed"]
+    if importlib.util.find_spec("torch") is None:         # the desktop bundle runs ONNX only
+        missing = [name for name in missing if name not in TORCH_ENGINE_LIBRARIES]
     if missing:
         raise RuntimeError(f"no version found for {', '.join(missing)}: results could not record it")
     return ", ".join(f"{name} {version}" for name, version in versions.items())

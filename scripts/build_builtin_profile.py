@@ -5,8 +5,10 @@ descriptions, cleaned of the corpus's backslash line breaks and HTML-entity remn
 20,000 background pairs drawn by the seeded text-key scheme of calibsim_gui.core.background
 (seed 0; the same pairs `calibsim profile build --engine ray` draws from the same sentences).
 Anchors: resources/anchors/builtin-ladder.json.
-Geometry fixes (mean-centering, whitening, all-but-the-top) are fitted on all background
-sentences, with cosine references under each. The profile stores statistics only (sketches,
+References for every metric of calibsim_gui.core.metrics (radial included). Geometry fixes
+(mean-centering, whitening, all-but-the-top, and the soft-cosine space whose 64-factor feature
+similarity S makes cosine soft cosine) are fitted on all background sentences, with cosine
+references under each. The profile stores statistics only (sketches,
 moments, calibrators, fitted transforms, 1,000 embeddings), never corpus text.
 
     .venv/bin/python scripts/build_builtin_profile.py [--data ../shared/data]

@@ -8,10 +8,13 @@
 - a "same meaning" threshold (human score >= 4) at 90 % precision, chosen on train, checked on test;
 - space diagnostics (raw and each fix) of the STS-B test sentences and of AG News test texts
   (with their four topic labels for the cluster-structure diagnostics and the classifier check);
-- Spearman x100 of STS-B test for every metric (cosine, the norm-aware SCALED_SIM and WRD, soft
-  cosine with S = the AG News background's feature correlation matrix), raw and under each fix;
-- the geometry settings: cosine Spearman with all-but-the-top removing D directions and whitening
-  keeping k dimensions, each fitted on all AG News background sentences.
+- Spearman x100 of STS-B test for every metric (cosine, the norm-aware SCALED_SIM, WRD and the
+  radially weighted angle, and soft cosine with S = the AG News background's feature
+  correlations in 64-factor form, fitted under the same fix), raw and under each fix; under the
+  fix "soft" cosine is soft cosine with the profile's stored S;
+- the geometry settings: cosine Spearman with all-but-the-top removing D directions, whitening
+  keeping k dimensions and soft cosine's S with k factors, each fitted on all AG News background
+  sentences.
 
 Prints a summary and writes JSON (default benchmarks/results/stsb_eval.json). Embeddings are
 cached, so reruns take seconds:
@@ -42,8 +45,8 @@ from calibsim_gui.core.human import (
     load_human_pairs,
     reliability_curve,
 )
-from calibsim_gui.core.geometry import apply_geometry, fit_geometries, geometry_settings
-from calibsim_gui.core.metrics import METRICS, feature_similarity, pair_scores, soft_cosine
+from calibsim_gui.core.geometry import SoftCosineSpace, apply_geometry, fit_geometries, geometry_settings
+from calibsim_gui.core.metrics import METRICS, pair_scores
 from calibsim_gui.core.models import load_model
 from calibsim_gui.core.profile_builder import default_profile
 from calibsim_gui.core.provenance import library_versions
@@ -61,6 +64,7 @@ def cosine_sim(scored, geometry: str, form: str, rows) -> np.ndarray:
 
 ABTT_DIRECTIONS = (1, 2, 4, 8, 16, 32)
 WHITEN_DIMS = (32, 64, 128, 256, None)
+SOFT_FACTORS = (8, 32, 64, 128, 384)
 
 
 def spearman_x100(scores, human, higher_is_similar=True) -> float:
@@ -71,7 +75,8 @@ def spearman_x100(scores, human, higher_is_similar=True) -> float:
 def metric_spearman(profile, embed_a, embed_b, background, human) -> dict:
     """Spearman x100 of every metric and soft cosine, raw and under each of the profile's fixes.
 
-    Soft cosine's S is the feature correlation of the background under the same fix."""
+    Soft cosine's S is fitted (64 factors) on the background under the same fix; under the fix
+    "soft" itself, cosine is soft cosine and the row has no separate soft cosine."""
     out = {}
     for g in profile.geometry_names():
         transform = profile.transform(g)
@@ -80,15 +85,18 @@ def metric_spearman(profile, embed_a, embed_b, background, human) -> dict:
         row = {name: spearman_x100(values, human, METRICS[name].higher_is_similar)
                for name, values in scores.items()}
         row["wrd_reversed"] = spearman_x100(pair_scores(b, a, ["wrd"])["wrd"], human, False)
-        row["softcos"] = spearman_x100(soft_cosine(a, b, feature_similarity(
-            apply_geometry(transform, background))), human)
+        if g != "soft":
+            space = SoftCosineSpace().fit(apply_geometry(transform, background))
+            row["softcos"] = spearman_x100(pair_scores(space.transform(a), space.transform(b),
+                                                       ["cosine"])["cosine"], human)
         out[g] = row
     return out
 
 
 def settings_spearman(embed_a, embed_b, background, human) -> dict:
-    """Cosine Spearman x100 with ABTT removing D directions and whitening keeping k dimensions."""
-    out = {"abtt_directions": {}, "whiten_dim": {}}
+    """Cosine Spearman x100 with ABTT removing D directions and whitening keeping k dimensions,
+    and soft cosine with S in k-factor form."""
+    out = {"abtt_directions": {}, "whiten_dim": {}, "soft_factors": {}}
     for d in ABTT_DIRECTIONS:
         t = fit_geometries(background, ["abtt"], geometry_settings(abtt_directions=d))["abtt"]
         out["abtt_directions"][str(d)] = spearman_x100(
@@ -96,6 +104,10 @@ def settings_spearman(embed_a, embed_b, background, human) -> dict:
     for k in WHITEN_DIMS:
         t = fit_geometries(background, ["whiten"], geometry_settings(whiten_dim=k))["whiten"]
         out["whiten_dim"][str(k or t.n_components_)] = spearman_x100(
+            pair_scores(t.transform(embed_a), t.transform(embed_b), ["cosine"])["cosine"], human)
+    for k in SOFT_FACTORS:
+        t = fit_geometries(background, ["soft"], geometry_settings(soft_factors=k))["soft"]
+        out["soft_factors"][str(k)] = spearman_x100(
             pair_scores(t.transform(embed_a), t.transform(embed_b), ["cosine"])["cosine"], human)
     return out
 
@@ -156,9 +168,11 @@ def main() -> None:
     agnews = agnews.assign(text=agnews["description"].map(clean)).drop_duplicates("text")
     agnews = agnews.sample(n=min(AGNEWS_SAMPLE, len(agnews)), random_state=0)
     agnews_emb = encode_texts(embedder, list(agnews["text"]), cache=cache).embeddings
+    reference = profile.query_reference          # IsoScore*'s C0, as in the Space tab
     diagnostics = {
-        "stsb_test_sentences": diagnose_geometries(sts_emb, transforms),
-        "agnews_test_descriptions": diagnose_geometries(agnews_emb, transforms, labels=agnews["label"].to_numpy()),
+        "stsb_test_sentences": diagnose_geometries(sts_emb, transforms, reference=reference),
+        "agnews_test_descriptions": diagnose_geometries(agnews_emb, transforms, reference=reference,
+                                                        labels=agnews["label"].to_numpy()),
     }
 
     embed_a = encode_texts(embedder, list(test.texts_a), cache=cache).embeddings
@@ -176,8 +190,10 @@ def main() -> None:
         "spearman_x100_test_cosine": spearman,
         "spearman_x100_test_metrics": {
             "definition": "Spearman x100 of STS-B test vs human scores, sign flipped for distances; "
-                          "wrd(a, b) with a = sentence1, wrd_reversed = wrd(b, a); softcos: S = "
-                          "feature correlation of the AG News background (under the same fix)",
+                          "wrd(a, b) with a = sentence1, wrd_reversed = wrd(b, a); radial = radially "
+                          "weighted angle; softcos: S = feature correlations of the AG News background "
+                          "in 64-factor form (under the same fix); under geometry soft, cosine is "
+                          "soft cosine with the profile's S",
             "background_sentences": len(background),
             "by_geometry": metrics_spearman,
         },
@@ -203,19 +219,21 @@ def main() -> None:
           f"{threshold['test_precision']:.3f}, recall {threshold['test_recall']:.3f}")
     for corpus, report in diagnostics.items():
         print(f"\n{corpus}:")
-        print(f"  {'geometry':10}{'mean cos':>10}{'IsoScore':>10}{'eff rank':>10}{'PC1':>8}{'hubness':>9}"
-              f"{'silhouette':>12}")
+        print(f"  {'geometry':10}{'mean cos':>10}{'IsoScore':>10}{'IsoScore*':>10}{'eff rank':>10}"
+              f"{'PC1':>8}{'hubness':>9}{'silhouette':>12}")
         for g, d in report.items():
             sil = "-" if d["silhouette"] is None else f"{d['silhouette']:.3f}"
-            print(f"  {g:10}{d['mean_random_cosine']:10.3f}{d['isoscore']:10.3f}{d['effective_rank']:10.1f}"
-                  f"{d['top_pc_share']:8.3f}{d['hubness']:9.2f}{sil:>12}")
+            print(f"  {g:10}{d['mean_random_cosine']:10.3f}{d['isoscore']:10.3f}{d['isoscore_star']:10.3f}"
+                  f"{d['effective_rank']:10.1f}{d['top_pc_share']:8.3f}{d['hubness']:9.2f}{sil:>12}")
     names = list(next(iter(metrics_spearman.values())))
     print("\nSpearman x100 by metric (rows) and geometry (columns)")
     print(f"  {'metric':14}" + "".join(f"{g:>9}" for g in metrics_spearman))
     for name in names:
-        print(f"  {name:14}" + "".join(f"{metrics_spearman[g][name]:9.2f}" for g in metrics_spearman))
+        print(f"  {name:14}" + "".join(f"{metrics_spearman[g].get(name, float('nan')):9.2f}"
+                                        for g in metrics_spearman))
     print(f"\ncosine Spearman, ABTT removing D directions: {settings['abtt_directions']}")
     print(f"cosine Spearman, whitening keeping k dimensions: {settings['whiten_dim']}")
+    print(f"soft cosine Spearman, S with k factors: {settings['soft_factors']}")
     print(f"\nwrote {args.out} ({result['seconds']} s)")
 
 

@@ -37,6 +37,15 @@ def private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_onnx_graphs(tmp_path_factory):
+    """ONNX graphs the ONNX engine exports (seconds each) are kept for the whole session, in a
+    private folder: each test still gets an empty embedding cache."""
+    os.environ["CALIBSIM_ONNX_DIR"] = str(tmp_path_factory.mktemp("onnx-graphs"))
+    yield
+    os.environ.pop("CALIBSIM_ONNX_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def private_state(tmp_path_factory, monkeypatch):
     """Each test keeps autosaved sessions in its own folder, never the user's."""

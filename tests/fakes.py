@@ -20,6 +20,7 @@ class FakeEmbedder(PromptedEmbedder):
     of its words' vectors plus a shared offset, so unrelated texts still score a little above 0,
     as real models do. ``max_seq_length`` counts words + 2 special tokens. A prompt is put before
     each text, as sentence-transformers does; `prompts` sets the embedder's prompts (none by default).
+    ``calls`` counts `encode_batch` calls and ``batches`` records the texts of each.
     """
 
     def __init__(self, dimension: int = 48, max_seq_length: int = 40, name: str = "fake-bow",
@@ -33,6 +34,7 @@ class FakeEmbedder(PromptedEmbedder):
                               max_seq_length=max_seq_length, size_bytes=0, safe_weights=True,
                               needs_remote_code=False)
         self.calls = 0
+        self.batches: list[list[str]] = []
         self._words: dict[str, np.ndarray] = {}
         self._offset = self._word("<common>") * 0.6
 
@@ -44,6 +46,7 @@ class FakeEmbedder(PromptedEmbedder):
 
     def encode_batch(self, texts, prompt: str = ""):
         self.calls += 1
+        self.batches.append(list(texts))
         out = np.zeros((len(texts), self.dimension))
         for row, text in enumerate(texts):
             text = prompt + text

@@ -24,10 +24,12 @@ SCRIPTS = {
     "background_build": {"timing", "memory_precomputed"},
     "document_matrix": {"per_metric", "encode_s", "matrices_total_s"},
     "throughput": {"ceiling", "cheap_wins", "auto_precision"},
+    "batching": {"plans", "encode_speedup", "end_to_end", "max_cosine_difference_between_plans"},
     "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met"},
     "gui_stall": {"launch", "encode_pairs_file", "background_build", "targets_met"},
     "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},
     "search_scale": {"runs", "cold_s", "warm_s", "memory_budget_mb", "within_budget"},
+    "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput"}
 

@@ -14,14 +14,14 @@ if TYPE_CHECKING:
 from calibsim_gui.core.cache import cache_key
 from calibsim_gui.core.chunking import (CALIBRATION_NOTE, CHUNK_AGGREGATE_DESCRIPTIONS, DEFAULT_CHUNK_AGGREGATE, DEFAULT_CHUNK_OVERLAP,
                                         DEFAULT_LONG_TEXTS, TRUNCATED_COLUMN, aggregate_pair_scores,
-                                        check_long_texts, chunk_window, encode_chunked)
-from calibsim_gui.core.encoding import EncodingResult, encode_texts
+                                        check_long_texts, chunk_window, combine_chunks, split_texts)
+from calibsim_gui.core.encoding import EncodingResult, encode_texts, iter_encode
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
 from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
 from calibsim_gui.core.languages import run_languages
 from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_bytes
-from calibsim_gui.core.models import embedder_precision, embedder_prompt
+from calibsim_gui.core.models import embedder_engine, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.provenance import library_versions
@@ -86,7 +86,7 @@ def run_provenance(embedder, profile: ReferenceProfile, encoding, geometries=("n
     return {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {**embedder.fingerprint.to_dict(), "device": embedder.device,
-                  "precision": embedder_precision(embedder),
+                  "engine": embedder_engine(embedder), "precision": embedder_precision(embedder),
                   "precision_note": getattr(embedder, "precision_note", embedder_precision(embedder)),
                   "max_seq_length": embedder.max_seq_length, **prompt_provenance(embedder)},
         "references": {
@@ -159,10 +159,15 @@ class PairChunk:
     done, total : int
         Pairs scored so far / pairs to score.
     rows : ndarray of int
-        Row positions (in the input table) of the pairs in this chunk.
+        Row positions (in the input table) of the pairs in this chunk, ascending. Chunks come
+        in the order the pairs' texts are encoded (fewest tokens first), not in file order;
+        together they hold every scored pair once.
     raw : dict metric -> ndarray of shape (len(rows),)
         Their raw scores, in each metric's orientation, under `geometry` (the first requested).
     geometry : str
+    work : float
+        Share of the run's encoding work done, 0 to 1 (`EncodingStep.work`): what time left
+        is estimated from, since pairs of short texts are ready first.
     """
 
     done: int
@@ -170,6 +175,7 @@ class PairChunk:
     rows: np.ndarray
     raw: dict
     geometry: str = "none"
+    work: float = 1.0
 
 
 def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
@@ -177,10 +183,12 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
                      batch_size: int = 64, chunk_pairs: int = 512, memory_budget: int | None = None,
                      long_texts: str = DEFAULT_LONG_TEXTS, chunk_aggregate: str = DEFAULT_CHUNK_AGGREGATE,
                      chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, should_stop=None):
-    """Score `table` (a `PairTable`) chunk by chunk; see `score_pairs` for the output.
+    """Score `table` (a `PairTable`), yielding partial scores; see `score_pairs` for the output.
 
-    Yields a `PairChunk` after each chunk of pairs (for live plots and progress) and returns the
-    `ScoredPairs`. Each distinct text is encoded once even when it recurs in later chunks.
+    The distinct texts of the whole run are encoded together, each once, in batches of similar
+    token counts (`calibsim_gui.core.encoding.iter_encode`: little padding). Whenever
+    `chunk_pairs` more pairs have both texts encoded (and once at the end), their raw scores are
+    yielded as a `PairChunk` (for live plots and progress); the return value is the `ScoredPairs`.
 
     Raises
     ------
@@ -192,6 +200,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     """
     import pandas as pd
 
+    if chunk_pairs < 1:
+        raise ValueError(f"chunk_pairs must be at least 1, not {chunk_pairs}")
     profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     check_long_texts(long_texts, chunk_aggregate, chunk_overlap)
     plan, plan_notes = _plan(profile, geometry, metrics)
@@ -200,66 +210,78 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     scored = np.ones(len(frame), dtype=bool)
     scored[list(table.empty_rows)] = False
     rows = np.flatnonzero(scored)
-    texts_a = frame[table.text_a].to_numpy()
-    texts_b = frame[table.text_b].to_numpy()
-    n_texts = len(pd.unique(np.concatenate([texts_a[rows], texts_b[rows]])))
+    texts_a = frame[table.text_a].to_numpy()[rows]
+    texts_b = frame[table.text_b].to_numpy()[rows]
+    distinct = pd.unique(np.concatenate([texts_a, texts_b]))
+    n_texts = len(distinct)
     per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
     n_columns = (per_metric + 2 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
     check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
                  memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
                  fix="split the pairs file into parts or choose fewer metrics")
-    known: dict[str, int] = {}              # distinct text -> its row in `vectors`
-    vectors = np.zeros((n_texts, embedder.dimension), dtype=np.float32)
-    first, second = np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=np.int64)
+    index = {t: i for i, t in enumerate(distinct)}
+    first = np.fromiter((index[t] for t in texts_a), dtype=np.int64, count=len(rows))
+    second = np.fromiter((index[t] for t in texts_b), dtype=np.int64, count=len(rows))
+    chunked = long_texts == "chunk"
+    # the pieces the model reads: each distinct text, or (--long-texts chunk) each of its chunks
+    pieces = split_texts(embedder, distinct, overlap=chunk_overlap) if chunked else None
+    sizes = (np.fromiter(map(len, pieces), dtype=np.int64, count=n_texts) if chunked
+             else np.ones(n_texts, dtype=np.int64))
+    starts = np.cumsum(sizes) - sizes              # each text's first piece among all pieces
+    steps = iter_encode(embedder, [p for text_pieces in pieces for p in text_pieces] if chunked else distinct,
+                        batch_size=batch_size, cache=cache, should_stop=should_stop)
+    step = next(steps)                             # the plan: after which batch each piece is ready
+    piece_rows, piece_vectors = step.rows, step.table
+    text_ready = (np.maximum.reduceat(step.ready_after[piece_rows], starts) if n_texts
+                  else np.zeros(0, dtype=np.int64))
+    pair_ready = np.maximum(text_ready[first], text_ready[second])
+    order = np.argsort(pair_ready, kind="stable")  # pairs in the order their texts become ready
+    ready_by = pair_ready[order]
     raw = {(g, m): np.zeros(len(rows)) for g, names in plan.items() for m in names}
     primary = next(iter(plan))
-    n_cached = n_truncated = n_chunks = 0
-    too_long = np.zeros(n_texts, dtype=bool)     # distinct texts the model saw only the start of
-    pieces: dict[int, np.ndarray] = {}          # --long-texts chunk: row in `vectors` -> chunk vectors
-    for start in range(0, len(rows), chunk_pairs):
-        chunk = slice(start, start + chunk_pairs)
-        chunk_rows = rows[chunk]
-        new = list(dict.fromkeys(t for t in np.concatenate([texts_a[chunk_rows], texts_b[chunk_rows]])
-                                 if t not in known))
-        if long_texts == "chunk":
-            chunked = encode_chunked(embedder, new, overlap=chunk_overlap, batch_size=batch_size,
-                                     cache=cache, should_stop=should_stop)
-            result = chunked.encoding
-            pieces.update({len(known) + row: block for row, block in chunked.chunks.items()})
-            n_chunks += chunked.n_chunks
-        else:
-            result = encode_texts(embedder, new, batch_size=batch_size, cache=cache,
-                                  should_stop=should_stop)
-        vectors[len(known):len(known) + len(new)] = result.embeddings
-        if result.truncated is not None:
-            too_long[len(known):len(known) + len(new)] = result.truncated
-        known.update(zip(new, range(len(known), len(known) + len(new))))
-        n_cached += result.n_cached
-        n_truncated += result.n_truncated
-        first[chunk] = [known[t] for t in texts_a[chunk_rows]]
-        second[chunk] = [known[t] for t in texts_b[chunk_rows]]
-        chunk_raw = {}
-        split = pieces and any(i in pieces for i in np.concatenate([first[chunk], second[chunk]]))
+
+    def vectors_of(texts) -> list[np.ndarray]:
+        return [piece_vectors[piece_rows[starts[i]:starts[i] + sizes[i]]] for i in texts]
+
+    def score(chosen) -> dict:
+        """Raw scores of the pairs at positions `chosen`, kept in `raw`; those under `primary`."""
+        a, b = first[chosen], second[chosen]
+        split = chunked and bool((sizes[a] > 1).any() or (sizes[b] > 1).any())
+        out = {}
         for g, names in plan.items():
             if split:       # a pair with a chunked text scores the aggregate over its chunk pairs
-                scores = aggregate_pair_scores(
-                    [pieces.get(i, vectors[i:i + 1]) for i in first[chunk]],
-                    [pieces.get(i, vectors[i:i + 1]) for i in second[chunk]], names, chunk_aggregate,
-                    transform=lambda x, g=g: profile.transformed(x, g))
+                scores = aggregate_pair_scores(vectors_of(a), vectors_of(b), names, chunk_aggregate,
+                                               transform=lambda x, g=g: profile.transformed(x, g))
             else:
-                scores = pair_scores(profile.transformed(vectors[first[chunk]], g),
-                                     profile.transformed(vectors[second[chunk]], g), names)
+                scores = pair_scores(profile.transformed(piece_vectors[piece_rows[starts[a]]], g),
+                                     profile.transformed(piece_vectors[piece_rows[starts[b]]], g), names)
             for name in names:
-                raw[g, name][chunk] = scores[name]
-            chunk_raw[g] = scores
-        yield PairChunk(min(start + chunk_pairs, len(rows)), len(rows), chunk_rows, chunk_raw[primary],
-                        primary)
-    encoding = EncodingResult(np.empty((0, embedder.dimension)), len(known), n_cached, n_truncated,
-                              too_long)
+                raw[g, name][chosen] = scores[name]
+            out[g] = scores
+        return out[primary]
+
+    emitted = 0
+    while True:
+        ready = int(np.searchsorted(ready_by, step.batch, side="right"))
+        while emitted < ready and (ready - emitted >= chunk_pairs or ready == len(rows)):
+            chosen = np.sort(order[emitted:emitted + chunk_pairs])
+            scores = score(chosen)
+            emitted += len(chosen)
+            yield PairChunk(emitted, len(rows), rows[chosen], scores, primary, step.work)
+        try:
+            step = next(steps)
+        except StopIteration as end:
+            result = end.value
+            break
+    combined = combine_chunks(pieces, result) if chunked else None
+    encoded = combined.encoding if chunked else result
+    chunks = combined.chunks if chunked else {}
+    encoding = EncodingResult(np.empty((0, embedder.dimension)), n_texts, encoded.n_cached,
+                              encoded.n_truncated, encoded.truncated)
     long = {"mode": long_texts, "aggregate": chunk_aggregate, "overlap": chunk_overlap,
-            "texts_chunked": len(pieces), "chunks": n_chunks}
-    return _assemble(table, scored, embedder, profile, encoding, (list(known), vectors), first, second,
-                     raw, plan, plan_notes, human, norms, interval, cache, long)
+            "texts_chunked": len(chunks), "chunks": combined.n_chunks if chunked else 0}
+    return _assemble(table, scored, embedder, profile, encoding, (list(distinct), encoded.embeddings),
+                     first, second, raw, plan, plan_notes, human, norms, interval, cache, long)
 
 
 def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none",
@@ -272,7 +294,7 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
     Output columns are the input columns unchanged plus ``<metric>_<form>`` for each metric and
     form ("raw", then the profile's calibrated forms, then "query_zscore" when the profile has a
     background sample). Rows with an empty text keep NaN scores.
-    `progress(done, total, message)` is called after each chunk of pairs.
+    `progress(done, total, message)` is called after each chunk of scored pairs.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""SQLite cache of text embeddings, keyed by model (fingerprint id, precision, prompt) and the text's sha256."""
+"""SQLite cache of text embeddings, keyed by model (fingerprint id, engine, precision, prompt) and the text's sha256."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import platformdirs
 
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.models import embedder_precision, embedder_prompt
+from calibsim_gui.core.models import embedder_engine, embedder_precision, embedder_prompt
 
 _CHUNK = 900  # digests per query; stays under SQLite's oldest variable limit (999)
 _SCHEMA = """
@@ -37,17 +37,20 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(embedder, prompt: str | None = None) -> str:
-    """The model key of `embedder`'s vectors: its fingerprint id, plus its precision unless
-    float32, plus a digest of the prompt unless there is none.
+    """The model key of `embedder`'s vectors: its fingerprint id, plus its engine unless torch,
+    plus its precision unless float32, plus a digest of the prompt unless there is none.
 
-    float32 and bfloat16 vectors of one model differ slightly, so they never share entries;
-    neither do vectors of one text encoded with different prompts. float32 without a prompt keeps
-    the bare id that caches written before precisions and prompts existed used. `prompt` defaults
-    to the embedder's symmetric prompt (`embedder_prompt`).
+    Vectors of one model from different engines or precisions differ slightly, so they never
+    share entries; neither do vectors of one text encoded with different prompts. torch float32
+    without a prompt keeps the bare id that caches written before engines, precisions and prompts
+    existed used. `prompt` defaults to the embedder's symmetric prompt (`embedder_prompt`).
     """
+    engine = embedder_engine(embedder)
     precision = embedder_precision(embedder)
     prompt = embedder_prompt(embedder) if prompt is None else prompt
     key = embedder.fingerprint.id
+    if engine != "torch":
+        key += f"+{engine}"
     if precision != "float32":
         key += f"+{precision}"
     if prompt:

@@ -143,8 +143,13 @@ def encode_chunked(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHU
     """Encode every chunk of `texts` (through `encode_texts`: cache, batches, progress, Cancel)."""
     pieces = split_texts(embedder, texts, overlap=overlap)
     flat = [p for text_pieces in pieces for p in text_pieces]
-    result = encode_texts(embedder, flat, batch_size=batch_size, cache=cache, progress=progress,
-                          should_stop=should_stop)
+    return combine_chunks(pieces, encode_texts(embedder, flat, batch_size=batch_size, cache=cache,
+                                               progress=progress, should_stop=should_stop))
+
+
+def combine_chunks(pieces: Sequence[Sequence[str]], result: EncodingResult) -> ChunkedEncoding:
+    """The `ChunkedEncoding` of texts split into `pieces` (`split_texts`), from `result`: the
+    encoding of the pieces, flattened in order."""
     vectors = np.empty((len(pieces), result.embeddings.shape[1]), dtype=np.float32)
     truncated = np.zeros(len(pieces), dtype=bool)
     chunks, start = {}, 0

@@ -165,7 +165,7 @@ class BlockEncoder:
     ----------
     model : str or None
         Model folder (the same path on every node) or None for the built-in model.
-    device, precision, allow_pickle : see `models.load_model`
+    device, precision, allow_pickle : see `models.load_model` (workers run the torch engine)
     prompts : dict, optional
         `PromptSettings.to_dict()` of the driver's embedder (default: the folder's prompts).
     batch_size : texts per model call
@@ -180,7 +180,8 @@ class BlockEncoder:
         from calibsim_gui.core.models import PromptSettings, load_model
 
         self.embedder = load_model(model, device=device, precision=precision, allow_pickle=allow_pickle,
-                                   prompts=None if prompts is None else PromptSettings.from_dict(prompts))
+                                   prompts=None if prompts is None else PromptSettings.from_dict(prompts),
+                                   engine="torch")
         self.batch_size = batch_size
         self.pair_limit, self.query_limit = np.uint64(pair_limit), np.uint64(query_limit)
         self.repeated = np.asarray(repeated, dtype=np.uint64)

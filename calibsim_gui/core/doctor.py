@@ -129,12 +129,12 @@ def check_os() -> Check:
 
 def check_device() -> Check:
     """The device `--device auto` picks, and why."""
-    import torch
-
     from calibsim_gui.core import models
 
     device = models.resolve_device("auto")
     if device == "cuda":
+        import torch
+
         why = f"CUDA GPU {torch.cuda.get_device_name(0)}"
     elif device == "mps":
         why = "Apple GPU (MPS)"
@@ -161,6 +161,22 @@ def check_precision(device: str) -> Check:
                f"--precision auto would use {text}")
     return Check("precision", "ok", summary,
                  data={"default": models.DEFAULT_PRECISION, "auto": auto, "reason": why})
+
+
+def check_engine(device: str) -> Check:
+    """Whether ONNX Runtime is installed, and the engine `--engine auto` picks on `device`."""
+    from calibsim_gui.core import models
+    from calibsim_gui.core.onnx_engine import onnxruntime_missing
+
+    missing = onnxruntime_missing()
+    auto = models.choose_engine("auto", device)
+    data = {"auto": auto, "onnxruntime": _version("onnxruntime", "onnxruntime-gpu")}
+    why = f"{device} is a GPU" if device != "cpu" else "the CPU runs ONNX Runtime"
+    if missing is not None:
+        return Check("engine", "warning", f"{auto} (--engine auto: {missing})", data=data,
+                     fix="pip install onnxruntime for the faster, lighter CPU engine")
+    return Check("engine", "ok", f"{auto} (--engine auto: {why}); onnxruntime {data['onnxruntime']}; "
+                                 "--engine onnx --precision int8 for the fastest CPU runs", data=data)
 
 
 def check_builtin_model() -> Check:
@@ -309,7 +325,8 @@ def run_checks(*, window_timeout: float = WINDOW_TIMEOUT_S) -> list[Check]:
     checks = [_guarded("versions", check_versions), _guarded("os", check_os),
               _guarded("device", check_device)]
     device = checks[-1].data.get("device", "cpu")
-    return checks + [_guarded("precision", lambda: check_precision(device)),
+    return checks + [_guarded("engine", lambda: check_engine(device)),
+                     _guarded("precision", lambda: check_precision(device)),
                      _guarded("model", check_builtin_model), _guarded("cache", check_cache),
                      _guarded("memory", check_memory),
                      _guarded("window", lambda: check_window(window_timeout))]

@@ -81,14 +81,112 @@ def over_limit(embedder, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class EncodingStep:
+    """Where `iter_encode` stands: yielded once before the first batch and after each batch.
+
+    Attributes
+    ----------
+    done, total : int
+        Distinct texts encoded so far / to encode (texts found in the cache are not counted).
+    batch : int
+        Batches encoded so far (0 before the first).
+    rows : ndarray of shape (n_texts,), int
+        Each input text's row in `table`.
+    ready_after : ndarray of shape (len(table),), int
+        The batch after which each row of `table` holds its vector (0: taken from the cache).
+    table : ndarray of shape (n_distinct, dim), float32
+        Vectors of the distinct texts, filled where ``ready_after <= batch``.
+    work : float
+        Share of the encoding work done, 0 to 1: the padded tokens of the batches encoded so
+        far over all of them (short texts come first, so it runs behind ``done / total``).
+    """
+
+    done: int
+    total: int
+    batch: int
+    rows: np.ndarray
+    ready_after: np.ndarray
+    table: np.ndarray
+    work: float = 1.0
+
+
+def token_batches(counts: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Positions of texts with token `counts`, in batches of `batch_size` texts of similar token
+    counts (fewest first): a batch pads every text to its longest, so padding stays small."""
+    order = np.argsort(counts, kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def iter_encode(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
+                should_stop: ShouldStop | None = None, prompt: str | None = None):
+    """`encode_texts` as a generator: yields an `EncodingStep` before the first batch and after
+    each batch, and returns the `EncodingResult`.
+
+    The first step already says when each distinct text will be ready (`EncodingStep.ready_after`),
+    so a caller can tell which of its results become computable after each batch.
+    """
+    batch_size = check_batch_size(batch_size)
+    should_stop = should_stop or (lambda: False)
+    positions: dict[str, int] = {}                 # distinct text -> its row in `table`
+    rows = np.fromiter((positions.setdefault(str(t), len(positions)) for t in texts), dtype=np.int64)
+    unique = list(positions)
+    prompt = embedder_prompt(embedder) if prompt is None else str(prompt)
+    key = cache_key(embedder, prompt)
+    table = np.empty((len(unique), embedder.dimension), dtype=np.float32)
+
+    found = cache.lookup(key, unique, dimension=embedder.dimension) if cache is not None else {}
+    for text, vector in found.items():
+        table[positions[text]] = vector
+    missing = [t for t in unique if t not in found]
+    shown = [prompt + t for t in unique] if prompt else unique       # what the model reads
+    # one tokenizer pass over the texts to encode serves both their order and their truncation flags
+    counts = np.asarray(embedder.token_counts([shown[positions[t]] for t in missing]), dtype=np.int64)
+    too_long = np.zeros(len(unique), dtype=bool)
+    limit = embedder.max_seq_length
+    if limit:
+        too_long[[positions[t] for t in missing]] = counts > limit
+        too_long[[positions[t] for t in found]] = over_limit(embedder, [shown[positions[t]] for t in found])
+        counts = np.minimum(counts, limit)          # the model reads (and pads to) at most `limit`
+    planned = token_batches(counts, batch_size)
+    batches = [[missing[i] for i in batch] for batch in planned]
+    # a batch costs its texts padded to its longest one
+    cost = np.cumsum([len(batch) * int(counts[batch].max()) for batch in planned], dtype=np.float64)
+    work = cost / cost[-1] if len(cost) else cost
+    ready_after = np.zeros(len(unique), dtype=np.int64)
+    for number, batch in enumerate(batches, start=1):
+        ready_after[[positions[t] for t in batch]] = number
+
+    total = len(missing)
+    done = 0
+    yield EncodingStep(0, total, 0, rows, ready_after, table, 0.0 if total else 1.0)
+    for number, batch in enumerate(batches, start=1):
+        if should_stop():
+            raise Cancelled(f"encoding stopped after {done} of {total} texts")
+        # Encoders without prompts (test doubles, plug-ins) keep `encode_batch(texts)`.
+        vectors = embedder.encode_batch(batch, prompt=prompt) if prompt else embedder.encode_batch(batch)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        table[[positions[t] for t in batch]] = vectors
+        if cache is not None:
+            cache.store(key, batch, vectors)
+        done += len(batch)
+        yield EncodingStep(done, total, number, rows, ready_after, table, float(work[number - 1]))
+
+    # Distinct inputs (a background corpus, a document set) already are the table: no copy.
+    distinct = len(rows) == len(unique)
+    embeddings = table if distinct else table[rows]
+    return EncodingResult(embeddings, len(unique), len(unique) - total, int(too_long.sum()),
+                          too_long if distinct else too_long[rows])
+
+
 def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
                  progress: Progress | None = None, should_stop: ShouldStop | None = None,
                  prompt: str | None = None) -> EncodingResult:
     """Encode `texts` with `embedder`, each distinct text once, with `prompt` before each.
 
     Distinct texts already in `cache` (an `EmbeddingCache`, keyed by `cache_key`) are not
-    re-encoded; new ones are encoded in batches of similar length (less padding) and stored in
-    the cache.
+    re-encoded; new ones are tokenized once and encoded in batches of similar token counts
+    (`token_batches`: little padding) and stored in the cache.
 
     Parameters
     ----------
@@ -108,41 +206,16 @@ def encode_texts(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=
     Cancelled
         When `should_stop()` returned True. Batches already encoded stay in the cache.
     """
-    batch_size = check_batch_size(batch_size)
     progress = progress or _no_progress
-    should_stop = should_stop or (lambda: False)
-    positions: dict[str, int] = {}                 # distinct text -> its row in `table`
-    rows = np.fromiter((positions.setdefault(str(t), len(positions)) for t in texts), dtype=np.int64)
-    unique = list(positions)
-    prompt = embedder_prompt(embedder) if prompt is None else str(prompt)
-    key = cache_key(embedder, prompt)
-    table = np.empty((len(unique), embedder.dimension), dtype=np.float32)
-
-    found = cache.lookup(key, unique, dimension=embedder.dimension) if cache is not None else {}
-    for text, vector in found.items():
-        table[positions[text]] = vector
-    missing = [t for t in unique if t not in found]
-    too_long = over_limit(embedder, [prompt + t for t in unique] if prompt else unique)
-    n_truncated = int(too_long.sum())
-
-    missing.sort(key=len)
-    total = len(missing)
-    progress(0, total, f"encoding {total} texts ({len(found)} cached)")
-    for start in range(0, total, batch_size):
-        if should_stop():
-            raise Cancelled(f"encoding stopped after {start} of {total} texts")
-        batch = missing[start:start + batch_size]
-        # Encoders without prompts (test doubles, plug-ins) keep `encode_batch(texts)`.
-        vectors = embedder.encode_batch(batch, prompt=prompt) if prompt else embedder.encode_batch(batch)
-        vectors = np.asarray(vectors, dtype=np.float32)
-        table[[positions[t] for t in batch]] = vectors
-        if cache is not None:
-            cache.store(key, batch, vectors)
-        done = min(start + batch_size, total)
-        progress(done, total, f"encoded {done} of {total} texts")
-
-    # Distinct inputs (a background corpus, a document set) already are the table: no copy.
-    distinct = len(rows) == len(unique)
-    embeddings = table if distinct else table[rows]
-    return EncodingResult(embeddings, len(unique), len(unique) - total, n_truncated,
-                          too_long if distinct else too_long[rows])
+    steps = iter_encode(embedder, texts, batch_size=batch_size, cache=cache,
+                        should_stop=should_stop, prompt=prompt)
+    while True:
+        try:
+            step = next(steps)
+        except StopIteration as end:
+            return end.value
+        if step.batch == 0:
+            cached = len(step.table) - step.total
+            progress(0, step.total, f"encoding {step.total} texts ({cached} cached)")
+        else:
+            progress(step.done, step.total, f"encoded {step.done} of {step.total} texts")

@@ -6,7 +6,9 @@ common directions dominate their cosines. Each fix here is fitted on *background
 
 - `MeanCentering` subtracts the background mean;
 - `Whitening` (Su et al. 2021) maps the background to identity covariance, then L2-normalises;
-- `AllButTheTop` (Mu & Viswanath 2018) centres and removes the top principal directions.
+- `AllButTheTop` (Mu & Viswanath 2018) centres and removes the top principal directions;
+- `SoftCosineSpace` maps embeddings so that their cosine is soft cosine (Sidorov et al. 2014)
+  with a feature similarity S built from the background's correlations.
 
 scikit-learn habits: settings in ``__init__``, ``fit(embeddings)`` returns ``self``, learned
 state in attributes ending in ``_``, ``transform(embeddings)`` is pure, ``to_dict``/``from_dict``
@@ -117,6 +119,9 @@ class GeometryTransform:
                              f"got {x.shape[1]}-d")
         return x
 
+    def validate(self) -> None:
+        """Raise ValueError unless the learned state is usable (run on every loaded transform)."""
+
     def fit(self, embeddings) -> "GeometryTransform":
         """Fit on background embeddings of shape (n_texts, dim)."""
         return self.fit_moments(*embedding_moments(embeddings))
@@ -146,6 +151,7 @@ class GeometryTransform:
             setattr(obj, name, d[name])
         for name in kind._arrays:
             setattr(obj, name, decode_array(d[name]))
+        obj.validate()
         return obj
 
 
@@ -275,7 +281,90 @@ class AllButTheTop(GeometryTransform):
         return (v - (v @ u.T) @ u).astype(np.float32)
 
 
-TRANSFORMS = {c.__name__: c for c in (MeanCentering, Whitening, AllButTheTop)}
+def feature_correlation(covariance) -> np.ndarray:
+    """Correlation matrix of the embedding dimensions from their covariance, shape (dim, dim).
+
+    Unit diagonal and positive semi-definite; a dimension that does not vary is correlated with
+    nothing (its row and column are 0 except the diagonal 1).
+    """
+    covariance = np.asarray(covariance, dtype=np.float64)
+    sd = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    scale = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0)
+    correlation = covariance * np.outer(scale, scale)
+    np.fill_diagonal(correlation, 1.0)
+    return (correlation + correlation.T) / 2
+
+
+class SoftCosineSpace(GeometryTransform):
+    """The space where cosine is soft cosine ``x'Sy / (sqrt(x'Sx) sqrt(y'Sy))`` (Sidorov et al. 2014).
+
+    S is the feature similarity of the embedding dimensions: the background's correlation
+    matrix ``R = V Lambda V^T`` (`feature_correlation`) in a k-factor form that is stored compactly,
+    ``S = F^T F + diag(u^2)`` with ``F = Lambda_k^(1/2) V_k^T`` (the top k eigenpairs) and
+    ``u_i^2 = 1 - (F^T F)_ii``: positive semi-definite, unit diagonal, equal to R along its top k
+    directions (k = dim gives R itself). The map ``x -> (F x, u * x)`` of length k + dim turns
+    ``x'Sy`` into a dot product, so cosine after it is soft cosine; no centering.
+
+    Parameters
+    ----------
+    n_factors : int or None
+        k; None means ``min(64, dim)``.
+
+    Attributes
+    ----------
+    factors_ : ndarray of shape (k, dim), float32
+        F.
+    uniqueness_ : ndarray of shape (dim,), float32
+        u (the square root of what the k factors leave of each unit diagonal entry).
+    """
+
+    _settings = ("n_factors",)
+    _arrays = ("factors_", "uniqueness_")
+    DEFAULT_FACTORS = 64
+    DIAGONAL_TOLERANCE = 1e-3       # float32 storage of F and u
+
+    def __init__(self, *, n_factors: int | None = None):
+        self.n_factors = n_factors
+
+    @property
+    def dimension(self) -> int:
+        self._check_fitted()
+        return self.factors_.shape[1]
+
+    def fit_moments(self, n: int, total, cross) -> "SoftCosineSpace":
+        _, covariance = _mean_and_covariance(n, total, cross)
+        dim = len(covariance)
+        k = min(self.DEFAULT_FACTORS, dim) if self.n_factors is None else int(self.n_factors)
+        if not 1 <= k <= dim:
+            raise ValueError(f"n_factors must be between 1 and {dim}")
+        values, vectors = _principal_axes(feature_correlation(covariance))
+        factors = vectors[:, :k].T * np.sqrt(values[:k])[:, None]
+        self.factors_ = factors.astype(np.float32)
+        self.uniqueness_ = np.sqrt(np.clip(1.0 - (factors ** 2).sum(axis=0), 0.0, None)).astype(np.float32)
+        return self
+
+    def similarity(self) -> np.ndarray:
+        """S, shape (dim, dim)."""
+        f = self.factors_.astype(np.float64)
+        return f.T @ f + np.diag(self.uniqueness_.astype(np.float64) ** 2)
+
+    def validate(self) -> None:
+        f, u = self.factors_, self.uniqueness_
+        if f.ndim != 2 or not 1 <= len(f) <= f.shape[1] or u.shape != (f.shape[1],) or (u < 0).any():
+            raise ValueError("soft cosine's feature similarity has factors and uniqueness of "
+                             "shapes that do not fit together")
+        diagonal = (f.astype(np.float64) ** 2).sum(axis=0) + u.astype(np.float64) ** 2
+        if np.abs(diagonal - 1).max() > self.DIAGONAL_TOLERANCE:
+            raise ValueError("soft cosine's feature similarity S does not have a unit diagonal")
+
+    def transform(self, embeddings) -> np.ndarray:
+        """Mapped embeddings, float32 of shape (n_texts, k + dim); their cosine is soft cosine."""
+        x = self._check_input(embeddings)
+        return np.hstack([x @ self.factors_.T.astype(np.float64),
+                          x * self.uniqueness_.astype(np.float64)]).astype(np.float32)
+
+
+TRANSFORMS = {c.__name__: c for c in (MeanCentering, Whitening, AllButTheTop, SoftCosineSpace)}
 
 
 @dataclass(frozen=True)
@@ -314,6 +403,9 @@ GEOMETRIES: dict[str, Geometry] = {g.name: g for g in (
     Geometry("abtt", "all-but-the-top",
              "centred, then the background's top principal directions removed (about dim/100 of "
              "them; Mu & Viswanath 2018)", AllButTheTop),
+    Geometry("soft", "soft-cosine space",
+             "mapped so that cosine becomes soft cosine x'Sy/sqrt(x'Sx y'Sy), S = the background's "
+             "feature correlations in k-factor form, k = 64 by default (Sidorov et al. 2014)", SoftCosineSpace),
 )}
 FIXES = tuple(name for name in GEOMETRIES if name != "none")
 
@@ -333,10 +425,14 @@ def fit_geometries(background, names=FIXES, settings=None) -> dict[str, Geometry
     return fit_geometries_from_moments(embedding_moments(background), names, settings)
 
 
-def geometry_settings(*, abtt_directions: int | None = None, whiten_dim: int | None = None) -> dict:
+def geometry_settings(*, abtt_directions: int | None = None, whiten_dim: int | None = None,
+                      soft_factors: int | None = None) -> dict:
     """Settings for `fit_geometries` from the user's choices (None keeps a fix's default):
-    ABTT's number of removed directions D and whitening's kept dimension k."""
+    ABTT's number of removed directions D, whitening's kept dimension k and the number of
+    factors of soft cosine's S."""
     out = {}
+    if soft_factors is not None:
+        out["soft"] = {"n_factors": int(soft_factors)}
     if abtt_directions is not None:
         out["abtt"] = {"n_directions": int(abtt_directions)}
     if whiten_dim is not None:

@@ -74,6 +74,18 @@ def _wrd_matrix(x, y):
             + WRD_LAMBDA * angle)
 
 
+def _radial_pairs(a, b):
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    angle = np.arccos(np.clip(_cosine_pairs(a, b), -1.0, 1.0))
+    return np.sqrt((na - nb) ** 2 + na * nb * angle ** 2)
+
+
+def _radial_matrix(x, y):
+    nx, ny = np.linalg.norm(x, axis=1)[:, None], np.linalg.norm(y, axis=1)[None, :]
+    angle = np.arccos(np.clip(_cosine_matrix(x, y), -1.0, 1.0))
+    return np.sqrt((nx - ny) ** 2 + nx * ny * angle ** 2)
+
+
 SCALED_ALPHAS = (0.9, 0.5)
 """α of the SCALED_SIM metrics offered, named ``scaled<100·α>`` (``scaled90``, ``scaled50``)."""
 
@@ -133,6 +145,10 @@ METRICS: dict[str, Metric] = {
         Metric("wrd", False, f"|x| - |y| + {WRD_LAMBDA:g}·angle in radians (WRD; a distance that is "
                              "not symmetric: x is the first text of a pair, y the second)",
                _wrd_pairs, _wrd_matrix),
+        Metric("radial", False, "radially weighted angle sqrt((|x| - |y|)^2 + |x||y|·angle^2): the "
+                                "angle in radians weighted by the lengths, plus their difference "
+                                "(a symmetric distance; 0 for identical texts)",
+               _radial_pairs, _radial_matrix),
     )
 }
 
@@ -143,7 +159,9 @@ def get_metrics(names=None) -> list[Metric]:
         return list(METRICS.values())
     unknown = [n for n in names if n not in METRICS]
     if unknown:
-        raise InputError(f"unknown metric(s) {unknown}.", fix=f"choose from {', '.join(METRICS)}")
+        raise InputError(f"unknown metric(s) {unknown}.",
+                         fix=f"choose from {', '.join(METRICS)} (soft cosine is cosine under the "
+                             "geometry fix soft: --geometry soft)")
     return [METRICS[n] for n in names]
 
 
@@ -185,32 +203,16 @@ def matrix_blocks(x: np.ndarray, metric: Metric, *, block_rows: int = 1024
         yield start, metric.matrix(x[start:start + block_rows], x)
 
 
-def feature_similarity(background) -> np.ndarray:
-    """Soft-cosine feature similarity S: the correlation matrix of the embedding dimensions
-    over `background` embeddings, shape (dim, dim).
-
-    S is positive semi-definite with a unit diagonal (``s_ii = 1``, as soft cosine asks of a
-    feature similarity). A dimension that does not vary in the background is correlated with
-    nothing: its row and column are 0 except ``s_ii = 1``.
-    """
-    x = np.asarray(background, dtype=np.float64)
-    if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"feature similarity needs at least two background embeddings, got {x.shape}")
-    centred = x - x.mean(axis=0)
-    sd = np.sqrt((centred * centred).mean(axis=0))
-    scaled = centred / np.where(sd > 0, sd, 1.0) * (sd > 0)
-    s = scaled.T @ scaled / len(x)
-    np.fill_diagonal(s, 1.0)
-    return (s + s.T) / 2
-
-
 def soft_cosine(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Soft cosine ``u'Sv / (sqrt(u'Su) sqrt(v'Sv))`` of row-aligned pairs (Sidorov et al. 2014).
+
+    The reference formula; calibrated soft cosine is cosine under the geometry fix "soft"
+    (`calibsim_gui.core.geometry.SoftCosineSpace`), whose S a profile stores.
 
     Parameters
     ----------
     a, b : ndarray of shape (n_pairs, dim)
-    s : ndarray of shape (dim, dim), positive semi-definite (e.g. `feature_similarity`)
+    s : ndarray of shape (dim, dim), positive semi-definite (e.g. `SoftCosineSpace.similarity`)
 
     Returns
     -------

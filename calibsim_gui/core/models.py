@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -131,13 +132,19 @@ def fingerprint_folder(path, name: str | None = None) -> ModelFingerprint:
     files = _model_files(folder)
     if not files:
         raise ModelError(f"No model files (*.json, *.safetensors, *.bin) found in {folder}.")
-    h = hashlib.sha256()
     try:
-        for rel, file in files:
-            h.update(rel.encode("utf-8") + b"\0" + _file_sha256(file).encode("ascii") + b"\n")
+        entries = [(rel, _file_sha256(file)) for rel, file in files]
     except OSError as exc:
         raise ModelError(f"Cannot read model file in {folder}: {exc}") from exc
-    return ModelFingerprint(name=name or folder.name, digest=h.hexdigest())
+    return ModelFingerprint(name=name or folder.name, digest=fingerprint_entries(entries))
+
+
+def fingerprint_entries(entries) -> str:
+    """The folder digest of sorted ``(relative posix path, file sha256)`` entries."""
+    h = hashlib.sha256()
+    for rel, sha in entries:
+        h.update(rel.encode("utf-8") + b"\0" + sha.encode("ascii") + b"\n")
+    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- discovery
@@ -485,9 +492,15 @@ def embedder_prompt(embedder) -> str:
 
 
 def available_devices() -> dict[str, str | None]:
-    """Compute devices and why each is unusable: ``{device: None}`` when it can be used."""
-    import torch
+    """Compute devices and why each is unusable: ``{device: None}`` when it can be used.
 
+    Without torch (the desktop bundle) only the CPU is usable, by ONNX Runtime.
+    """
+    try:
+        import torch
+    except ImportError:
+        why = "this calibsim has no torch: it runs models with ONNX Runtime on the CPU"
+        return {"cpu": None, "cuda": why, "mps": why}
     if torch.cuda.is_available():
         cuda = None
     elif not torch.backends.cuda.is_built():
@@ -527,7 +540,9 @@ def resolve_device(device: str = "auto") -> str:
 
 # --------------------------------------------------------------------------- precision
 
-PRECISIONS = ("auto", "float32", "bfloat16")
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+# int8 runs on the ONNX engine only and is never picked by `auto`.
+ENGINES = ("auto", "torch", "onnx")
 # float32 gives the same numbers on every machine; bfloat16 (and `auto`, which may pick it) trades
 # that for speed and is recorded wherever a result's provenance is.
 DEFAULT_PRECISION = "float32"
@@ -568,7 +583,10 @@ def cpu_bfloat16_instructions() -> list[str]:
 
 def bfloat16_support(device: str) -> str | None:
     """Why bfloat16 would not be fast on `device` (a resolved device), or None if it runs natively."""
-    import torch
+    try:
+        import torch
+    except ImportError:
+        return "this calibsim has no torch, and bfloat16 runs on the torch engine only"
 
     kind = device.partition(":")[0]
     if kind == "cuda":
@@ -582,6 +600,11 @@ def bfloat16_support(device: str) -> str | None:
 def embedder_precision(embedder) -> str:
     """The precision `embedder` computes in ("float32" for encoders that do not say)."""
     return getattr(embedder, "precision", "float32")
+
+
+def embedder_engine(embedder) -> str:
+    """The engine `embedder` runs on ("torch" for encoders that do not say)."""
+    return getattr(embedder, "engine", "torch")
 
 
 def _anchor_check(model, bf16_model) -> float:
@@ -664,6 +687,8 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
     ----------
     fingerprint : ModelFingerprint
     info : ModelInfo
+    engine : str
+        ``"torch"`` (`calibsim_gui.core.onnx_engine.OnnxEmbedder` is the ``"onnx"`` one).
     device : str
         The device the model runs on.
     precision : str
@@ -678,6 +703,8 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
     prompts : PromptSettings
         The prompts texts are encoded with (`prompt`, `query_prompt`, `document_prompt`).
     """
+
+    engine = "torch"
 
     def __init__(self, model, info: ModelInfo, fingerprint: ModelFingerprint, device: str,
                  precision: str = "float32", precision_note: str = "float32",
@@ -754,9 +781,70 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         return [np.asarray(spans, dtype=np.int64).reshape(-1, 2) for spans in encoded["offset_mapping"]]
 
 
+def _cpu_only_torch() -> bool:
+    """True when torch is not imported yet and is a CPU-only build (``+cpu``, not on macOS, where
+    MPS may be): device ``auto`` is then the CPU, known without importing torch."""
+    from importlib import metadata
+
+    if "torch" in sys.modules or sys.platform == "darwin":
+        return False
+    try:
+        return metadata.version("torch").endswith("+cpu")
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def choose_engine(engine: str = "auto", device: str = "auto", precision: str = DEFAULT_PRECISION) -> str:
+    """The engine that `engine` names: ``"torch"`` or ``"onnx"``.
+
+    ``"auto"`` gives ONNX Runtime on the CPU when it is installed and the precision is float32
+    or int8, and torch when the device is (or ``auto`` resolves to) cuda or mps, when bfloat16
+    or precision ``auto`` is asked, or when onnxruntime is missing. Without torch installed it
+    gives ONNX whatever the precision (the desktop bundle; ``auto`` precision is float32 there).
+
+    Raises
+    ------
+    ModelError
+        When the engine is unknown, or cannot run with that device or precision.
+    """
+    import importlib.util
+
+    from calibsim_gui.core.onnx_engine import onnxruntime_missing
+
+    if engine not in ENGINES:
+        raise ModelError(f"Unknown engine {engine!r}. Use {', '.join(ENGINES)}.")
+    if precision not in PRECISIONS:
+        raise ModelError(f"Unknown precision {precision!r}. Use {', '.join(PRECISIONS)}.")
+    device = (device or "auto").strip().lower()
+    no_torch = importlib.util.find_spec("torch") is None
+    if engine == "auto":
+        if onnxruntime_missing() is not None:
+            engine = "torch"
+        elif no_torch:
+            engine = "onnx"
+        elif precision in ("auto", "bfloat16"):
+            engine = "torch"
+        elif device == "auto":
+            engine = "onnx" if _cpu_only_torch() or resolve_device("auto") == "cpu" else "torch"
+        else:
+            engine = "onnx" if device == "cpu" else "torch"
+    if engine == "torch" and no_torch:
+        raise ModelError("This calibsim has no torch: it runs models with ONNX Runtime on the CPU. "
+                         "Fix: use --engine onnx (or auto); for GPUs, install calibsim from source.")
+    if engine == "onnx" and device not in ("auto", "cpu"):
+        raise ModelError(f"The ONNX engine runs on the CPU, not {device}. "
+                         "Fix: use --device cpu, or --engine torch for the GPU.")
+    if engine == "torch" and precision == "int8":
+        raise ModelError("int8 runs on the ONNX engine only. Fix: add --engine onnx (CPU).")
+    if engine == "onnx" and precision == "bfloat16":
+        raise ModelError("bfloat16 runs on the torch engine only. Fix: add --engine torch, or use "
+                         "--precision int8 for a faster ONNX run.")
+    return engine
+
+
 def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
-               allow_pickle: bool = False, prompts: PromptSettings | None = None
-               ) -> SentenceTransformerEmbedder:
+               allow_pickle: bool = False, prompts: PromptSettings | None = None,
+               engine: str = "auto"):
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
     Parameters
@@ -765,26 +853,43 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
         A model from `discover_models`, or anything `resolve_model` accepts.
     device : str
         See `resolve_device`.
-    precision : {"float32", "auto", "bfloat16"}
+    precision : {"float32", "auto", "bfloat16", "int8"}
         ``"float32"`` (the default) gives the same numbers on every machine. ``"auto"`` trades
         that for speed: bfloat16 where the device has native bfloat16 (`bfloat16_support`)
         and the model keeps its accuracy (the built-in model was verified on STS-B; any other
         model must move the built-in anchor pairs' cosines by at most
-        `BFLOAT16_MAX_ANCHOR_CHANGE`, checked at load), else float32.
+        `BFLOAT16_MAX_ANCHOR_CHANGE`, checked at load), else float32. ``"int8"``: the ONNX
+        engine's dynamically quantised graph (never picked by ``"auto"``).
     allow_pickle : bool
         Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
     prompts : PromptSettings, optional
         The prompts to encode with; defaults to the folder's (`choose_prompts`).
+    engine : {"auto", "torch", "onnx"}
+        See `choose_engine`; ``auto`` also uses torch for a folder the ONNX engine cannot
+        reproduce (`onnx_engine.onnx_refusal`). Both engines give one fingerprint, so profiles
+        built with one fit the other.
+
+    Returns
+    -------
+    SentenceTransformerEmbedder or calibsim_gui.core.onnx_engine.OnnxEmbedder
 
     Raises
     ------
     ModelError
         If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
-        device is unusable, the precision unknown, or sentence-transformers fails to load it.
+        device is unusable, the precision or engine unknown or not usable together, or the
+        model fails to load.
     """
-    if precision not in PRECISIONS:
-        raise ModelError(f"Unknown precision {precision!r}. Use {', '.join(PRECISIONS)}.")
+    chosen = choose_engine(engine, device, precision)
     info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
+    if chosen == "onnx":
+        from calibsim_gui.core.onnx_engine import load_onnx_model, onnx_refusal
+
+        if engine == "auto" and precision != "int8" and onnx_refusal(info.path) is not None:
+            return load_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
+                              prompts=prompts, engine="torch")
+        return load_onnx_model(info, precision="float32" if precision == "auto" else precision,
+                               prompts=prompts, allow_pickle=allow_pickle)
     if info.needs_remote_code:
         raise ModelError(
             f"Refusing to load {info.path}: the model needs custom code from its folder "

@@ -37,7 +37,7 @@ from calibsim_gui.core.geometry import (
 )
 from calibsim_gui.core.languages import summarise_texts
 from calibsim_gui.core.memory import check_budget, profile_build_bytes
-from calibsim_gui.core.models import ModelFingerprint, embedder_precision, embedder_prompt
+from calibsim_gui.core.models import ModelFingerprint, embedder_engine, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
 from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
@@ -222,8 +222,8 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
         "name": name or "anchors only",
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         **(background.provenance if background else {"engine": "local"}),
-        "model": {**embedder.fingerprint.to_dict(), "precision": embedder_precision(embedder),
-                  **_prompt_provenance(embedder)},
+        "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
+                  "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
         "scale": _scale_provenance(len(reference)),
         "versions": library_versions(),
@@ -322,8 +322,9 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
                      _metric_references(a, b, reference, list(bgs), transform, bgs).items()}
               for name, (transform, bgs) in parts.items()}
     provenance = {**old_provenance, "scale": _scale_provenance(len(reference)),
-                  "model": {**fingerprint.to_dict(), "precision": embedder_precision(embedder),
-                            **_prompt_provenance(embedder)}, "upgraded": {
+                  "model": {**fingerprint.to_dict(), "engine": embedder_engine(embedder),
+                            "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
+                  "upgraded": {
         "from_schema": 1, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions()}}
     profile = ReferenceProfile(fingerprint, dimension, anchors, fitted.pop("none"), query, provenance,

@@ -10,7 +10,9 @@ from pathlib import Path
 import calibsim_gui
 
 _LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "datasketches", "torch",
-              "sentence-transformers", "transformers")
+              "sentence-transformers", "transformers", "onnxruntime", "tokenizers")
+TORCH_ENGINE_LIBRARIES = ("torch", "sentence-transformers", "transformers")
+"""The torch engine's libraries: absent from the desktop bundle, which runs ONNX Runtime only."""
 
 
 def library_versions() -> dict[str, str]:

@@ -35,7 +35,8 @@ def profile_space(profile, embeddings=None, *, labels=None, seed: int = 0, progr
                   should_stop=None) -> SpaceReport:
     """Diagnose `embeddings` (default: the profile's background sample) raw and under each fix.
 
-    The fixes are the ones fitted on the profile's background, never on `embeddings`.
+    The fixes are the ones fitted on the profile's background, never on `embeddings`; the
+    background sample is IsoScore*'s reference covariance.
     """
     if embeddings is None:
         embeddings = profile.query_reference
@@ -44,7 +45,8 @@ def profile_space(profile, embeddings=None, *, labels=None, seed: int = 0, progr
                          fix="build a background in the Background tab (or `calibsim profile build "
                              "--background ...`), or pass documents to diagnose")
     transforms = {name: profile.transform(name) for name in profile.geometry_names()}
-    diagnostics = diagnose_geometries(embeddings, transforms, labels=labels, seed=seed,
+    diagnostics = diagnose_geometries(embeddings, transforms, labels=labels,
+                                      reference=profile.query_reference, seed=seed,
                                       progress=progress, should_stop=should_stop)
     first, second = random_pairs(len(embeddings), RANDOM_PAIRS, seed=seed)
     cosines, spectra = {}, {}
@@ -65,6 +67,7 @@ def diagnostics_table(space: SpaceReport) -> list[tuple[str, dict[str, str]]]:
     """(row label, geometry -> formatted value) rows for tables in the app and the CLI."""
     rows = [("mean cosine of random pairs", "mean_random_cosine", "{:.3f}"),
             ("IsoScore (0-1, 1 = isotropic)", "isoscore", "{:.3f}"),
+            ("IsoScore* (shrunk to background)", "isoscore_star", "{:.3f}"),
             ("effective rank", "effective_rank", "{:.1f}"),
             ("variance on top direction", "top_pc_share", "{:.1%}"),
             ("variance on top 10 directions", "top10_pc_share", "{:.1%}"),

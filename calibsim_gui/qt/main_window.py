@@ -119,7 +119,7 @@ def format_seconds(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-def _load_and_warm_up(info_or_spec, device, precision, prompts=None, *, progress, should_stop):
+def _load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto", *, progress, should_stop):
     """Load a model and pay its first-call costs now, off the GUI thread.
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
@@ -130,7 +130,7 @@ def _load_and_warm_up(info_or_spec, device, precision, prompts=None, *, progress
 
     from calibsim_gui.core.models import load_model
 
-    embedder = load_model(info_or_spec, device=device, precision=precision, prompts=prompts)
+    embedder = load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine)
     embedder.encode_batch(["calibsim warms up the model"])
     return embedder
 
@@ -500,8 +500,12 @@ class MainWindow(QMainWindow):
             parts.insert(0, self._done_note)
         return " · ".join(parts)
 
-    def _show_progress(self, done: int, total: int, message: str) -> None:
+    def _show_progress(self, done: int, total: int, message: str, work: float | None = None) -> None:
+        """Progress of the sending runner; `work` (0 to 1), when given, is the share of the work
+        done, which the bar and the time left follow instead of ``done / total``."""
         runner = self.sender()
+        if work is not None:
+            done, total = round(1000 * work), 1000
         if total > 0:
             self.progress.setRange(0, total)
             self.progress.setValue(done)
@@ -636,7 +640,7 @@ class MainWindow(QMainWindow):
     def load_model(self, info_or_spec, device: str = "auto") -> None:
         self.state.device = device
         self.model_runner.start(_load_and_warm_up, info_or_spec, device, self.models.precision(),
-                                self.models.prompts_for(info_or_spec))
+                                self.models.prompts_for(info_or_spec), self.models.engine())
 
     def _model_loaded(self, embedder) -> None:
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
@@ -846,7 +850,7 @@ class MainWindow(QMainWindow):
     def _scored_chunk(self, chunk) -> None:
         self.distributions.add_partial(chunk)
         self._show_progress(chunk.done, chunk.total,
-                            f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…")
+                            f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…", chunk.work)
 
     def _scored(self, results) -> None:
         self.state.set_results(results)
@@ -1051,13 +1055,13 @@ class MainWindow(QMainWindow):
 
         state = self.state
         table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
-        metric, device, precision = state.metric, state.device, self.models.precision()
+        metric, device, precision, engine = state.metric, state.device, self.models.precision(), self.models.engine()
         budget = self.memory_budget()
         mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
         ladder = state.profile.anchors          # the same ladder for every model (each encodes it)
 
         def task(progress, should_stop):
-            other = load_model(spec, device=device, precision=precision)
+            other = load_model(spec, device=device, precision=precision, engine=engine)
             profile = comparison_reference(other, ladder, cache=cache, should_stop=should_stop)
             theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
                                  should_stop=should_stop, memory_budget=budget)

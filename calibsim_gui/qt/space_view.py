@@ -24,7 +24,8 @@ from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
 GEOMETRY_COLORS = {"none": QColor(245, 133, 24), "center": QColor(76, 120, 168),
-                   "whiten": QColor(84, 162, 75), "abtt": QColor(178, 121, 162)}
+                   "whiten": QColor(84, 162, 75), "abtt": QColor(178, 121, 162),
+                   "soft": QColor(114, 183, 178)}
 HISTOGRAM_BINS = 60
 CROWDED_COSINE = 0.2      # random pairs averaging above this: a visibly anisotropic space
 
@@ -83,9 +84,9 @@ class SpaceView(QWidget):
         self.spectrum_plot.setLabel("bottom", "principal direction")
         self.spectrum_plot.setLabel("left", "share of variance (log)")
         self.spectrum_plot.setLogMode(y=True)
-        self.curves = {}
         self.plot_menu = PlotMenu(self, self.canvas, [self.cosine_plot, self.spectrum_plot],
                                   image_name="space.png")
+        self.curves = {}
         for name, geometry in GEOMETRIES.items():
             pen = pg.mkPen(GEOMETRY_COLORS[name], width=2)
             self.curves[name] = (self.cosine_plot.plot(stepMode="center", pen=pen, name=geometry.label),

@@ -184,7 +184,7 @@ def test_diagnose_shows_raw_and_each_geometry_fix(background, tmp_path, capsys):
     assert cli.main(["diagnose", str(docs), str(other), "--labels-from-files", "--profile", str(profile),
                      "--out", str(result), "-q"]) == 0
     data = json.loads(result.read_text())
-    assert set(data["geometries"]) == {"none", "center", "whiten", "abtt"}
+    assert set(data["geometries"]) == {"none", "center", "whiten", "abtt", "soft"}
     assert data["geometries"]["none"]["silhouette"] is not None
     assert data["geometries"]["none"]["texts"] == 120
 
@@ -336,11 +336,12 @@ def test_profile_build_chooses_metrics_and_geometry_settings(pairs, background, 
     path = tmp_path / "set.calibsim-profile"
     assert cli.main(["profile", "build", "--background", str(background), "--pairs", "800",
                      "--metrics", "cosine,wrd", "--abtt-directions", "2", "--whiten-dim", "8",
-                     "--out", str(path), "-q"]) == 0
+                     "--soft-factors", "5", "--out", str(path), "-q"]) == 0
     profile = ReferenceProfile.load(path)
     assert list(profile.metrics) == ["cosine", "wrd"]
     assert profile.transform("abtt").components_.shape[0] == 2
     assert profile.transform("whiten").n_components_ == 8
+    assert profile.transform("soft").factors_.shape[0] == 5
     fixes = profile.provenance["geometries"]["fixes"]
     assert fixes["abtt"]["settings"] == {"n_directions": 2}
     assert fixes["whiten"]["settings"]["n_components"] == 8

@@ -76,12 +76,31 @@ def test_precision_line_says_default_and_what_auto_would_do(qt_probe, monkeypatc
                                        f"--precision auto would use {expected}")
 
 
+@pytest.mark.parametrize("device, expected", [("cpu", "onnx"), ("cuda", "torch")])
+def test_engine_line_says_what_auto_picks(qt_probe, monkeypatch, capsys, device, expected):
+    monkeypatch.setattr(doctor, "check_device", lambda: doctor.Check("device", "ok", device,
+                                                                     data={"device": device}))
+    _, out = _doctor(capsys)
+    assert _line(out, "engine").startswith(f"engine: {expected} (--engine auto: ")
+    assert f"onnxruntime {metadata.version('onnxruntime')}" in _line(out, "engine")
+
+
+def test_engine_line_warns_without_onnxruntime(qt_probe, monkeypatch, capsys):
+    from calibsim_gui.core import onnx_engine
+
+    monkeypatch.setattr(onnx_engine, "onnxruntime_missing", lambda: "onnxruntime is not installed")
+    code, out = _doctor(capsys)
+    assert code == 0
+    assert _line(out, "engine").startswith("engine: WARNING: torch (--engine auto: onnxruntime is not installed)")
+
+
 def test_json_report_has_every_check(qt_probe, capsys):
     code, out = _doctor(capsys, "--json")
     report = json.loads(out)
     assert report["calibsim"] == calibsim_gui.__version__ and report["exit_code"] == code == 0
     checks = report["checks"]
-    assert list(checks) == ["versions", "os", "device", "precision", "model", "cache", "memory", "window"]
+    assert list(checks) == ["versions", "os", "device", "engine", "precision", "model", "cache", "memory",
+                            "window"]
     assert all({"status", "summary", "fix"} <= set(check) for check in checks.values())
     assert checks["versions"]["PySide6"] and checks["precision"]["default"] == "float32"
     assert {"budget_bytes", "physical_bytes"} <= set(checks["memory"])

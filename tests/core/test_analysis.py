@@ -120,6 +120,16 @@ def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference()
                                    reference_stats(name, vectors, reference), err_msg=name)
 
 
+def drain(steps):
+    """The `PairChunk`s a scoring generator yields, and what it returns."""
+    chunks = []
+    while True:
+        try:
+            chunks.append(next(steps))
+        except StopIteration as end:
+            return chunks, end.value
+
+
 def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):
     from calibsim_gui.core.analysis import iter_score_pairs
 
@@ -128,20 +138,150 @@ def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_pa
     pd.DataFrame({"a": texts * 3, "b": texts[::-1] * 3}).to_csv(path, index=False)
     table = load_pairs(path, text_a="a", text_b="b")
     embedder = FakeEmbedder()
-    steps = iter_score_pairs(table, embedder, profile, chunk_pairs=25, metrics=["cosine"])
-    chunks = []
-    while True:
-        try:
-            chunks.append(next(steps))
-        except StopIteration as end:
-            result = end.value
-            break
-    assert [c.done for c in chunks] == [25, 50, 75, 100, 120]
+    chunks, result = drain(iter_score_pairs(table, embedder, profile, chunk_pairs=25, metrics=["cosine"]))
+    assert [c.done for c in chunks] == [25, 50, 75, 100, 120] and {c.total for c in chunks} == {120}
     assert sorted(np.concatenate([c.rows for c in chunks])) == list(range(120))
-    streamed = np.concatenate([c.raw["cosine"] for c in chunks])
-    np.testing.assert_allclose(streamed, result.frame["cosine_raw"])
+    streamed = np.full(120, np.nan)
+    for c in chunks:
+        streamed[c.rows] = c.raw["cosine"]
+    np.testing.assert_array_equal(streamed, result.frame["cosine_raw"])
     assert result.provenance["encoding"]["distinct_texts"] == 40
-    assert embedder.calls == 1          # all 40 texts appear in the first chunk; later chunks reuse them
+    assert embedder.calls == 1          # the 40 distinct texts of the whole run in one batch
+
+
+@pytest.fixture
+def varied_pairs(tmp_path):
+    """300 pairs (one with an empty text) of 1- to 30-word texts, texts recurring across pairs."""
+    rng = np.random.default_rng(8)
+    texts = [" ".join(f"w{i}" for i in rng.integers(0, 500, size=n)) for n in rng.integers(1, 31, 200)]
+    frame = pd.DataFrame({"sentence1": rng.choice(texts, 300), "sentence2": rng.choice(texts, 300)})
+    frame.loc[7, "sentence2"] = ""
+    path = tmp_path / "varied.csv"
+    frame.to_csv(path, index=False)
+    return load_pairs(path)
+
+
+def test_the_whole_run_is_encoded_in_token_order_and_partial_chunks_make_up_the_result(
+        varied_pairs, profile):
+    from calibsim_gui.core.analysis import iter_score_pairs
+
+    embedder = FakeEmbedder()
+    chunks, result = drain(iter_score_pairs(varied_pairs, embedder, profile, batch_size=16,
+                                            chunk_pairs=20, geometry=("none", "whiten")))
+    frame = varied_pairs.frame
+    distinct = set(frame["sentence1"].drop(7)) | set(frame["sentence2"].drop(7))
+    counts = [list(embedder.token_counts(b)) for b in embedder.batches]
+    assert sorted(sum(embedder.batches, [])) == sorted(distinct)       # each text once, whole run
+    assert [n for c in counts for n in c] == sorted(n for c in counts for n in c)
+    assert all(len(c) == 16 for c in counts[:-1])
+    # progress: monotone, every chunk but the last 20 pairs, reaching the total
+    done = [c.done for c in chunks]
+    assert done == list(range(20, 299, 20)) + [299] and {c.total for c in chunks} == {299}
+    # each chunk carries the share of the encoding work (padded tokens) done, for time left
+    padded = np.cumsum([len(c) * max(c) for c in counts]) / sum(len(c) * max(c) for c in counts)
+    work = [c.work for c in chunks]
+    assert work == sorted(work) and work[-1] == 1.0
+    assert all(np.isclose(padded, w).any() for w in work)
+    rows = np.concatenate([c.rows for c in chunks])
+    assert len(rows) == len(set(rows)) == 299 and 7 not in rows      # every scored pair once
+    for metric in ("cosine", "euclidean"):
+        streamed = np.full(len(frame), np.nan)
+        for c in chunks:
+            streamed[c.rows] = c.raw[metric]
+        np.testing.assert_array_equal(streamed, result.frame[f"{metric}_raw"])
+    # the pairs of short texts come first: their texts were encoded first
+    tokens = np.maximum(embedder.token_counts(list(frame["sentence1"])), embedder.token_counts(list(frame["sentence2"])))
+    assert tokens[chunks[0].rows].max() <= tokens[chunks[-1].rows].min()
+    # the same numbers as encoding every text on its own
+    a = embedder.encode_batch(list(frame["sentence1"].drop(7)))
+    b = embedder.encode_batch(list(frame["sentence2"].drop(7)))
+    for metric in ("cosine", "euclidean", "dot"):
+        np.testing.assert_allclose(result.frame[f"{metric}_raw"].drop(7), METRICS[metric].pairs(a, b),
+                                   atol=1e-6, err_msg=metric)
+    moved = [profile.transformed(x, "whiten") for x in (a, b)]
+    np.testing.assert_allclose(result.frame["cosine_raw@whiten"].drop(7), METRICS["cosine"].pairs(*moved),
+                               atol=1e-6)
+
+
+def test_long_texts_chunked_stream_every_pair_once_and_match_scoring_them_alone(tmp_path, profile):
+    from calibsim_gui.core.analysis import iter_score_pairs
+
+    short = random_sentences(30, seed=6)
+    long = [" ".join(f"v{i}" for i in range(n, n + 90)) for n in range(4)]    # past the fake's 40
+    rows = [(short[i], long[i % 4] if i % 3 == 0 else short[-1 - i]) for i in range(30)]
+    path = tmp_path / "long.csv"
+    pd.DataFrame(rows, columns=["sentence1", "sentence2"]).to_csv(path, index=False)
+    table = load_pairs(path)
+    embedder = FakeEmbedder()
+    chunks, result = drain(iter_score_pairs(table, embedder, profile, metrics=["cosine"], chunk_pairs=4,
+                                            long_texts="chunk", batch_size=8))
+    assert [c.done for c in chunks] == [4, 8, 12, 16, 20, 24, 28, 30]
+    streamed = np.full(30, np.nan)
+    for c in chunks:
+        streamed[c.rows] = c.raw["cosine"]
+    np.testing.assert_array_equal(streamed, result.frame["cosine_raw"])
+    encoded = sum(embedder.batches, [])
+    assert len(encoded) == len(set(encoded)) and result.provenance["long_texts"]["texts_chunked"] == 4
+    for i in (0, 1, 3):                             # a pair as if it were the only one
+        alone = score_pairs(load_pairs(_one_pair(tmp_path, *rows[i])), FakeEmbedder(), profile,
+                            metrics=["cosine"], long_texts="chunk").frame
+        assert alone.loc[0, "cosine_raw"] == pytest.approx(streamed[i], abs=1e-6)
+
+
+def _one_pair(tmp_path, a, b):
+    path = tmp_path / "one.csv"
+    pd.DataFrame([(a, b)], columns=["sentence1", "sentence2"]).to_csv(path, index=False)
+    return path
+
+
+def test_cancel_mid_run_raises_and_keeps_the_encoded_batches_in_the_cache(varied_pairs, profile, tmp_path):
+    from calibsim_gui.core.analysis import iter_score_pairs
+    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.errors import Cancelled
+
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    embedder = FakeEmbedder()
+    steps = iter_score_pairs(varied_pairs, embedder, profile, batch_size=16, chunk_pairs=10,
+                             cache=cache, should_stop=lambda: embedder.calls >= 3)
+    with pytest.raises(Cancelled, match="after 48 of"):
+        drain(steps)
+    assert cache.count() == 48
+    again = FakeEmbedder()
+    chunks, result = drain(iter_score_pairs(varied_pairs, again, profile, batch_size=16, cache=cache))
+    assert result.provenance["encoding"]["from_cache"] == 48
+    assert len(sum(again.batches, [])) == result.provenance["encoding"]["distinct_texts"] - 48
+
+
+def test_a_run_over_the_memory_budget_is_refused_before_any_work(varied_pairs, profile):
+    from calibsim_gui.core.analysis import iter_score_pairs
+
+    embedder = FakeEmbedder()
+    embedder.token_counts = lambda texts: pytest.fail("tokenized before the budget check")
+    with pytest.raises(InputError, match="299 pairs"):
+        next(iter_score_pairs(varied_pairs, embedder, profile, memory_budget=10_000))
+    assert embedder.calls == 0
+
+
+@pytest.mark.slow
+def test_token_batches_of_the_whole_run_score_as_character_sorted_chunks_did(
+        real_embedder, stsb_test_path, tmp_path):
+    """The batching before issue 20 (each 512-pair chunk's new texts by character length, batches
+    of 64) and the new one (the whole run's texts by token count) give the same raw scores."""
+    from calibsim_gui.core.profile import ReferenceProfile
+    from calibsim_gui.core.profile_builder import builtin_profile_path
+
+    path = tmp_path / "stsb300.csv"
+    pd.read_csv(stsb_test_path).head(300).to_csv(path, index=False)
+    table = load_pairs(path)
+    profile = ReferenceProfile.load(builtin_profile_path("all-MiniLM-L6-v2"))
+    frame = score_pairs(table, real_embedder, profile).frame
+    a, b = (table.frame[c].tolist() for c in (table.text_a, table.text_b))
+    old = sorted(dict.fromkeys(a + b), key=len)          # 300 pairs: one chunk of the old loop
+    vectors = dict(zip(old, np.concatenate([real_embedder.encode_batch(old[i:i + 64])
+                                            for i in range(0, len(old), 64)])))
+    for metric in ("cosine", "euclidean", "dot"):
+        expected = METRICS[metric].pairs(np.stack([vectors[t] for t in a]), np.stack([vectors[t] for t in b]))
+        np.testing.assert_allclose(frame[f"{metric}_raw"], expected, atol=1e-6, err_msg=metric)
 
 
 def test_several_geometries_in_one_run_get_suffixed_columns(pairs_file, profile):

@@ -15,7 +15,7 @@ from calibsim_gui.core.diagnostics import (
     principal_shares,
 )
 from calibsim_gui.core.errors import Cancelled
-from calibsim_gui.core.geometry import fit_geometries
+from calibsim_gui.core.geometry import apply_geometry, fit_geometries
 
 AXES = np.eye(3)
 
@@ -87,7 +87,7 @@ def test_geometry_fixes_undo_a_crowded_space():
     transforms = {"none": None, **fit_geometries(background)}
     seen = []
     report = diagnose_geometries(texts, transforms, progress=lambda d, t, m: seen.append((d, t)))
-    assert list(report) == ["none", "center", "whiten", "abtt"] and seen[-1] == (4, 4)
+    assert list(report) == ["none", "center", "whiten", "abtt", "soft"] and seen[-1] == (5, 5)
     assert report["none"]["mean_random_cosine"] > 0.8
     for fix in ("center", "whiten", "abtt"):
         assert abs(report[fix]["mean_random_cosine"]) < 0.05, fix
@@ -102,6 +102,7 @@ def test_geometry_fixes_undo_a_crowded_space():
 from scipy.spatial.distance import cdist  # noqa: E402
 
 from calibsim_gui.core.diagnostics import (  # noqa: E402
+    ISOSCORE_STAR_ZETA,
     LABEL_DIAGNOSTICS,
     calinski_harabasz,
     classifier_accuracy,
@@ -192,3 +193,37 @@ def test_isoscore_and_isoscore_star_match_the_isoscore_package():
     for zeta in (0.0, 0.2, 0.75):
         expected = float(package.IsoScore_star(x, c0, zeta))
         assert isoscore_star(x, reference_covariance=c0, zeta=zeta) == pytest.approx(expected, abs=1e-6)
+
+
+def test_isoscore_star_row_by_hand_and_against_the_function():
+    # IsoScore's steps 3-6 reduce to (PR - 1)/(n - 1), PR = (sum v)^2 / sum v^2 (participation
+    # ratio): points +-1 on the first axis have unbiased covariance diag(2, 0); with C0 = I and
+    # zeta = 0.5 the shrunk covariance is diag(1.5, 0.5), PR = 4 / 2.5 = 1.6, IsoScore* = 0.6
+    x = np.array([[-1.0, 0.0], [1.0, 0.0]])
+    assert isoscore_star(x, reference_covariance=np.eye(2), zeta=0.5) == pytest.approx(0.6, abs=1e-12)
+    rng = np.random.default_rng(8)
+    points = rng.normal(size=(40, 5)) * [3, 2, 1, 1, 0.2]
+    background = rng.normal(size=(2000, 5))
+    report = diagnose(points, reference=background)
+    c0 = np.cov(background.T)                                  # unbiased, numpy's own
+    shrunk = np.linalg.eigvalsh((1 - ISOSCORE_STAR_ZETA) * np.cov(points.T) + ISOSCORE_STAR_ZETA * c0)
+    ratio = shrunk.sum() ** 2 / (shrunk ** 2).sum()
+    assert report["isoscore_star"] == pytest.approx((ratio - 1) / (5 - 1), abs=1e-9)
+    assert report["isoscore_star"] > report["isoscore"]        # shrunk towards an isotropic C0
+    assert diagnose(points)["isoscore_star"] is None           # no background, no C0
+    variances = np.linalg.eigvalsh(np.cov(points.T))            # zeta -> 0: IsoScore, same formula
+    assert report["isoscore"] == pytest.approx(
+        (variances.sum() ** 2 / (variances ** 2).sum() - 1) / 4, abs=1e-9)
+
+
+def test_isoscore_star_is_diagnosed_under_each_fix_against_the_moved_background():
+    rng = np.random.default_rng(9)
+    background = rng.normal(size=(1500, 6)) * np.linspace(3, 0.5, 6) + 2.0
+    texts = background[:60]
+    transforms = {"none": None, **fit_geometries(background)}
+    report = diagnose_geometries(texts, transforms, reference=background)
+    for name, transform in transforms.items():
+        moved = apply_geometry(transform, background)
+        expected = isoscore_star(apply_geometry(transform, texts), zeta=ISOSCORE_STAR_ZETA,
+                                 reference_covariance=np.cov(moved, rowvar=False))
+        assert report[name]["isoscore_star"] == pytest.approx(expected, abs=1e-9), name

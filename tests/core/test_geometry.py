@@ -9,6 +9,7 @@ from calibsim_gui.core.geometry import (
     AllButTheTop,
     GeometryTransform,
     MeanCentering,
+    SoftCosineSpace,
     Whitening,
     embedding_moments,
     fit_geometries,
@@ -82,7 +83,7 @@ def test_all_but_the_top_defaults_to_a_hundredth_of_the_dimension():
     assert AllButTheTop().fit(x[:, :48]).components_.shape == (1, 48)
 
 
-@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop])
+@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop, SoftCosineSpace])
 def test_transforms_round_trip_through_json_and_refuse_use_before_fit(kind, gaussian):
     with pytest.raises(NotFittedError, match="fit"):
         kind().transform(gaussian[:2])
@@ -95,7 +96,7 @@ def test_transforms_round_trip_through_json_and_refuse_use_before_fit(kind, gaus
 
 
 def test_registry_names_every_fix_and_refuses_unknown_ones(gaussian):
-    assert list(GEOMETRIES) == ["none", "center", "whiten", "abtt"]
+    assert list(GEOMETRIES) == ["none", "center", "whiten", "abtt", "soft"]
     assert all(g.description and g.label for g in GEOMETRIES.values())
     fitted = fit_geometries(gaussian, ["none", "whiten"])
     assert fitted["none"] is None and isinstance(fitted["whiten"], Whitening)
@@ -103,7 +104,7 @@ def test_registry_names_every_fix_and_refuses_unknown_ones(gaussian):
         get_geometries(["sphere"])
 
 
-@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop])
+@pytest.mark.parametrize("kind", [MeanCentering, Whitening, AllButTheTop, SoftCosineSpace])
 def test_fits_from_moments_summed_over_parts_equal_the_fit_on_all_rows(kind, gaussian):
     # what a cluster does: each block sends its moments, the driver adds them and fits once
     parts = np.array_split(gaussian[np.random.default_rng(5).permutation(len(gaussian))], 7)
@@ -149,3 +150,21 @@ def test_geometry_settings_choose_abtt_directions_and_whitening_dimension():
         fit_geometries(background, ["abtt"], geometry_settings(abtt_directions=12))
     with pytest.raises(InputError):
         fit_geometries(background, ["abtt"], {"wobble": {}})
+
+
+def test_soft_cosine_space_settings_and_a_stored_s_that_is_no_correlation_is_refused(gaussian):
+    from calibsim_gui.core.geometry import geometry_settings
+
+    fitted = fit_geometries(gaussian, ["soft"], geometry_settings(soft_factors=3))["soft"]
+    assert fitted.factors_.shape == (3, 6) and fitted.transform(gaussian[:4]).shape == (4, 9)
+    assert fit_geometries(gaussian, ["soft"])["soft"].factors_.shape == (6, 6)   # min(64, dim)
+    with pytest.raises(InputError, match="n_factors"):
+        fit_geometries(gaussian, ["soft"], geometry_settings(soft_factors=7))
+    stored = fitted.to_dict()
+    broken = dict(stored, factors_=SoftCosineSpace().fit(gaussian * [1, 1, 1, 1, 1, 0]).to_dict()["factors_"])
+    with pytest.raises(ValueError, match="do not fit together|unit diagonal"):
+        GeometryTransform.from_dict(broken)
+    scaled = fitted.to_dict()
+    scaled["uniqueness_"] = type(fitted)().fit(gaussian).to_dict()["uniqueness_"]   # k = 6: u = 0
+    with pytest.raises(ValueError, match="unit diagonal"):
+        GeometryTransform.from_dict(scaled)

@@ -63,7 +63,8 @@ def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
 
 from scipy.spatial.distance import cosine as scipy_cosine_distance  # noqa: E402
 
-from calibsim_gui.core.metrics import WRD_LAMBDA, feature_similarity, soft_cosine  # noqa: E402
+from calibsim_gui.core.geometry import SoftCosineSpace, feature_correlation  # noqa: E402
+from calibsim_gui.core.metrics import WRD_LAMBDA, soft_cosine  # noqa: E402
 
 
 def test_scaled_sim_and_wrd_match_scipy_on_fixed_vectors(vectors):
@@ -93,7 +94,7 @@ def test_norm_aware_metrics_by_hand():
 def test_norm_aware_metric_names_split_as_score_columns():
     from calibsim_gui.core.analysis import score_column, split_score_column
 
-    for name in ("scaled90", "scaled50", "wrd"):
+    for name in ("scaled90", "scaled50", "wrd", "radial"):
         assert "_" not in name
         assert split_score_column(score_column(name, "bg_percentile", "whiten")) == (
             name, "bg_percentile", "whiten")
@@ -106,15 +107,57 @@ def test_wrd_matrix_rows_are_the_first_text(vectors):
     assert not np.allclose(block, METRICS["wrd"].matrix(b, a).T * -1)     # not a mirror image
 
 
-def test_feature_similarity_is_the_correlation_matrix_and_psd():
+def test_feature_correlation_is_the_correlation_matrix_and_psd():
     rng = np.random.default_rng(4)
     background = rng.standard_normal((200, 6)) @ rng.standard_normal((6, 6))
-    s = feature_similarity(background)
+    s = feature_correlation(np.cov(background, rowvar=False))
     np.testing.assert_allclose(s, np.corrcoef(background, rowvar=False), atol=1e-12)
     assert np.linalg.eigvalsh(s).min() > -1e-12
     constant = np.column_stack([background[:, :2], np.full(200, 3.0)])
-    s = feature_similarity(constant)
+    s = feature_correlation(np.cov(constant, rowvar=False))
     np.testing.assert_allclose(s[2], [0.0, 0.0, 1.0])          # a dimension that never varies
+
+
+def test_cosine_in_the_soft_space_is_soft_cosine_with_the_stored_s(vectors):
+    a, b = vectors
+    rng = np.random.default_rng(6)
+    background = rng.standard_normal((300, 5)) @ rng.standard_normal((5, 5)) + 2.0
+    r = np.corrcoef(background, rowvar=False)
+    full = SoftCosineSpace(n_factors=5).fit(background)
+    np.testing.assert_allclose(full.similarity(), r, atol=1e-6)         # k = dim: S is R itself
+    mapped = pair_scores(full.transform(a), full.transform(b), ["cosine"])["cosine"]
+    np.testing.assert_allclose(mapped, soft_cosine(a, b, r), atol=1e-6)
+    two = SoftCosineSpace(n_factors=2).fit(background)                  # 2-factor form, by numpy
+    values, vectors_ = np.linalg.eigh(r)
+    top = vectors_[:, -2:] @ np.diag(values[-2:]) @ vectors_[:, -2:].T
+    expected = top + np.diag(1 - np.diag(top))
+    np.testing.assert_allclose(two.similarity(), expected, atol=1e-6)
+    np.testing.assert_allclose(np.diag(two.similarity()), 1.0, atol=1e-6)
+    assert np.linalg.eigvalsh(two.similarity()).min() > -1e-6
+    mapped = pair_scores(two.transform(a), two.transform(b), ["cosine"])["cosine"]
+    np.testing.assert_allclose(mapped, soft_cosine(a, b, expected), atol=1e-6)
+    assert two.transform(a).shape == (7, 2 + 5)
+
+
+def test_radial_weighted_angle_by_hand_and_against_scipy(vectors):
+    x, y = np.array([[3.0, 4.0]]), np.array([[0.0, 2.0]])       # |x| = 5, |y| = 2, cos = 0.8
+    expected = np.sqrt(3 ** 2 + 5 * 2 * np.arccos(0.8) ** 2)
+    assert pair_scores(x, y, ["radial"])["radial"][0] == pytest.approx(expected)
+    assert pair_scores(y, x, ["radial"])["radial"][0] == pytest.approx(expected)    # symmetric
+    a, b = vectors
+    theta = np.array([np.arccos(1 - scipy_cosine_distance(p, q)) for p, q in zip(a, b)])
+    na, nb = np.hypot.reduce(a, axis=1), np.hypot.reduce(b, axis=1)
+    np.testing.assert_allclose(pair_scores(a, b, ["radial"])["radial"],
+                               np.sqrt((na - nb) ** 2 + na * nb * theta ** 2), atol=1e-12)
+    assert METRICS["radial"].orientation == "lower = more similar"
+    assert np.allclose(pair_scores(a, a, ["radial"])["radial"], 0.0, atol=1e-6)    # identical: 0
+    unit = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+    np.testing.assert_allclose(pair_scores(*unit, ["radial"])["radial"], theta, atol=1e-12)
+
+
+def test_unknown_soft_cosine_metric_points_to_the_geometry():
+    with pytest.raises(InputError, match="--geometry soft"):
+        get_metrics(["softcos"])
 
 
 def test_soft_cosine_matches_the_formula_by_hand_and_reduces_to_cosine(vectors):

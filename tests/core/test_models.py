@@ -473,3 +473,25 @@ def test_default_precision_is_float32_whatever_the_cpu(monkeypatch, forced):
     assert embedder.precision == models.DEFAULT_PRECISION == "float32"
     auto = load_model(None, device="cpu", precision="auto")
     assert auto.precision == ("bfloat16" if forced == "1" else "float32")
+
+
+def test_without_torch_the_onnx_engine_runs_everything_and_torch_is_refused_with_the_fix(monkeypatch):
+    """The desktop bundle has no torch: auto picks ONNX whatever the precision asked, the devices
+    say why only the CPU is there, and asking for torch names the fix."""
+    import importlib.util
+    import sys
+
+    from calibsim_gui.core import models
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)                 # `import torch` fails
+    assert models.choose_engine("auto", "auto", "auto") == "onnx"
+    assert models.choose_engine("auto", "cpu", "float32") == "onnx"
+    devices = models.available_devices()
+    assert devices["cpu"] is None and "no torch" in devices["cuda"] and "no torch" in devices["mps"]
+    assert models.resolve_device("auto") == "cpu"
+    assert "no torch" in models.bfloat16_support("cpu")
+    with pytest.raises(ModelError, match="--engine onnx"):
+        models.choose_engine("torch", "cpu", "float32")

@@ -115,7 +115,7 @@ def test_new_anchors_refit_the_ladder_and_keep_the_background(profile):
 
 
 def test_geometry_fixes_are_fitted_on_the_background_and_calibrated_under_the_same_fix(profile):
-    assert profile.geometry_names() == ("none", "center", "whiten", "abtt")
+    assert profile.geometry_names() == ("none", "center", "whiten", "abtt", "soft")
     assert profile.provenance["geometries"]["fitted_on_sentences"] == 4000
     whiten = profile.references("whiten")
     assert list(whiten) == ["cosine"]                  # fixes cover cosine by default
@@ -132,7 +132,7 @@ def test_geometry_references_survive_save_and_load(profile, tmp_path):
     loaded = ReferenceProfile.load(profile.save(tmp_path / "g.calibsim-profile"))
     assert loaded.geometry_names() == profile.geometry_names()
     emb = FakeEmbedder().encode_batch(["a cat sat", "stocks fell", "rain tomorrow"])
-    for fix in ("center", "whiten", "abtt"):
+    for fix in ("center", "whiten", "abtt", "soft"):
         np.testing.assert_array_equal(loaded.transformed(emb, fix), profile.transformed(emb, fix))
         raw = np.linspace(-0.3, 1, 20)
         for form, values in profile.calibrate("cosine", raw, fix).items():
@@ -169,7 +169,7 @@ def test_merging_drops_geometry_fixes_and_says_so(corpus):
     b = build_profile(emb, corpus[1000:2000], n_pairs=500, seed=2, geometries=())
     merged = merge_profiles(a, b)
     assert merged.geometry_names() == ("none",)
-    assert any("geometry fixes (abtt, center, whiten) were dropped" in w for w in merged.warnings())
+    assert any("geometry fixes (abtt, center, soft, whiten) were dropped" in w for w in merged.warnings())
 
 
 def test_new_anchors_refit_the_ladder_under_every_geometry_fix(profile):
@@ -235,3 +235,94 @@ def test_an_old_profile_is_refused_with_the_upgrade_command_and_upgrades_keeping
     assert upgraded.provenance["upgraded"]["from_schema"] == 1
     with pytest.raises(ProfileError, match="built with model"):
         upgrade_profile(old, FakeEmbedder(name="other"))
+
+
+# --- issue 19: soft cosine (cosine in the soft-cosine space) and the radial metric, calibrated ---
+
+SCORED = [("The cat sat on the mat.", "The cat sat on the mat."),
+          ("Stocks fell sharply today.", "The recipe needs two eggs."),
+          ("A man plays guitar.", "A man plays the piano."),
+          ("Rain is expected tomorrow.", "Tomorrow, heavy rain is expected in the north.")]
+
+
+def _scored(profile, tmp_path, **options):
+    import pandas as pd
+
+    from calibsim_gui.core.analysis import score_pairs
+    from calibsim_gui.core.inputs import load_pairs
+
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(SCORED, columns=["sentence1", "sentence2"]).to_csv(path, index=False)
+    return score_pairs(load_pairs(path), FakeEmbedder(), profile, **options).frame
+
+
+def test_soft_cosine_is_stored_and_calibrated_with_identical_texts_on_top(profile, corpus, tmp_path):
+    from calibsim_gui.core.geometry import feature_correlation
+    from calibsim_gui.core.metrics import soft_cosine
+
+    space = profile.transform("soft")
+    assert space.factors_.shape == (48, 48)                  # min(64, dim) factors: S is R itself
+    background = FakeEmbedder().encode_batch(list(dict.fromkeys(corpus))).astype(np.float64)
+    np.testing.assert_allclose(space.similarity(), np.corrcoef(background, rowvar=False), atol=2e-5)
+    frame = _scored(profile, tmp_path, geometry="soft")
+    a, b = (FakeEmbedder().encode_batch([p[i] for p in SCORED]) for i in (0, 1))
+    s = feature_correlation(np.cov(background, rowvar=False, bias=True))
+    np.testing.assert_allclose(frame["cosine_raw@soft"], soft_cosine(a, b, s), atol=1e-5)
+    percentile = frame["cosine_bg_percentile@soft"].to_numpy()
+    assert percentile.min() >= 0 and percentile.max() <= 100
+    for form in ("calibrated", "bg_percentile", "bg_zscore", "anchor_minmax", "bg_minmax"):
+        values = frame[f"cosine_{form}@soft"].to_numpy()
+        assert values[0] == values.max(), form
+    assert frame["cosine_calibrated@soft"].iloc[0] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_soft_cosine_s_round_trips_and_a_tampered_s_is_refused(profile, tmp_path):
+    import base64
+
+    from calibsim_gui.core.profile import content_digest
+
+    loaded = ReferenceProfile.load(profile.save(tmp_path / "s.calibsim-profile"))
+    np.testing.assert_array_equal(loaded.transform("soft").similarity(), profile.transform("soft").similarity())
+    data = json.loads((tmp_path / "s.calibsim-profile").read_text())
+    stored = data["geometries"]["soft"]["transform"]
+    factors = np.frombuffer(base64.b64decode(stored["factors_"]["data"]), "<f4").copy()
+    factors[0] *= 1.5                                           # S changed, checksum stale
+    stored["factors_"]["data"] = base64.b64encode(factors.tobytes()).decode()
+    (tmp_path / "t.calibsim-profile").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="modified or damaged"):
+        ReferenceProfile.load(tmp_path / "t.calibsim-profile")
+    data["content_sha256"] = content_digest(data)               # checksum recomputed: S itself is checked
+    (tmp_path / "u.calibsim-profile").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="unit diagonal"):
+        ReferenceProfile.load(tmp_path / "u.calibsim-profile")
+    stored["uniqueness_"]["shape"], stored["uniqueness_"]["data"] = [2], stored["uniqueness_"]["data"][:12]
+    data["content_sha256"] = content_digest(data)
+    (tmp_path / "v.calibsim-profile").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="damaged or hand-edited"):
+        ReferenceProfile.load(tmp_path / "v.calibsim-profile")
+
+
+def test_a_profile_without_s_names_the_command_that_builds_it(profile, tmp_path):
+    data = profile.to_dict()
+    del data["geometries"]["soft"]
+    path = tmp_path / "no-s.calibsim-profile"
+    path.write_text(json.dumps(data))
+    old = ReferenceProfile.load(path)
+    with pytest.raises(ProfileError, match="no references for geometry fix 'soft'.*calibsim profile build"):
+        _scored(old, tmp_path, geometry="soft")
+
+
+def test_radial_metric_is_calibrated_with_identical_texts_on_top(profile, tmp_path):
+    from calibsim_gui.core.metrics import METRICS
+
+    frame = _scored(profile, tmp_path, metrics=["radial"])
+    a, b = (FakeEmbedder().encode_batch([p[i] for p in SCORED]).astype(np.float64) for i in (0, 1))
+    na, nb = np.sqrt((a * a).sum(1)), np.sqrt((b * b).sum(1))
+    theta = np.arccos(np.clip((a * b).sum(1) / na / nb, -1, 1))
+    np.testing.assert_allclose(frame["radial_raw"], np.sqrt((na - nb) ** 2 + na * nb * theta ** 2), atol=1e-5)
+    assert METRICS["radial"].orientation == "lower = more similar"
+    percentile = frame["radial_bg_percentile"].to_numpy()
+    assert percentile.min() >= 0 and percentile.max() <= 100
+    for form in ("calibrated", "bg_percentile", "bg_zscore", "anchor_minmax", "bg_minmax"):
+        values = frame[f"radial_{form}"].to_numpy()
+        assert values[0] == values.max(), form

@@ -193,6 +193,31 @@ def test_document_matrix_report_has_heatmap_and_top_pairs(profile, tmp_path):
     assert data["format"] == "calibsim-matrix" and data["ids"] == result.ids
 
 
+def test_document_matrix_reports_list_local_minmax_labelled_as_local(profile, tmp_path):
+    from calibsim_gui.core.analysis import local_minmax_rows
+
+    docs_path = tmp_path / "docs.txt"
+    docs_path.write_text("\n".join(random_sentences(12, seed=8)))
+    result = score_matrix(load_documents([docs_path]), FakeEmbedder(), profile, forms=("calibrated",))
+    report = build_report(result, profile)
+    sim = result.matrices["raw"].astype(float)
+    expected = np.empty_like(sim)                             # by hand: each row's others' min and max
+    for r in range(len(sim)):
+        others = np.delete(sim[r], r)
+        expected[r] = (sim[r] - others.min()) / (others.max() - others.min())
+    np.testing.assert_allclose(report.matrices["local_minmax"], expected, atol=1e-5)
+    np.testing.assert_allclose(local_minmax_rows(sim), expected, atol=1e-12)
+    text = write_report(report, tmp_path / "m.html").read_text()
+    assert "LOCAL min-max" in text and "NOT comparable across documents, sets or reports" in text
+    top = next(t for t in pd.read_html(io.StringIO(text)) if "document_a" in t.columns)
+    assert "cosine_local_minmax" in top.columns
+    sheets = pd.read_excel(write_report(report, tmp_path / "m.xlsx"), sheet_name=None, index_col=0)
+    np.testing.assert_allclose(sheets["cosine_local_minmax"].to_numpy(), expected, atol=1e-5)
+    data = json.loads(write_report(report, tmp_path / "m.json").read_text())
+    assert "NOT comparable" in data["columns"]["local_minmax"]
+    np.testing.assert_allclose(data["matrices"]["local_minmax"], expected, atol=1e-5)
+
+
 @pytest.mark.parametrize(("value", "form", "text"), [
     (97.345, "bg_percentile", "97.3 %"), (2.4149, "bg_zscore", "+2.41"), (-0.5, "query_zscore", "-0.50"),
     (0.912345, "raw", "0.9123"), (0.91234, "calibrated", "0.912"), (float("nan"), "raw", "–"),
@@ -223,7 +248,7 @@ def test_reports_describe_the_space_raw_and_under_each_geometry_fix(report, tmp_
     assert {"raw", "whitened", "mean-centred", "all-but-the-top"} <= set(space.columns)
     assert "IsoScore (0-1, 1 = isotropic)" in set(space["measure"])
     data = json.loads(write_report(report, tmp_path / "r.json").read_text())
-    assert set(data["diagnostics"]) == {"none", "center", "whiten", "abtt"}
+    assert set(data["diagnostics"]) == {"none", "center", "whiten", "abtt", "soft"}
 
 
 def test_reports_show_the_calibrated_map_and_the_typical_interval_width(report, tmp_path):

@@ -224,3 +224,14 @@ def test_long_texts_setting_is_remembered_and_rescores(window, qtbot, tmp_path):
     assert checked == ["chunk:mean"]
     assert window.settings.value("scoring/long_texts") == "chunk:mean"
     window.set_long_texts("truncate")                                  # back to the default
+
+
+def test_a_model_loads_with_the_engine_and_precision_chosen_on_the_model_tab(window, qtbot, monkeypatch):
+    calls = []
+    monkeypatch.setattr(models, "load_model",
+                        lambda spec, device="auto", **kw: calls.append(kw) or FakeEmbedder())
+    window.models.engine_combo.setCurrentIndex(window.models.engine_combo.findData("onnx"))
+    window.models.precision_combo.setCurrentIndex(window.models.precision_combo.findData("int8"))
+    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+        window.load_model(None, "cpu")
+    assert calls[-1]["engine"] == "onnx" and calls[-1]["precision"] == "int8"

@@ -174,10 +174,26 @@ def test_precision_choice_is_offered_and_remembered_for_the_next_start(qtbot, de
     manager = make_manager(qtbot)
     assert manager.precision() == "float32"                   # reproducible unless the user opts in
     assert [manager.precision_combo.itemData(i) for i in range(manager.precision_combo.count())] == \
-        ["float32", "auto", "bfloat16"]
+        ["float32", "auto", "bfloat16", "int8"]
     assert "same numbers on every machine" in manager.precision_combo.toolTip()
     manager.precision_combo.setCurrentIndex(manager.precision_combo.findData("auto"))
     assert make_manager(qtbot).precision() == "auto"
+
+
+def test_engine_choice_is_offered_remembered_and_shown(qtbot, devices):
+    manager = make_manager(qtbot)
+    assert manager.engine() == "auto"
+    assert [manager.engine_combo.itemData(i) for i in range(manager.engine_combo.count())] == \
+        ["auto", "onnx", "torch"]
+    manager.engine_combo.setCurrentIndex(manager.engine_combo.findData("torch"))
+    again = make_manager(qtbot)
+    assert again.engine() == "torch"
+    state = AppState()
+    shown = make_manager(qtbot, state)
+    embedder = FakeEmbedder()
+    embedder.engine = "onnx"
+    state.set_model(embedder, shown.table_model.models[0])
+    assert "with ONNX Runtime in <b>float32</b>" in shown.loaded_label.text()
 
 
 def test_loaded_model_shows_its_precision_and_why(qtbot, devices):

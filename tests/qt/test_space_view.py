@@ -15,6 +15,8 @@ def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, q
     assert set(cosine) == {g.label for g in GEOMETRIES.values()}
     assert abs(float(cosine[whitened])) < float(cosine[raw]), "whitening spreads random pairs apart"
     assert "IsoScore (0-1, 1 = isotropic)" in rows
+    star = rows["IsoScore* (shrunk to background)"]                   # the background sample is C0
+    assert star == rows["IsoScore (0-1, 1 = isotropic)"]
     assert "Random pairs average a raw cosine of" in window.space.summary.text()
 
     with qtbot.waitSignal(window.results_shown, timeout=20_000):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, split_score_column
+from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, local_minmax_rows, split_score_column
 from calibsim_gui.core.distributions import anchor_medians, calibrate_form
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.evaluation import evaluate
@@ -46,10 +46,21 @@ SEARCH_READINGS = {
 }
 
 
+MATRIX_LOCAL_READING = (
+    "LOCAL min-max, per document: 0 = this document's least similar other document in this set, "
+    "1 = its most similar (the document itself is left out of both ends). Caveat: it is local to one "
+    "document and one set: the best match always reads 1, even when nothing in the set is related, "
+    "so it is NOT comparable across documents, sets or reports, and the matrix is not symmetric "
+    "(in the top-pairs table it is document_a's scale). Use calibrated or bg_percentile to judge "
+    "whether a pair is similar.")
+
+
 def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = "pairs") -> str:
     """Plain-language reading of one form, with its caveats and this report's numbers."""
     if kind == "search" and form in SEARCH_READINGS:
         return SEARCH_READINGS[form]
+    if kind == "matrix" and form == "local_minmax":
+        return MATRIX_LOCAL_READING
     n_bg = profile.background_pairs
     levels = len(profile.anchors.levels)
     text = {
@@ -126,7 +137,7 @@ def _reproduce(result, profile, input_name: str, metrics: list[str],
     model_opt = [] if model == "all-MiniLM-L6-v2" else ["--model", model]
     precision = str(prov["model"].get("precision") or "float32")
     if precision != "float32":                 # as chosen (e.g. by auto): the same numbers again
-        model_opt += ["--precision", precision]
+        model_opt += ["--precision", precision] + (["--engine", "onnx"] if precision == "int8" else [])
     commands, profile_opt, anchors_opt = [], [], []
     if not is_builtin_ladder(profile.anchors):
         anchors_opt = ["--anchors", Path(anchors_file).name if anchors_file
@@ -233,6 +244,16 @@ class Report:
         featured form itself, or "calibrated" for a form computed per document pair (csls)."""
         metric = self.profile.metrics.get(self.metric)
         return self.form if metric is not None and self.form in metric.calibrators else "calibrated"
+
+    @functools.cached_property
+    def matrices(self) -> dict[str, np.ndarray]:
+        """A document set's matrices by form, with each row's local min-max
+        (`analysis.local_minmax_rows`) added when it was not scored."""
+        matrices = dict(self.result.matrices)
+        if "local_minmax" not in matrices:
+            similarity = METRICS[self.result.metric].as_similarity(matrices["raw"])
+            matrices["local_minmax"] = local_minmax_rows(similarity).astype(np.float32)
+        return matrices
 
     @property
     def custom_anchors(self) -> bool:
@@ -399,7 +420,7 @@ class Report:
     def featured_columns(self) -> list[str]:
         """Score columns shown in readable tables: every form (and geometry) of the featured metric."""
         if self.kind == "matrix":
-            return list(self.result.matrices)
+            return list(self.matrices)
         columns = [c for c in self.result.frame.columns
                    if (split_score_column(c) or ("",))[0] == self.metric]
         if self.kind == "search":
@@ -426,7 +447,7 @@ class Report:
         return table, note
 
     def _top_document_pairs(self) -> tuple[pd.DataFrame, str]:
-        matrices, ids = self.result.matrices, self.result.ids
+        matrices, ids = self.matrices, self.result.ids
         key = self.form if self.form in matrices else "raw"
         sim = METRICS[self.metric].as_similarity(matrices["raw"]) if key == "raw" else matrices[key]
         i, j = np.triu_indices(len(ids), k=1)
@@ -441,7 +462,7 @@ class Report:
     def how_to_read(self) -> list[tuple[str, str]]:
         """(form, plain-language reading) for raw and every calibrated form in the report."""
         if self.kind == "matrix":
-            forms = list(self.result.matrices)
+            forms = list(self.matrices)
         else:
             forms = [(split_score_column(c) or (None, "local_minmax"))[1] for c in self.featured_columns()]
         return [(form, _how_to_read(form, self.profile, self.provenance, self.metric, self.kind))

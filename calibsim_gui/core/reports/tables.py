@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import split_score_column
+from calibsim_gui.core.analysis import LOCAL_MINMAX_ROWS, split_score_column
 from calibsim_gui.core.output import dump_json, jsonable
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS
 
@@ -20,7 +20,8 @@ JSON_SCHEMA_VERSION = 2          # 2: adds calibrators, anchors and column descr
 
 def _columns(report) -> dict[str, str]:
     if report.kind == "matrix":
-        return {form: FORM_DESCRIPTIONS.get(form, form) for form in report.result.matrices}
+        return {form: LOCAL_MINMAX_ROWS if form == "local_minmax" else FORM_DESCRIPTIONS.get(form, form)
+                for form in report.matrices}
     out = {}
     described = report.provenance.get("columns", {}) if report.kind == "search" else {}
     for column in report.result.frame.columns:
@@ -53,7 +54,7 @@ def report_json(report) -> str:
     else:
         body.update(ids=report.result.ids, metric=report.result.metric,
                     matrices={k: np.where(np.isfinite(m), m, np.nan).astype(float).tolist()
-                              for k, m in report.result.matrices.items()})
+                              for k, m in report.matrices.items()})
     return dump_json(body)
 
 
@@ -146,7 +147,7 @@ def _write_sheets(report, path) -> None:
             _cell_safe(report.result.frame).to_excel(writer, sheet_name="results", index=False)
         else:
             ids = report.result.ids
-            for form, matrix in report.result.matrices.items():
+            for form, matrix in report.matrices.items():
                 pd.DataFrame(matrix.astype(float), index=ids, columns=ids).to_excel(
                     writer, sheet_name=f"{report.metric}_{form}"[:31])
         _cell_safe(provenance_frame(report)).to_excel(writer, sheet_name="provenance", index=False)

@@ -1,0 +1,404 @@
+"""Encode with ONNX Runtime: the CPU engine of the desktop bundle, which needs no torch.
+
+Only onnxruntime, the ``tokenizers`` library (the folder's ``tokenizer.json``) and numpy are used,
+imported inside the functions that need them. Pooling and normalisation are read from the
+folder's ``modules.json`` and done here in numpy exactly as sentence-transformers does them; the
+graph itself only maps token ids to token embeddings. Graphs come from the model folder
+(``onnx/model.onnx`` or ``model.onnx``) or are exported once into `onnx_cache_dir` by
+`calibsim_gui.core.onnx_export` (which needs torch).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calibsim_gui.core.errors import ModelError
+from calibsim_gui.core.models import (
+    ModelFingerprint, ModelInfo, PromptedEmbedder, PromptSettings, _file_sha256, _int_or_none,
+    _json_dict, _model_files, _read_json, choose_prompts, fingerprint_entries, fingerprint_folder,
+)
+
+ONNX_PRECISIONS = ("float32", "int8")
+FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
+"""Where a model folder may already hold its fp32 ONNX graph (token ids -> token embeddings)."""
+EXPORT_MANIFEST = "onnx/calibsim-export.json"
+"""Written by `onnx_export.export_folder`: the source folder's fingerprint and file digests, so
+a folder shipped without its torch weights keeps the source's fingerprint."""
+ONNX_DIR_ENV = "CALIBSIM_ONNX_DIR"
+_POOLING_MODES = ("cls", "mean", "max", "mean_sqrt_len_tokens")
+_LEGACY_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max",
+                        "pooling_mode_mean_tokens": "mean",
+                        "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+                        "pooling_mode_weightedmean_tokens": "weightedmean",
+                        "pooling_mode_lasttoken": "lasttoken"}
+_TORCH_FIX = "Fix: use the torch engine (--engine torch)."
+
+
+def onnxruntime_missing() -> str | None:
+    """Why the ONNX engine cannot run here (onnxruntime is not installed), or None if it can."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return "onnxruntime is not installed (pip install onnxruntime)"
+    return None
+
+
+def onnx_cache_dir() -> Path:
+    """``$CALIBSIM_ONNX_DIR`` if set, else ``onnx/`` in the embedding cache folder."""
+    from calibsim_gui.core.cache import default_cache_dir
+
+    env = os.environ.get(ONNX_DIR_ENV)
+    return Path(env).expanduser() if env else default_cache_dir() / "onnx"
+
+
+def cached_graph(fingerprint: ModelFingerprint, precision: str = "float32") -> Path:
+    """Where the exported (or quantised) graph of the model with `fingerprint` is kept."""
+    name = "model.onnx" if precision == "float32" else f"model-{precision}.onnx"
+    return onnx_cache_dir() / f"{fingerprint.name.replace('/', '--')}-{fingerprint.digest[:32]}" / name
+
+
+def folder_graph(folder) -> Path | None:
+    """The fp32 ONNX graph the model folder ships (`FOLDER_GRAPHS`), or None."""
+    return next((Path(folder) / rel for rel in FOLDER_GRAPHS if (Path(folder) / rel).is_file()), None)
+
+
+# --------------------------------------------------------------------------- the module stack
+
+
+@dataclass(frozen=True)
+class ModuleStack:
+    """What a sentence-transformers folder does after its transformer, read from its files.
+
+    Attributes
+    ----------
+    pooling_modes : tuple of str
+        Pooled vectors concatenated in this order (``"cls"``, ``"mean"``, ``"max"``,
+        ``"mean_sqrt_len_tokens"``).
+    include_prompt : bool
+        False: the prompt's tokens are left out of pooling (as sentence-transformers does).
+    normalize : bool
+        A Normalize module follows: vectors have unit length.
+    max_seq_length : int or None
+    do_lower_case : bool
+    tokenizer_dir : Path or None
+        The transformer module's folder, which holds ``tokenizer.json``.
+    """
+
+    pooling_modes: tuple[str, ...]
+    include_prompt: bool
+    normalize: bool
+    max_seq_length: int | None
+    do_lower_case: bool
+    tokenizer_dir: Path | None = None
+
+
+def read_module_stack(folder) -> ModuleStack:
+    """The Transformer -> Pooling -> (Normalize) stack of `folder`, refusing any other stack.
+
+    Raises
+    ------
+    ModelError
+        When the folder has modules the ONNX engine does not reproduce (Dense layers, a pooling
+        mode such as weightedmean or lasttoken, modules after normalisation), with the fix.
+    """
+    folder = Path(folder)
+    modules = _read_json(folder / "modules.json")
+    if not isinstance(modules, list) or not modules:
+        raise ModelError(f"The ONNX engine needs {folder / 'modules.json'} to know the model's pooling. "
+                         + _TORCH_FIX)
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else "" for m in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise ModelError(f"The ONNX engine reproduces Transformer, Pooling and Normalize modules only; "
+                         f"{folder} has {', '.join(k or '?' for k in kinds)}. " + _TORCH_FIX)
+    transformer_dir = folder / str(modules[0].get("path", ""))
+    pooling = _json_dict(folder / str(modules[1].get("path", "")) / "config.json")
+    modes = pooling.get("pooling_mode")
+    if modes is None:
+        modes = [mode for key, mode in _LEGACY_POOLING_KEYS.items() if pooling.get(key)] or ["mean"]
+    modes = (modes,) if isinstance(modes, str) else tuple(str(m) for m in modes)
+    unknown = [m for m in modes if m not in _POOLING_MODES]
+    if unknown or not modes:
+        raise ModelError(f"The ONNX engine cannot pool with {', '.join(unknown) or 'no mode'} "
+                         f"({folder / str(modules[1].get('path', ''))}). " + _TORCH_FIX)
+    st_config = _json_dict(transformer_dir / "sentence_bert_config.json")
+    max_len = _int_or_none(st_config.get("max_seq_length"))
+    if max_len is None:     # sentence-transformers caps the tokenizer's limit at the positions
+        limits = [_int_or_none(_json_dict(transformer_dir / "tokenizer_config.json").get("model_max_length")),
+                  _int_or_none(_json_dict(transformer_dir / "config.json").get("max_position_embeddings"))]
+        max_len = min((n for n in limits if n and n > 0), default=None)
+    return ModuleStack(pooling_modes=modes, include_prompt=pooling.get("include_prompt", True) is not False,
+                       normalize=len(kinds) == 3, max_seq_length=max_len,
+                       do_lower_case=st_config.get("do_lower_case") is True, tokenizer_dir=transformer_dir)
+
+
+def onnx_refusal(folder) -> str | None:
+    """Why the ONNX engine cannot reproduce the model in `folder` (its modules, no tokenizer.json),
+    or None when it can (`choose_engine`'s ``auto`` then uses torch for it)."""
+    try:
+        tokenizer = read_module_stack(folder).tokenizer_dir / "tokenizer.json"
+    except ModelError as exc:
+        return str(exc)
+    if not tokenizer.is_file():
+        return f"The ONNX engine needs {tokenizer} (a fast tokenizer). " + _TORCH_FIX
+    return None
+
+
+def pool(token_embeddings: np.ndarray, attention_mask: np.ndarray, stack: ModuleStack,
+         prompt_length: int = 0) -> np.ndarray:
+    """Sentence vectors from token embeddings, as sentence-transformers' Pooling and Normalize.
+
+    Parameters
+    ----------
+    token_embeddings : ndarray of shape (n, n_tokens, dim), float32
+    attention_mask : ndarray of shape (n, n_tokens)
+    prompt_length : int
+        Leading tokens (the special start token and the prompt) left out of pooling when the
+        stack does not include the prompt.
+
+    Returns
+    -------
+    ndarray of shape (n, dim * len(stack.pooling_modes)), float32
+    """
+    mask = np.asarray(attention_mask, dtype=np.float32).copy()
+    if prompt_length and not stack.include_prompt:
+        pad = mask.argmax(axis=1)            # left padding before the first real token, if any
+        mask[np.arange(mask.shape[1])[None, :] < (pad + prompt_length)[:, None]] = 0
+    vectors = []
+    for mode in stack.pooling_modes:
+        if mode == "cls":
+            vectors.append(token_embeddings[np.arange(len(mask)), mask.argmax(axis=1)])
+        elif mode == "max":
+            vectors.append(np.where(mask[..., None] > 0, token_embeddings, -np.inf).max(axis=1))
+        else:
+            total = (token_embeddings * mask[..., None]).sum(axis=1)
+            count = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+            vectors.append(total / (count if mode == "mean" else np.sqrt(count)))
+    out = np.concatenate(vectors, axis=1).astype(np.float32)
+    if stack.normalize:
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def onnx_fingerprint(info: ModelInfo) -> ModelFingerprint:
+    """The model's fingerprint: that of its folder, or for a folder written by
+    `onnx_export.export_folder` without torch weights, the source folder's (`EXPORT_MANIFEST`),
+    after checking that every file and the graph are the ones exported."""
+    folder = Path(info.path)
+    files = _model_files(folder)
+    if any(file.suffix in (".safetensors", ".bin") for _, file in files):
+        return fingerprint_folder(folder, info.name)
+    manifest = _read_json(folder / EXPORT_MANIFEST)
+    graph = folder_graph(folder)
+    if not isinstance(manifest, dict) or graph is None:
+        raise ModelError(f"Cannot load {folder}: it holds neither weights (model.safetensors) nor an "
+                         "ONNX graph exported by calibsim (scripts/export_onnx.py).")
+    try:
+        source = ModelFingerprint.from_dict(manifest["source"])
+        listed = {str(rel): str(sha) for rel, sha in manifest["files"].items()}
+        fine = (all(listed.get(rel) == _file_sha256(file) for rel, file in files)
+                and manifest.get("graph_sha256") == _file_sha256(graph)
+                and fingerprint_entries(sorted(listed.items())) == source.digest)
+    except (KeyError, TypeError, AttributeError, OSError) as exc:
+        raise ModelError(f"{folder / EXPORT_MANIFEST} is not a calibsim export manifest ({exc}).") from exc
+    if not fine:
+        raise ModelError(f"The files of {folder} are not the ones {EXPORT_MANIFEST} lists: the folder "
+                         "was changed after export. Fix: export it again with scripts/export_onnx.py.")
+    return ModelFingerprint(name=info.name, digest=source.digest)
+
+
+# --------------------------------------------------------------------------- the embedder
+
+
+class OnnxEmbedder(PromptedEmbedder):
+    """A model run by ONNX Runtime on the CPU, with the interface of `SentenceTransformerEmbedder`.
+
+    Attributes
+    ----------
+    fingerprint : ModelFingerprint
+        The source folder's, so profiles built with the torch engine fit.
+    info : ModelInfo
+    engine : str
+        ``"onnx"``.
+    device : str
+        ``"cpu"``.
+    precision : str
+        ``"float32"`` or ``"int8"`` (dynamically quantised weights and activations).
+    precision_note : str
+    dimension : int
+    max_seq_length : int or None
+    prompts : PromptSettings
+    graph : Path
+        The ONNX file in use.
+    """
+
+    engine = "onnx"
+    device = "cpu"
+
+    def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
+                 precision: str = "float32", precision_note: str = "float32",
+                 prompts: PromptSettings | None = None):
+        import onnxruntime
+        from tokenizers import Tokenizer, normalizers
+
+        self.graph = Path(graph)
+        self.info = info
+        self.fingerprint = fingerprint
+        self.precision = precision
+        self.precision_note = precision_note
+        self.prompts = choose_prompts(info) if prompts is None else prompts
+        self.stack = read_module_stack(info.path) if stack is None else stack
+        self.max_seq_length = self.stack.max_seq_length
+        tokenizer_dir = self.stack.tokenizer_dir or Path(info.path)
+        tokenizer_file = tokenizer_dir / "tokenizer.json"
+        if not tokenizer_file.is_file():
+            raise ModelError(f"The ONNX engine needs {tokenizer_file} (a fast tokenizer). " + _TORCH_FIX)
+        try:
+            self._plain = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as exc:
+            raise ModelError(f"Cannot read {tokenizer_file}: {exc}") from exc
+        if self.stack.do_lower_case:
+            existing = self._plain.normalizer
+            self._plain.normalizer = normalizers.Sequence(
+                [normalizers.Lowercase()] + ([existing] if existing is not None else []))
+        config = _json_dict(tokenizer_dir / "tokenizer_config.json")
+        self._plain.no_truncation()
+        self._plain.no_padding()
+        self._special_ids = {i for i, token in self._plain.get_added_tokens_decoder().items() if token.special}
+        self._batched = Tokenizer.from_str(self._plain.to_str())
+        if self.max_seq_length:
+            self._batched.enable_truncation(self.max_seq_length,
+                                            direction=str(config.get("truncation_side", "right")))
+        pad_token = config.get("pad_token")
+        pad_token = pad_token.get("content") if isinstance(pad_token, dict) else pad_token
+        pad_token = pad_token if isinstance(pad_token, str) else "[PAD]"
+        self._batched.enable_padding(direction=str(config.get("padding_side", "right")),
+                                     pad_id=self._plain.token_to_id(pad_token) or 0, pad_token=pad_token)
+
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        try:
+            self._session = onnxruntime.InferenceSession(str(self.graph), options,
+                                                         providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}") from exc
+        self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
+                        for i in self._session.get_inputs()}
+        unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in self._inputs or unknown:
+            raise ModelError(f"{self.graph} takes inputs {sorted(self._inputs)}; the ONNX engine feeds "
+                             "input_ids, attention_mask and token_type_ids only. " + _TORCH_FIX)
+        outputs = self._session.get_outputs()
+        names = [o.name for o in outputs]
+        self._output = next((n for n in ("token_embeddings", "last_hidden_state") if n in names),
+                            next((o.name for o in outputs if len(o.shape or ()) == 3), None))
+        if self._output is None:
+            raise ModelError(f"{self.graph} has no token-embedding output (names: {names}).")
+        self._prompt_lengths: dict[str, int] = {}
+        self.dimension = int(self.encode_batch(["dimension"]).shape[1])
+
+    def _prompt_length(self, prompt: str) -> int:
+        """Tokens of `prompt` with the special tokens around it, less a trailing special one
+        (sentence-transformers' ``prompt_length``)."""
+        if prompt not in self._prompt_lengths:
+            ids = self._plain.encode(prompt).ids
+            self._prompt_lengths[prompt] = len(ids) - (1 if ids and ids[-1] in self._special_ids else 0)
+        return self._prompt_lengths[prompt]
+
+    def encode_batch(self, texts: list[str], prompt: str = "") -> np.ndarray:
+        """Embed `texts` as sentence-transformers would, with `prompt` put before each (left out
+        of pooling when the Pooling module has ``include_prompt: false``).
+
+        Returns
+        -------
+        ndarray of shape (len(texts), dimension), float32
+        """
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        prompt = str(prompt or "")
+        encodings = self._batched.encode_batch([prompt + str(t) for t in texts])
+        arrays = {"input_ids": np.array([e.ids for e in encodings]),
+                  "attention_mask": np.array([e.attention_mask for e in encodings]),
+                  "token_type_ids": np.array([e.type_ids for e in encodings])}
+        feed = {name: arrays[name].astype(dtype) for name, dtype in self._inputs.items()}
+        tokens = self._session.run([self._output], feed)[0]
+        prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
+        return pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+
+    def token_counts(self, texts: list[str]) -> np.ndarray:
+        """Tokens each text has before truncation, special tokens included.
+
+        Returns
+        -------
+        ndarray of shape (len(texts),), int64
+        """
+        encodings = self._plain.encode_batch([str(t) for t in texts]) if texts else []
+        return np.array([len(e.ids) for e in encodings], dtype=np.int64)
+
+    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
+        """Character span ``(start, end)`` of every token of each text, special tokens left out.
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens, 2), int64
+        """
+        encodings = self._plain.encode_batch([str(t) for t in texts], add_special_tokens=False) if texts else []
+        return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
+
+
+def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,
+                    allow_pickle: bool = False) -> OnnxEmbedder:
+    """The ONNX engine for `info`'s model, exporting (and quantising) its graph on first use.
+
+    The folder's own graph (`FOLDER_GRAPHS`) is used when it has one (checked against torch once,
+    when the folder has torch weights and torch is installed: `onnx_export.check_folder_graph`);
+    otherwise the graph exported by `onnx_export.export_graph` into `onnx_cache_dir`, which
+    needs torch once.
+
+    Raises
+    ------
+    ModelError
+        When onnxruntime is missing, the precision is not float32 or int8, the folder's modules
+        cannot be reproduced, or no graph exists and torch cannot export one.
+    """
+    missing = onnxruntime_missing()
+    if missing:
+        raise ModelError(f"The ONNX engine cannot run: {missing}. Fix: pip install onnxruntime, "
+                         "or use the torch engine (--engine torch).")
+    if precision not in ONNX_PRECISIONS:
+        raise ModelError(f"The ONNX engine computes in {' or '.join(ONNX_PRECISIONS)}, not {precision}. "
+                         "Fix: use --precision float32 or int8, or the torch engine for bfloat16.")
+    if info.needs_remote_code:
+        raise ModelError(f"Refusing to load {info.path}: the model needs custom code from its folder "
+                         "(trust_remote_code), which calibsim never runs.")
+    stack = read_module_stack(info.path)
+    fingerprint = onnx_fingerprint(info)
+    graph = folder_graph(info.path)
+    if graph is None:
+        from calibsim_gui.core.onnx_export import export_graph
+
+        graph = cached_graph(fingerprint)
+        if not graph.is_file():
+            export_graph(info, graph, allow_pickle=allow_pickle)
+    elif not (Path(info.path) / EXPORT_MANIFEST).is_file():
+        from calibsim_gui.core.onnx_export import check_folder_graph
+
+        check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)
+    note = "float32 (ONNX Runtime; equal to torch float32 within 1e-5)"
+    if precision == "int8":
+        from calibsim_gui.core.onnx_export import quantize_int8
+
+        # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
+        source, graph = graph, cached_graph(fingerprint, f"int8-{_file_sha256(graph)[:16]}")
+        if not graph.is_file():
+            quantize_int8(source, graph)
+        note = "int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06)"
+    return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
+                        prompts=prompts)
+

@@ -1,0 +1,206 @@
+"""Make ONNX graphs for the ONNX engine: export from torch (checked against it), quantise to int8.
+
+torch is imported inside `export_graph` only; quantisation needs onnxruntime and onnx, not torch.
+Every file is written atomically (`calibsim_gui.core.atomic`), so an interrupted export leaves
+no half-written graph for the next run to load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from calibsim_gui.core.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.errors import ModelError
+from calibsim_gui.core.models import ModelInfo, _file_sha256, _model_files, fingerprint_folder
+from calibsim_gui.core.onnx_engine import (
+    EXPORT_MANIFEST, FOLDER_GRAPHS, OnnxEmbedder, onnx_cache_dir, read_module_stack,
+)
+
+MAX_EXPORT_DIFF = 1e-5
+"""Largest |difference| of an exported graph's embeddings from torch float32's; more is refused."""
+OPSET = 17
+CHECK_SENTENCES = (
+    "A man is playing a guitar.",
+    "Two dogs run through a field of tall grass while their owner watches.",
+    "Le chat dort sur le canapé depuis ce matin.",
+    "数据中心的冷却系统需要定期维护。",
+    "ok",
+    "The committee postponed its decision until the auditors had reviewed every account, "
+    "because the figures reported in spring did not match the bank statements. " * 12,
+)
+"""Sentences an export is checked on: short, long (past 256 tokens), non-Latin, in one padded batch."""
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path:
+    """Export `info`'s transformer (token ids -> token embeddings) to the ONNX file `target`.
+
+    The graph is exported with torch's TorchScript exporter, optimised offline by ONNX Runtime,
+    then run through `OnnxEmbedder` on `CHECK_SENTENCES` and compared with the torch engine;
+    it is kept only if no value differs by more than `MAX_EXPORT_DIFF`.
+
+    Raises
+    ------
+    ModelError
+        When torch is not installed, the export fails, or the graph does not match torch.
+    """
+    try:
+        import torch
+    except ImportError:
+        raise ModelError(f"{info.path} has no ONNX graph and torch is not installed to export one. Fix: "
+                         "install torch once (pip install torch), or export the folder with "
+                         "scripts/export_onnx.py where torch is installed.") from None
+    import onnxruntime
+
+    from calibsim_gui.core.models import load_model
+
+    reference = load_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle, engine="torch")
+    transformer = reference._model[0].auto_model.eval()
+    sample = reference._model.tokenizer(list(CHECK_SENTENCES[:2]), padding=True, return_tensors="pt")
+    params = inspect.signature(transformer.forward).parameters
+    names = [n for n in _INPUTS if n in sample and n in params]
+
+    class TokenEmbeddings(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, *tensors):
+            return self.transformer(**dict(zip(names, tensors)))[0]
+
+    target = Path(target)
+    try:
+        with tempfile.TemporaryDirectory(prefix="calibsim-export-") as tmp, atomic_path(target) as out:
+            raw = Path(tmp) / "raw.onnx"
+            with torch.inference_mode(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
+                torch.onnx.export(TokenEmbeddings().eval(), tuple(sample[n] for n in names), str(raw),
+                                  input_names=names, output_names=["token_embeddings"], opset_version=OPSET,
+                                  dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "token_embeddings"]},
+                                  dynamo=False)
+            options = onnxruntime.SessionOptions()
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+            options.optimized_model_filepath = str(out)
+            options.log_severity_level = 3
+            onnxruntime.InferenceSession(str(raw), options, providers=["CPUExecutionProvider"])
+            diff = graph_difference(info, out, reference)
+            if not diff <= MAX_EXPORT_DIFF:
+                raise ModelError(f"The ONNX export of {info.path} differs from torch by up to {diff:.2g} "
+                                 f"(more than {MAX_EXPORT_DIFF}), so it was deleted. Fix: use the torch "
+                                 "engine (--engine torch) for this model.")
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"Could not export {info.path} to ONNX: {type(exc).__name__}: {exc}. "
+                         "Fix: use the torch engine (--engine torch) for this model.") from exc
+    return target
+
+
+def graph_difference(info: ModelInfo, graph, reference) -> float:
+    """Largest |difference| between the embeddings of `CHECK_SENTENCES` by the ONNX `graph` and
+    by `reference`, the torch engine's float32 `info` model."""
+    onnx = OnnxEmbedder(graph, info, reference.fingerprint, stack=read_module_stack(info.path))
+    return float(np.abs(onnx.encode_batch(list(CHECK_SENTENCES))
+                        - reference.encode_batch(list(CHECK_SENTENCES))).max())
+
+
+def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: bool = False) -> None:
+    """Check a graph that came with the model folder against torch float32 once (a note in
+    `onnx_cache_dir` remembers the graph and folder that passed); skipped without torch.
+
+    Raises
+    ------
+    ModelError
+        When the graph's embeddings differ from torch's by more than `MAX_EXPORT_DIFF`.
+    """
+    note = onnx_cache_dir() / "checked" / f"{fingerprint.digest[:32]}-{_file_sha256(Path(graph))[:32]}.json"
+    if note.is_file() or importlib.util.find_spec("torch") is None:
+        return
+    from calibsim_gui.core.models import load_model
+
+    reference = load_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle, engine="torch")
+    diff = graph_difference(info, graph, reference)
+    if not diff <= MAX_EXPORT_DIFF:
+        raise ModelError(f"The ONNX graph {graph} that came with the model differs from its torch weights by "
+                         f"up to {diff:.2g} (more than {MAX_EXPORT_DIFF}). Fix: use the torch engine "
+                         "(--engine torch), or delete the graph so that calibsim exports its own.")
+    write_text_atomic(note, json.dumps({"graph": str(graph), "max_abs_diff": diff}) + "\n")
+
+
+def quantize_int8(source, target) -> Path:
+    """Write the int8 graph of the fp32 ONNX file `source` to `target`: weights quantised per
+    channel to QInt8, activations quantised on the fly (``quantize_dynamic``)."""
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # The graph is already optimised: the quantiser's advice to pre-process it is noise for users.
+    advice = _DropMessage("Please consider to run pre-processing")
+    logging.getLogger().addFilter(advice)
+    try:
+        with atomic_path(target) as out:
+            quantize_dynamic(str(source), str(out), per_channel=True, weight_type=QuantType.QInt8,
+                             extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    except Exception as exc:
+        raise ModelError(f"Could not quantise {source} to int8: {type(exc).__name__}: {exc}. "
+                         "Fix: use --precision float32.") from exc
+    finally:
+        logging.getLogger().removeFilter(advice)
+    return Path(target)
+
+
+class _DropMessage(logging.Filter):
+    """Drops log records whose message starts with `prefix`."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
+    """Write a model folder that the ONNX engine loads without torch: `info`'s configs and
+    tokenizer, its checked graph in ``onnx/model.onnx`` and `EXPORT_MANIFEST`, no torch weights.
+
+    Its fingerprint stays the source folder's (`onnx_engine.onnx_fingerprint` checks the manifest),
+    so profiles built from the source model fit it. `out` must not exist yet, or be empty.
+
+    Raises
+    ------
+    ModelError
+        When `out` is not empty, or the export fails (see `export_graph`).
+    """
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ModelError(f"{out} already exists and is not an empty folder. Fix: name a new folder.")
+    source = Path(info.path)
+    fingerprint = fingerprint_folder(source, info.name)
+    files = _model_files(source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for rel, file in files:
+            if file.suffix not in (".safetensors", ".bin"):
+                (building / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(file, building / rel)
+        graph = export_graph(info, building / FOLDER_GRAPHS[0], allow_pickle=allow_pickle)
+        manifest = {"source": fingerprint.to_dict(), "files": {rel: _file_sha256(file) for rel, file in files},
+                    "graph_sha256": _file_sha256(graph)}
+        write_text_atomic(building / EXPORT_MANIFEST, json.dumps(manifest, indent=1) + "\n")
+        if out.exists():
+            out.rmdir()
+        os.replace(building, out)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return out

@@ -1,0 +1,45 @@
+"""Export a model folder for the ONNX engine: a folder that encodes without torch.
+
+The output holds the source's configs and tokenizer, its graph in ``onnx/model.onnx`` (exported
+with torch, optimised by ONNX Runtime and checked to match torch float32 within 1e-5) and
+``onnx/calibsim-export.json``, which keeps the source's fingerprint, so profiles built with the
+source model (the built-in reference included) fit it. The torch weights are left out. The
+desktop bundle ships the built-in model this way:
+
+    .venv/bin/python scripts/export_onnx.py build/onnx-model            # the built-in model
+    .venv/bin/python scripts/export_onnx.py out/ --model path/to/folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.models import resolve_model
+from calibsim_gui.core.onnx_export import export_folder
+from calibsim_gui.core.onnx_engine import onnx_fingerprint
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="folder to write (must not exist, or be empty)")
+    parser.add_argument("--model", default=None, help="model folder or name (default: the built-in model)")
+    parser.add_argument("--allow-pickle", action="store_true",
+                        help="allow a source whose weights exist only as pickle (.bin) files")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        info = resolve_model(args.model)
+        out = export_folder(info, args.out, allow_pickle=args.allow_pickle)
+        fingerprint = onnx_fingerprint(resolve_model(str(out)))
+    except CalibsimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({fingerprint.id}, the source's fingerprint) in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
