@@ -500,6 +500,13 @@ def _profile(args, embedder, cache):
     return profile
 
 
+def _model_and_references(args):
+    """The model, the embedding cache and the reference profile a scoring command runs with."""
+    embedder = _load_model(args)
+    cache = _cache(args)
+    return embedder, cache, _profile(args, embedder, cache)
+
+
 def cmd_models(args) -> int:
     from calibsim_gui.core.models import available_devices, discover_models
 
@@ -704,9 +711,7 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
     """
     from calibsim_gui.core.analysis import score_pairs
 
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
+    embedder, cache, profile = _model_and_references(args)
     geometry = tuple(dict.fromkeys(["none", *args.geometry]))
     progress = _Progress(args.quiet)
     try:
@@ -789,9 +794,7 @@ def cmd_matrix(args) -> int:
                           encoding=args.encoding, memory_budget=args.memory_budget)
     for note in docs.notes:
         _say(args, f"documents: {note}")
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
+    embedder, cache, profile = _model_and_references(args)
     progress = _Progress(args.quiet)
     try:
         result = score_matrix(docs, embedder, profile, metric=args.metric, forms=(args.form,),
@@ -812,9 +815,7 @@ def cmd_human(args) -> int:
                       formats=None)
     scale = args.scale
     _check_input_memory(args, [args.pairs])
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
+    embedder, cache, profile = _model_and_references(args)
     progress = _Progress(args.quiet)
     try:
         fit = fit_human_calibration(args.pairs, embedder, profile, scale=scale, metric=args.metric,
@@ -981,9 +982,7 @@ def cmd_diagnose(args) -> int:
             raise InputError("diagnostics are written as JSON.", path=out, fix="end --out with .json")
     if args.inputs:
         _check_input_memory(args, args.inputs)
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
+    embedder, cache, profile = _model_and_references(args)
     embeddings = labels = None
     what = f"{len(profile.query_reference) if profile.query_reference is not None else 0:,} " \
            "background texts of the reference"
@@ -1058,9 +1057,7 @@ def cmd_search(args) -> int:
     for what, docs in (("queries", queries), ("corpus", corpus)):
         for note in docs.notes:
             _say(args, f"{what}: {note}")
-    embedder = _load_model(args)
-    cache = _cache(args)
-    profile = _profile(args, embedder, cache)
+    embedder, cache, profile = _model_and_references(args)
     progress = _Progress(args.quiet)
     try:
         hits = search(queries, corpus, embedder, profile, metric=args.metric, top_k=args.top_k,
