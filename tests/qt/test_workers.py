@@ -89,3 +89,26 @@ def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
         gate["go"] = True
     assert runner.duration == 5.0 and runner.elapsed() == 0.0
     assert wait_for_workers(5000)
+
+
+def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
+    """A cycle collected in a worker thread would destroy Qt objects there (crash or hang):
+    collection runs only from the GUI thread's timer, even while a worker allocates a lot."""
+    import gc
+
+    runner = TaskRunner("allocating")
+    assert not gc.isenabled()
+    destroyed_on_gui_thread = []
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            destroyed_on_gui_thread.append(threading.current_thread() is threading.main_thread())
+
+    Cycle()                                            # unreachable at once: garbage
+    with qtbot.waitSignal(runner.finished, timeout=10_000):
+        runner.start(lambda progress, should_stop: len([[i] for i in range(200_000)]))
+    qtbot.waitUntil(lambda: bool(destroyed_on_gui_thread), timeout=5_000)
+    assert destroyed_on_gui_thread == [True]
