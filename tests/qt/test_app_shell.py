@@ -220,7 +220,7 @@ def test_time_left_and_plurals_read_well():
 
 
 def test_first_launch_is_large_on_a_view_that_says_what_to_do(window, qtbot):
-    assert window.tabs.currentIndex() == 0 or window.state.input is not None
+    assert window.state.input is None and window.tabs.currentWidget() is window.welcome
     assert window.tabs.widget(0) is window.welcome
     expected = window.first_size()
     assert window.width() >= min(expected[0], 1024) and window.height() >= min(expected[1], 600)
