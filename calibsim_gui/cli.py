@@ -156,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=_whole_number(0, 2**32 - 1), default=0,
                    help="seed that draws the background pairs, 0 to 4,294,967,295 (default 0)")
     b.add_argument("--encoding", help="text encoding of the background files (default: UTF-8/UTF-16 with BOM)")
+    b.add_argument("--band-pairs", metavar="FILE",
+                   help="labelled pairs (score,sentence1,sentence2) on which to measure the human "
+                        "agreement band: where people's scores fall around each calibrated score; "
+                        "use pairs you will not evaluate on")
+    b.add_argument("--band-scale", type=_scale, default="0,5",
+                   help="the scale of --band-pairs' scores (default 0,5)")
     b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
     b.add_argument("--force", action="store_true", help="replace an existing profile")
     b.add_argument("--metrics", type=lambda text: text.split(","),
@@ -185,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--force", action="store_true")
     s = psub.add_parser("show", help="summarise a profile")
     s.add_argument("profile")
-    u = psub.add_parser("upgrade", help="make a calibsim 0.1 profile current (backgrounds kept; the "
+    u = psub.add_parser("upgrade", help="make a calibsim 0.1 or 0.2 profile current (backgrounds kept; the "
                                         "calibrated scale is measured again with its model)")
     u.add_argument("profile")
     u.add_argument("--out", required=True, help="upgraded profile to write")
@@ -216,8 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add each text's vector length (<text column>_norm) next to dot products, for "
                         "models that do not normalise their embeddings")
     p.add_argument("--interval", action="store_true",
-                   help="add <metric>_calibrated_lo and _hi: the 95%% interval of each calibrated "
-                        "score (anchor pairs and reference sentences resampled)")
+                   help="add <metric>_calibrated_lo and _hi, the reference uncertainty (95%%: the "
+                        "reference sentences resampled), and where the profile has a human agreement "
+                        "band <metric>_calibrated_band80_lo/_hi and _band95_lo/_hi: where 80%% and 95%% "
+                        "of people's scores fall for pairs with that calibrated score")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
                         "expected human similarity on a 0-1 scale")
@@ -274,8 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="check every score form against labelled pairs, for one or "
                                         "more models")
-    p.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
-    p.add_argument("--scale", type=_scale, default="0,5", help="the scale the pairs were scored on (default 0,5)")
+    p.add_argument("pairs", nargs="+", help="CSV/TSV/JSONL files of pairs with a human score column "
+                                            "(each file is evaluated on its own)")
+    p.add_argument("--scale", type=_scale, action="append", metavar="LOW,HIGH",
+                   help="the scale the pairs were scored on: one per file in the files' order, or one "
+                        "for all (default 0,5)")
     p.add_argument("--model", dest="models", action="append", metavar="MODEL",
                    help="a model, scored as `calibsim score` does (repeat to compare models; "
                         "default: the built-in one)")
@@ -293,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also evaluate the scores under a geometry fix (center, whiten, abtt, soft; repeatable)")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (one model only), fitted on other pairs than these")
-    p.add_argument("--out", help="also write the evaluation as .json")
+    p.add_argument("--out", help="also write the evaluation as .json, or as a self-contained .html "
+                                 "report with a reliability diagram per file")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     _add_model_options(p, model=False)
 
@@ -590,7 +602,7 @@ def _upgrade_profile(args, out: Path) -> int:
     from calibsim_gui.core.files import read_user_json
     from calibsim_gui.core.profile_builder import upgrade_profile
 
-    old = read_user_json(args.profile, what="profile", fix="give the calibsim 0.1 profile file to upgrade.")
+    old = read_user_json(args.profile, what="profile", fix="give the calibsim 0.1 or 0.2 profile file to upgrade.")
     embedder = _load_model(args)
     profile = upgrade_profile(old, embedder, cache=_cache(args), batch_size=args.batch_size)
     profile.save(out)
@@ -664,6 +676,8 @@ def _build_profile(args, out: Path) -> int:
                                     text_columns=docs.text_columns if docs else (),
                                     geometry_settings=settings,
                                     memory_budget=args.memory_budget, **options)
+        if args.band_pairs:
+            _fit_band(args, profile, embedder)
     finally:
         progress.close()
     profile.save(out)
@@ -672,6 +686,22 @@ def _build_profile(args, out: Path) -> int:
     print(f"wrote {out} ({profile.background_pairs} background pairs, "
           f"{len(profile.anchors.pairs)} anchor pairs)")
     return 0
+
+
+def _fit_band(args, profile, embedder) -> None:
+    """Measure the human agreement band of `profile` on ``--band-pairs``."""
+    from calibsim_gui.core.human import load_human_pairs
+    from calibsim_gui.core.profile_builder import fit_agreement_bands
+    from calibsim_gui.core.provenance import file_digest
+
+    low, high = args.band_scale
+    pairs = load_human_pairs(args.band_pairs, scale=args.band_scale, encoding=args.encoding,
+                             memory_budget=args.memory_budget)
+    fit_agreement_bands(profile, embedder, pairs.texts_a, pairs.texts_b, (pairs.human - low) / (high - low),
+                        cache=_cache(args), batch_size=args.batch_size,
+                        source={"files": [{"name": Path(args.band_pairs).name,
+                                           "sha256": file_digest(args.band_pairs)}], "scale": [low, high]})
+    _say(args, f"human agreement band: measured on {len(pairs.human):,} labelled pairs of {args.band_pairs}")
 
 
 def _print_score_summary(scored) -> None:
@@ -693,8 +723,9 @@ def _print_score_summary(scored) -> None:
                 (f"{row[f]:.2f}" if f in row else "-").rjust(15) for f in forms))
     for metric, widths in prov["calibrated_interval"]["per_metric"].items():
         if widths["median_width"] is not None:
-            print(f"{metric}_calibrated: 95% intervals typically {widths['median_width']:.3f} wide "
-                  f"(90% of pairs under {widths['p90_width']:.3f}; --interval adds them per pair)")
+            print(f"{metric}_calibrated: reference uncertainty (95%) typically {widths['median_width']:.3f} "
+                  f"wide (90% of pairs under {widths['p90_width']:.3f}; --interval adds it and, where the "
+                  "profile has one, the human agreement band per pair)")
     for metric, sat in prov.get("background_saturation", {}).items():
         print(f"{metric}: {sat['share_beyond_p99']:.1%} of pairs above the background's 99th "
               f"percentile; percentiles are +/-{sat['percentile_halfwidth']:.2f} points (95%)")
@@ -898,25 +929,24 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _print_evaluation(evaluation, results) -> None:
+def _print_evaluation(evaluation, results, path) -> None:
+    from calibsim_gui.core.evaluation import BAND_LABELS, readable_forms
+
     low, high = evaluation.scale
-    print(f"{evaluation.n_pairs:,} labelled pairs; human scores in '{evaluation.label}' on "
+    print(f"\n=== {path}: {evaluation.n_pairs:,} labelled pairs; human scores in '{evaluation.label}' on "
           f"{low:g}-{high:g}, rescaled to 0-1 (mean {evaluation.label_mean:.3f})")
-    print("MAE and bias against the 0-1 human scores (n/a: the form has no 0-1 scale); top ties: "
-          "pairs sharing the highest score; mean: on 0-1 where MAE is given, else in the form's units")
-
-    def number(value, spec):
-        return "n/a" if value != value else format(value, spec)
-
     for model, frame in evaluation.forms.items():
         print(f"\nmodel {model}; references: {results[model].provenance['references']['profile']}")
+        shown = readable_forms(frame)
         width = max(map(len, frame.index)) + 2
-        print("  " + "column".ljust(width)
-              + "".join(h.rjust(10) for h in ("MAE", "top ties", "Spearman", "mean", "bias")))
-        for column, row in frame.iterrows():
-            print("  " + column.ljust(width) + number(row["mae"], ".3f").rjust(10)
-                  + f"{row['top_ties']:.1%}".rjust(10) + number(row["spearman_x100"], ".2f").rjust(10)
-                  + number(row["mean"], ".3f").rjust(10) + number(row["bias"], "+.3f").rjust(10))
+        print("  " + "column".ljust(width) + "".join(h.rjust(10) for h in shown.columns[:-1])
+              + "  " + shown.columns[-1])
+        for column, row in shown.iterrows():
+            print("  " + column.ljust(width) + "".join(v.rjust(10) for v in row.iloc[:-1]) + "  " + row.iloc[-1])
+        for column, bands in evaluation.coverage.get(model, {}).items():
+            print(f"    {column} holds the human score in: " + "; ".join(
+                f"{BAND_LABELS.get(band, band)} {n['coverage']:.1%} of pairs (mean width {n['mean_width']:.3f})"
+                for band, n in bands.items()))
     if evaluation.differences:
         print("\nmean |difference| between models, forms on a 0-1 scale:")
         for column, diff in evaluation.differences.items():
@@ -927,44 +957,65 @@ def _print_evaluation(evaluation, results) -> None:
 
 def cmd_evaluate(args) -> int:
     from calibsim_gui.core.atomic import write_text_atomic
-    from calibsim_gui.core.evaluation import evaluate
+    from calibsim_gui.core.evaluation import evaluate, evaluation_html
     from calibsim_gui.core.human import HumanFit, load_human_pairs
     from calibsim_gui.core.output import check_output_path, dump_json
     from calibsim_gui.core.provenance import file_digest
 
+    scales = args.scale or [(0.0, 5.0)]
+    if len(scales) not in (1, len(args.pairs)):
+        raise InputError(f"{len(scales)} --scale for {len(args.pairs)} files.",
+                         fix="give one --scale per file, in the files' order, or one for all")
+    scales = scales * len(args.pairs) if len(scales) == 1 else scales
     if args.out:
-        out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile, args.human) if p],
-                                force=args.force)
-        if out.suffix.lower() != ".json":
-            raise InputError("an evaluation is written as JSON.", path=out, fix="end --out with .json")
+        out = check_output_path(args.out, inputs=[*args.pairs, *(p for p in (args.profile, args.human) if p)],
+                                force=args.force, formats=(".json", ".html"))
     specs = args.models or [None]
     if len(specs) > 1 and (args.profile or args.human):
         raise InputError("--profile and --human belong to one model.",
                          fix="leave them out to evaluate several models, each with its built-in reference")
-    _check_input_memory(args, [args.pairs])
-    pairs = load_human_pairs(args.pairs, scale=args.scale, text_a=args.text_a,
-                             text_b=args.text_b, label=args.label, encoding=args.encoding,
-                             memory_budget=args.memory_budget)
+    _check_input_memory(args, args.pairs)
+    files = [load_human_pairs(path, scale=scale, text_a=args.text_a, text_b=args.text_b, label=args.label,
+                              encoding=args.encoding, memory_budget=args.memory_budget)
+             for path, scale in zip(args.pairs, scales)]
     human = [HumanFit.load(args.human).calibrator] if args.human else []
-    results = {}
-    for spec in specs:
-        args.model = spec
-        scored, _ = _score_table(args, pairs.table, human=human)
-        model = scored.provenance["model"]["id"]
-        if model in results:
-            raise InputError(f"model {model} is given twice.", fix="give each --model once")
-        results[model] = scored
-    evaluation = evaluate(results, scale=pairs.scale)
-    for note in dict.fromkeys(note for scored in results.values() for note in scored.notes):
-        _say(args, f"note: {note}")
-    _print_evaluation(evaluation, results)
-    if args.out:
+    print("MAE and bias against the 0-1 human scores (n/a: the form has no 0-1 scale); top ties: pairs "
+          "sharing the highest score as shown (3 decimals); mean: on 0-1 where MAE is given, else in the "
+          "form's units; worst tenth: the tenth of the 0-1 scale holding the least of people's "
+          "share of pairs (the form's share / people's share; under 1/3 is a hole)")
+    runs = []
+    for pairs in files:
+        results = {}
+        for spec in specs:
+            args.model = spec
+            scored, _ = _score_table(args, pairs.table, human=human, interval=True)
+            model = scored.provenance["model"]["id"]
+            if model in results:
+                raise InputError(f"model {model} is given twice.", fix="give each --model once")
+            results[model] = scored
+        evaluation = evaluate(results, scale=pairs.scale)
+        for note in dict.fromkeys(note for scored in results.values() for note in scored.notes):
+            _say(args, f"note: {note}")
+        _print_evaluation(evaluation, results, pairs.table.path)
+        runs.append((pairs.table.path, results, evaluation))
+    if not args.out:
+        return 0
+    if out.suffix.lower() == ".html":
+        references = {m: f"references: {s.provenance['references']['profile']}" for m, s in runs[0][1].items()}
+        write_text_atomic(out, evaluation_html([(path.name, ev) for path, _, ev in runs], models=references))
+    else:
+        # provenance shared by every file's run of a model is written once; the rest per file
+        shared = {model: {k: v for k, v in scored.provenance.items()
+                          if all(dump_json(r[model].provenance.get(k)) == dump_json(v) for _, r, _ in runs)}
+                  for model, scored in runs[0][1].items()}
         write_text_atomic(out, dump_json({
-            "format": "calibsim-evaluation", "schema_version": 1,
-            "input": {"file": str(pairs.table.path), "sha256": file_digest(pairs.table.path)},
-            **evaluation.to_dict(),
-            "provenance": {model: scored.provenance for model, scored in results.items()}}))
-        print(f"wrote {out}")
+            "format": "calibsim-evaluation", "schema_version": 2,
+            "files": [{"input": {"file": str(path), "sha256": file_digest(path)}, **ev.to_dict(),
+                       "provenance": {m: {k: v for k, v in s.provenance.items() if k not in shared[m]}
+                                      for m, s in results.items()}}
+                      for path, results, ev in runs],
+            "provenance": shared}))
+    print(f"wrote {out}")
     return 0
 
 

@@ -11,6 +11,10 @@ similarity S makes cosine soft cosine) are fitted on all background sentences, w
 references under each. The profile stores statistics only (sketches,
 moments, calibrators, fitted transforms, 1,000 embeddings), never corpus text.
 
+Human agreement band: split-conformal residuals of people's scores around the calibrated score,
+measured on STS-B train + dev (never on a test split; SICK-R is kept as the source it was not
+fitted on, where `calibsim evaluate` checks its coverage).
+
     .venv/bin/python scripts/build_builtin_profile.py [--data ../shared/data]
 """
 
@@ -25,7 +29,9 @@ import pandas as pd
 
 from calibsim_gui.core.cache import EmbeddingCache
 from calibsim_gui.core.models import load_model
-from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path
+from calibsim_gui.core.human import load_human_pairs
+from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path, fit_agreement_bands
+from calibsim_gui.core.provenance import file_digest
 
 _ENTITY = re.compile(r"(?<![&\w])#(\d+);")
 
@@ -64,6 +70,13 @@ def main() -> None:
     profile.provenance["background"]["corpus"] = (
         "AG News (Zhang, Zhao & LeCun 2015): titles and descriptions of the original test.csv "
         "and the first 10,429 rows of train.csv, cleaned by scripts/build_builtin_profile.py")
+    band_files = [args.data / "stsb" / "train.csv", args.data / "stsb" / "dev.csv"]
+    labelled = [load_human_pairs(f, scale=(0.0, 5.0)) for f in band_files]
+    fit_agreement_bands(
+        profile, embedder, [t for p in labelled for t in p.texts_a], [t for p in labelled for t in p.texts_b],
+        [h / 5.0 for p in labelled for h in p.human], cache=EmbeddingCache(),
+        source={"files": [{"name": f"stsb/{f.name}", "sha256": file_digest(f)} for f in band_files],
+                "scale": [0.0, 5.0], "what": "STS Benchmark train + dev (human scores 0-5)"})
     profile.save(out)
     print(f"wrote {out}: {profile.background_pairs} pairs from {len(texts)} sentences")
 

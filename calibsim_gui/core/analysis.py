@@ -19,7 +19,7 @@ from calibsim_gui.core.encoding import EncodingResult, encode_texts, iter_encode
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import GEOMETRIES, get_geometries
 from calibsim_gui.core.hubness import CSLS_NEIGHBOURS, csls_matrix, neighbourhood_similarity
-from calibsim_gui.core.languages import run_languages
+from calibsim_gui.core.languages import pair_languages, run_languages
 from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_bytes
 from calibsim_gui.core.models import embedder_engine, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
@@ -69,6 +69,29 @@ class DocumentMatrix:
     notes: list[str] = field(default_factory=list)
     geometry: str = "none"
     texts: list[str] = field(default_factory=list)      # the documents' texts, in the order of ids
+
+
+def reference_uncertainty(curve, similarity, languages=None) -> tuple[np.ndarray, np.ndarray]:
+    """Low and high ends of each calibrated score's reference uncertainty (95 %), with each pair's
+    language's unrelated end where it has one."""
+    lo, hi = curve.interval(similarity)
+    if languages is not None:
+        for code in curve.languages():
+            mask = np.asarray(languages) == code
+            if mask.any():
+                lo[mask], hi[mask] = curve.interval(similarity[mask], language=code)
+    return lo, hi
+
+
+def agreement_band_columns(band, calibrated) -> dict[str, np.ndarray]:
+    """``calibrated_band80_lo`` ... ``calibrated_band95_hi`` from an `AgreementBand` (none without one)."""
+    if band is None:
+        return {}
+    out = {}
+    for rate in band.rates:
+        lo, hi = band.band(calibrated, rate)
+        out[f"calibrated_band{round(rate * 100)}_lo"], out[f"calibrated_band{round(rate * 100)}_hi"] = lo, hi
+    return out
 
 
 def prompt_provenance(embedder) -> dict:
@@ -215,7 +238,7 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     distinct = pd.unique(np.concatenate([texts_a, texts_b]))
     n_texts = len(distinct)
     per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
-    n_columns = (per_metric + 2 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
+    n_columns = (per_metric + 6 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
     check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
                  memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
                  fix="split the pairs file into parts or choose fewer metrics")
@@ -309,8 +332,9 @@ def score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None, geo
     norms : bool
         Add ``<text column>_norm`` for both texts (vector lengths, before any geometry fix).
     interval : bool
-        Add ``<metric>_calibrated_lo`` and ``_hi``: the 95 % interval of each calibrated score.
-        Its typical width is in the provenance (``calibrated_interval``) either way.
+        Add ``<metric>_calibrated_lo`` and ``_hi``, the reference uncertainty (95 %) of each
+        calibrated score (its typical width is in the provenance, ``calibrated_interval``, either
+        way), and where the profile has a human agreement band ``_band80_lo`` ... ``_band95_hi``.
     memory_budget : int or None
         Bytes the run may hold at once; see `iter_score_pairs`.
     long_texts : {"truncate", "chunk"}, default "truncate"
@@ -351,6 +375,8 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         texts, profile.provenance, model_folder=getattr(getattr(embedder, "info", None), "path", None),
         pairs=(first, second, np.flatnonzero(scored)))
     notes += language_notes
+    languages = pair_languages(texts, first, second)
+    used = {code: int(n) for code, n in zip(*np.unique(languages[languages != ""], return_counts=True))}
     long = long or {"mode": DEFAULT_LONG_TEXTS, "aggregate": DEFAULT_CHUNK_AGGREGATE,
                     "overlap": DEFAULT_CHUNK_OVERLAP, "texts_chunked": 0, "chunks": 0}
     truncated = _truncated_marks(encoding.truncated, first, second)
@@ -397,11 +423,15 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         for name in names:
             values = raw[g, name]
             columns[score_column(name, "raw", g)] = full(values)
-            for form, calibrated in profile.calibrate(name, values, g).items():
+            forms = profile.calibrate(name, values, g, languages=languages)
+            for form, calibrated in forms.items():
                 columns[score_column(name, form, g)] = full(calibrated)
             similarity, curve = METRICS[name].as_similarity(values), references[name].calibrators["calibrated"]
             if interval:
-                for form, end in zip(("calibrated_lo", "calibrated_hi"), curve.interval(similarity)):
+                for form, end in zip(("calibrated_lo", "calibrated_hi"),
+                                     reference_uncertainty(curve, similarity, languages)):
+                    columns[score_column(name, form, g)] = full(end)
+                for form, end in agreement_band_columns(references[name].band, forms["calibrated"]).items():
                     columns[score_column(name, form, g)] = full(end)
             sample = similarity[np.linspace(0, len(similarity) - 1, min(len(similarity), INTERVAL_SAMPLE)).astype(int)]
             widths = np.subtract(*curve.interval(sample)[::-1])
@@ -426,9 +456,19 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
             "metric": calibrator.metric, "geometry": calibrator.geometry, "scale": calibrator.scale,
             "model": calibrator.model, "pairs": calibrator.n_pairs_, "warnings": calibrator.warnings_})
         notes += calibrator.warnings_
-    provenance["calibrated_interval"] = {"confidence": 0.95, "per_metric": intervals}
+    provenance["calibrated_interval"] = {"what": "reference uncertainty: the calibrated score's spread when "
+                                         "the reference sentences are resampled", "confidence": 0.95,
+                                         "per_metric": intervals}
+    provenance["reference_languages"] = {"en": int(scored.sum()) - sum(used.values()), **used}
+    bands = {name: ref.band.to_dict() for name, ref in profile.metrics.items() if ref.band is not None}
+    if bands:
+        provenance["human_band"] = {"source": next(iter(bands.values()))["source_"],
+                                    "rates": next(iter(bands.values()))["rates"], "metrics": sorted(bands)}
     if interval:
         provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in ("calibrated_lo", "calibrated_hi")})
+        if bands:
+            provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in FORM_DESCRIPTIONS
+                                          if f.startswith("calibrated_band")})
     if saturation:
         provenance["background_saturation"] = saturation
         worst = max(saturation.items(), key=lambda kv: kv[1]["share_beyond_p99"])

@@ -84,110 +84,113 @@ def check_outputs(calibrator: Calibrator, grid: np.ndarray, *, bounds=(-np.inf, 
         raise ValueError(f"it gives scores outside {bounds[0]:g}-{bounds[1]:g}")
 
 
-class ReferenceCurveCalibrator(Calibrator):
-    """calibsim's default: 0 = a typical pair of unrelated sentences, 1 = identical text, and in
-    between a power curve fitted to every anchor pair.
+HUMAN_SHIFT = 0.042
+"""How far below the straight line from a typical unrelated pair (0) to identical text (1)
+people rate pairs, on a 0-1 scale: the median of (line - human score) over the training splits
+of two labelled sources with different annotators (STS-B train+dev and SICK-R train+dev, each
+weighted equally; all-MiniLM-L6-v2). `scripts/fit_human_shift.py` measures it."""
 
-    With ``t = (s - unrelated_) / (identical_ - unrelated_)`` the map is ``t ** gamma_``, where
-    `unrelated_` is the median score of all pairs of calibsim's reference sentences, `identical_`
-    the score of a text with itself, and `gamma_` the exponent that best fits the anchor pairs'
-    targets (least squares over all pairs, not one median per level). Below
-    ``LOW`` and above ``HIGH`` the curve continues as hyperbolic tails towards 0 and 1 with the
-    same slope, so the map is smooth, strictly increasing and never ties scores at either end.
 
-    Resampling the anchor pairs (within their levels) and the reference sentences gives
-    ``gamma_resampled_`` and ``unrelated_resampled_``: `interval` maps a score through each
-    resampled curve. ``violations_`` names levels whose median scores fall out of order.
+class ReferenceScaleCalibrator(Calibrator):
+    """calibsim's default: where a score lies between a typical pair of unrelated sentences and
+    identical text, read on people's 0-1 scale.
+
+    With ``t = (s - unrelated_) / (identical_ - unrelated_)`` (0 = the median score of all pairs
+    of calibsim's reference sentences, 1 = a text with itself: both measured on the model, so
+    every model is equated onto one scale) the map is ``t - shift``, where `shift` is
+    `HUMAN_SHIFT`, the same for every model. Below ``LOW`` and above ``HIGH`` the line continues
+    as hyperbolic tails towards 0 and 1 with the same slope, so the map is smooth, strictly
+    increasing and never ties scores at either end.
+
+    ``unrelated_by_language_`` holds the unrelated end measured on reference sentences in other
+    languages (code -> median, then resampled medians): `transform` and `interval` use it for
+    pairs in that language. Resampling the reference sentences gives ``unrelated_resampled_``:
+    `interval` maps a score through each resampled line (the *reference uncertainty*; it says
+    nothing about how people would rate the pair, see `AgreementBand`). ``violations_`` names
+    anchor levels whose median scores fall out of order (the ladder is a check, not a fit).
     """
 
-    _settings = ("n_resamples", "seed")
-    _state = ("unrelated_", "identical_", "gamma_", "unrelated_resampled_", "gamma_resampled_",
-              "violations_")
-    _arrays = ("unrelated_resampled_", "gamma_resampled_")
-    LOW, HIGH = 0.01, 0.999                        # where the power curve hands over to the tails
-    _GAMMAS = np.geomspace(0.2, 5.0, 321)          # candidate exponents (1 % apart)
-    _INTERVAL_CHUNK = 8192                         # scores mapped through every curve at once
+    _settings = ("n_resamples", "seed", "shift")
+    _state = ("unrelated_", "identical_", "unrelated_resampled_", "unrelated_by_language_", "violations_")
+    _arrays = ("unrelated_resampled_",)
+    LOW, HIGH = 0.01, 0.999                        # where the line hands over to the tails
+    _INTERVAL_CHUNK = 8192                         # scores mapped through every line at once
 
-    def __init__(self, *, n_resamples: int = 200, seed: int = 0):
-        self.n_resamples, self.seed = n_resamples, seed
+    def __init__(self, *, n_resamples: int = 200, seed: int = 0, shift: float = HUMAN_SHIFT):
+        self.n_resamples, self.seed, self.shift = n_resamples, seed, shift
 
-    def fit(self, scores, levels, targets: dict[str, float], *, unrelated, identical: float
-            ) -> "ReferenceCurveCalibrator":
-        """Fit from the anchor pairs and the two ends of the scale.
+    def fit(self, scores, levels, targets: dict[str, float], *, unrelated, identical: float,
+            unrelated_by_language: dict | None = None) -> "ReferenceScaleCalibrator":
+        """Take the two ends of the scale, and check the anchor ladder's order.
 
         Parameters
         ----------
         scores : array-like of shape (n_pairs,), "higher = more similar"
+            The anchor pairs' scores (only their order by level is checked).
         levels : sequence of str of shape (n_pairs,), each pair's level name
-        targets : dict level name -> target value in [0, 1]
+        targets : dict level name -> target value in [0, 1] (orders the levels)
         unrelated : array-like of shape (1 + n_resamples,)
             Median score of the reference sentences' pairs, then the same over resampled sentences
             (`reference_scale.unrelated_medians`).
         identical : float
             The score of a text with itself.
+        unrelated_by_language : dict language code -> array-like of shape (1 + n_resamples,)
+            The same medians on reference sentences in other languages.
         """
         scores, levels = _as_scores(scores), np.asarray(levels).astype(str)
-        unrelated = _as_scores(unrelated)
-        if not identical > unrelated.max():
-            raise ValueError(f"identical texts ({identical:.4g}) must score above unrelated ones "
-                             f"({unrelated.max():.4g})")
+        ends = {"": _as_scores(unrelated)} | {k: _as_scores(v) for k, v in (unrelated_by_language or {}).items()}
+        for code, values in ends.items():
+            if not identical > values.max():
+                raise ValueError(f"identical texts ({identical:.4g}) must score above unrelated ones "
+                                 f"({values.max():.4g}{' in ' + code if code else ''})")
         names = sorted(set(levels), key=targets.__getitem__)
         if len(names) < 2:
             raise ValueError("an anchor ladder needs pairs on at least two levels")
         medians = [np.median(scores[levels == name]) for name in names]
         self.violations_ = [f"{names[i + 1]} scores below {names[i]}"
                             for i in range(len(names) - 1) if medians[i + 1] <= medians[i]]
-        y = np.array([targets[name] for name in levels])
-        rng = np.random.default_rng(self.seed)
-        weights = np.ones((1 + self.n_resamples, len(scores)))
-        for name in names:                         # resample pairs within each level
-            members = np.flatnonzero(levels == name)
-            picks = rng.choice(members, size=(self.n_resamples, len(members)))
-            weights[1:, members] = 0
-            for row, chosen in enumerate(picks, start=1):
-                np.add.at(weights[row], chosen, 1)
-        ends = np.resize(unrelated, 1 + self.n_resamples)
-        gammas = self._fit_gammas(scores, y, weights, ends, float(identical))
-        self.unrelated_, self.identical_, self.gamma_ = float(unrelated[0]), float(identical), float(gammas[0])
-        self.unrelated_resampled_, self.gamma_resampled_ = ends[1:], gammas[1:]
+        main = ends.pop("")
+        self.unrelated_, self.identical_ = float(main[0]), float(identical)
+        self.unrelated_resampled_ = main[1:1 + self.n_resamples]
+        self.unrelated_by_language_ = {code: values[:1 + self.n_resamples].tolist()
+                                       for code, values in sorted(ends.items())}
         return self
 
-    def best_gamma(self, scores, levels, targets: dict[str, float]) -> float:
-        """The exponent `fit` finds for these anchor pairs with this curve's ends (no resampling)."""
-        scores = _as_scores(scores)
-        y = np.array([targets[name] for name in np.asarray(levels).astype(str)])
-        return float(self._fit_gammas(scores, y, np.ones((1, len(scores))), [self.unrelated_],
-                                      self.identical_)[0])
+    def languages(self) -> tuple[str, ...]:
+        """Languages with an unrelated end of their own."""
+        self._check_fitted()
+        return tuple(self.unrelated_by_language_)
 
-    @classmethod
-    def _fit_gammas(cls, scores, y, weights, unrelated, identical) -> np.ndarray:
-        """Least-squares exponent per row of `weights` (row k uses ``unrelated[k]``)."""
-        out = np.empty(len(weights))
-        for k, (w, low) in enumerate(zip(weights, unrelated)):
-            t = np.clip((scores - low) / (identical - low), 0.0, 1.0)
-            loss = ((t[None, :] ** cls._GAMMAS[:, None] - y) ** 2) @ w
-            out[k] = cls._GAMMAS[int(np.argmin(loss))]
-        return out
+    def _ends(self, language: str | None) -> tuple[float, np.ndarray]:
+        """The unrelated end and its resampled values for `language` (None or unknown: the main one)."""
+        values = self.unrelated_by_language_.get(language) if language else None
+        if values is None:
+            return self.unrelated_, self.unrelated_resampled_
+        return float(values[0]), np.asarray(values[1:], dtype=np.float64)
 
     def _validate(self) -> None:
-        if not (all(map(is_finite_number, (self.unrelated_, self.identical_, self.gamma_)))
+        by_language = self.unrelated_by_language_
+        if not (all(map(is_finite_number, (self.unrelated_, self.identical_, self.shift)))
                 and is_finite_vector(self.unrelated_resampled_, empty=True)
-                and is_finite_vector(self.gamma_resampled_, empty=True)
+                and isinstance(by_language, dict)
+                and all(isinstance(k, str) and isinstance(v, list) and v and all(map(is_finite_number, v))
+                        for k, v in by_language.items())
                 and isinstance(self.violations_, list) and all(isinstance(v, str) for v in self.violations_)):
             raise ValueError("the calibrated scale's fields are not numbers")
-        ends = np.append(self.unrelated_resampled_, [self.unrelated_, self.identical_])
-        gammas = np.append(self.gamma_resampled_, self.gamma_)
-        if not ((ends[:-1] < self.identical_).all()
-                and len(self.unrelated_resampled_) == len(self.gamma_resampled_)
-                and ((gammas >= self._GAMMAS[0]) & (gammas <= self._GAMMAS[-1])).all()):
-            raise ValueError("the calibrated scale's ends or exponents are inconsistent")
+        ends = np.concatenate([self.unrelated_resampled_, [self.unrelated_],
+                               *[np.asarray(v, dtype=np.float64) for v in by_language.values()]])
+        if not ((ends < self.identical_).all() and -0.5 < self.shift < 0.5):
+            raise ValueError("the calibrated scale's ends or shift are inconsistent")
 
-    def transform(self, scores) -> np.ndarray:
+    def transform(self, scores, language: str | None = None) -> np.ndarray:
+        """Calibrated scores of `scores`, with the unrelated end of `language` where it has one."""
         self._check_fitted()
-        return self._curve(_as_scores(scores), self.unrelated_, self.gamma_)
+        return self._line(_as_scores(scores), self._ends(language)[0])
 
-    def interval(self, scores, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper ends of the `confidence` interval of each calibrated score.
+    def interval(self, scores, *, confidence: float = 0.95, language: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Reference uncertainty: the `confidence` range of each calibrated score when the
+        reference sentences are resampled.
 
         Returns
         -------
@@ -195,23 +198,102 @@ class ReferenceCurveCalibrator(Calibrator):
         """
         self._check_fitted()
         s = _as_scores(scores).reshape(-1)
+        main, resampled = self._ends(language)
+        if not len(resampled):
+            value = self._line(s, main)
+            return value, value.copy()
         lo, hi, tail = np.empty_like(s), np.empty_like(s), 50 * (1 - confidence)
         for start in range(0, len(s), self._INTERVAL_CHUNK):
             part = slice(start, start + self._INTERVAL_CHUNK)
-            curves = np.stack([self._curve(s[part], low, gamma)
-                               for low, gamma in zip(self.unrelated_resampled_, self.gamma_resampled_)])
-            lo[part], hi[part] = np.percentile(curves, [tail, 100 - tail], axis=0)
+            lines = np.stack([self._line(s[part], low) for low in resampled])
+            lo[part], hi[part] = np.percentile(lines, [tail, 100 - tail], axis=0)
         return lo, hi
 
-    def _curve(self, s: np.ndarray, low: float, gamma: float) -> np.ndarray:
-        t = (s - low) / (self.identical_ - low)
-        t_low, t_high = self.LOW ** (1 / gamma), self.HIGH ** (1 / gamma)
-        out = np.clip(t, t_low, t_high) ** gamma
-        below, above = t < t_low, t > t_high
-        slope_low, slope_high = gamma * t_low ** (gamma - 1), gamma * t_high ** (gamma - 1)
-        out[below] = self.LOW / (1 + slope_low * (t_low - t[below]) / self.LOW)
-        out[above] = 1 - (1 - self.HIGH) / (1 + slope_high * (t[above] - t_high) / (1 - self.HIGH))
+    def _line(self, s: np.ndarray, low: float) -> np.ndarray:
+        t = (s - low) / (self.identical_ - low) - self.shift
+        out = np.clip(t, self.LOW, self.HIGH)
+        below, above = t < self.LOW, t > self.HIGH
+        out[below] = self.LOW / (1 + (self.LOW - t[below]) / self.LOW)
+        out[above] = 1 - (1 - self.HIGH) / (1 + (t[above] - self.HIGH) / (1 - self.HIGH))
         return np.where(np.isnan(s), np.nan, out)
+
+
+class AgreementBand(Calibrator):
+    """Where people's 0-1 scores fall for pairs with a given calibrated score (split conformal).
+
+    Fitted on labelled pairs that the calibrated scale was not fitted on: within each quarter of
+    the calibrated scale, the residuals ``human - calibrated`` give the range holding each
+    `rates` share of the pairs (finite-sample conformal quantiles, ``ceil((n + 1) q)``-th); `band`
+    interpolates linearly between the quarters' centres, so the band has no steps.
+    ``lower_`` and ``upper_`` have shape (len(rates), n_bins); ``source_`` names the labelled
+    file (name, sha256, pairs, scale) and ``model_`` the model it was measured with.
+    """
+
+    _settings = ("rates",)
+    _state = ("edges_", "lower_", "upper_", "n_pairs_", "source_", "model_")
+    _arrays = ("edges_", "lower_", "upper_")
+    EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
+    MIN_PER_BIN = 20
+
+    def __init__(self, *, rates=(0.8, 0.95)):
+        self.rates = [float(r) for r in rates]
+
+    def fit(self, calibrated, human, *, source: dict, model: str) -> "AgreementBand":
+        """Residual quantiles of `human` (0-1) around `calibrated`, both of shape (n_pairs,)."""
+        c, y = _as_scores(calibrated), _as_scores(human)
+        keep = np.isfinite(c) & np.isfinite(y)
+        c, y = c[keep], y[keep]
+        edges = np.asarray(self.EDGES)
+        bins = self._bins(c, edges)
+        if np.bincount(bins, minlength=len(edges) - 1).min() < self.MIN_PER_BIN:
+            raise ValueError(f"every quarter of the calibrated scale needs {self.MIN_PER_BIN} labelled "
+                             "pairs to measure where people's scores fall")
+        lower, upper = np.empty((len(self.rates), len(edges) - 1)), np.empty((len(self.rates), len(edges) - 1))
+        for k in range(len(edges) - 1):
+            r = np.sort(y[bins == k] - c[bins == k])
+            n = len(r)
+            for i, rate in enumerate(self.rates):
+                lower[i, k] = r[max(math.floor((n + 1) * (1 - rate) / 2) - 1, 0)]
+                upper[i, k] = r[min(math.ceil((n + 1) * (1 + rate) / 2) - 1, n - 1)]
+        self.edges_, self.lower_, self.upper_ = edges, lower, upper
+        self.n_pairs_, self.source_, self.model_ = int(len(c)), dict(source), str(model)
+        return self
+
+    @staticmethod
+    def _bins(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
+        return np.clip(np.searchsorted(edges[1:-1], np.nan_to_num(c), side="right"), 0, len(edges) - 2)
+
+    def band(self, calibrated, rate: float) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper ends (0-1) of the range holding `rate` of people's scores.
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (n_scores,)
+        """
+        self._check_fitted()
+        if rate not in self.rates:
+            raise ValueError(f"this band was measured at {', '.join(f'{r:.0%}' for r in self.rates)}, not {rate:.0%}")
+        c = _as_scores(calibrated)
+        i, centres = self.rates.index(rate), (self.edges_[1:] + self.edges_[:-1]) / 2
+        x = np.nan_to_num(c)                     # each quarter's range at its centre, linear between
+        lo = np.clip(c + np.interp(x, centres, self.lower_[i]), 0, 1)
+        hi = np.clip(c + np.interp(x, centres, self.upper_[i]), 0, 1)
+        return np.where(np.isnan(c), np.nan, lo), np.where(np.isnan(c), np.nan, hi)
+
+    def transform(self, scores) -> np.ndarray:
+        """The middle of the widest band (a band is a range: see `band`)."""
+        lo, hi = self.band(scores, self.rates[-1])
+        return (lo + hi) / 2
+
+    def _validate(self) -> None:
+        shape = (len(self.rates), len(self.edges_) - 1)
+        if not (all(map(is_finite_number, self.rates)) and all(0 < r < 1 for r in self.rates)
+                and is_finite_vector(self.edges_) and self.lower_.shape == shape == self.upper_.shape
+                and np.isfinite(self.lower_).all() and np.isfinite(self.upper_).all()
+                and (self.lower_ <= self.upper_).all() and (np.abs(self.lower_) <= 1).all()
+                and (np.abs(self.upper_) <= 1).all() and isinstance(self.source_, dict)
+                and isinstance(self.model_, str) and type(self.n_pairs_) is int and self.n_pairs_ > 0):
+            raise ValueError("the human agreement band's fields are malformed")
 
 
 class MinMaxCalibrator(Calibrator):
@@ -423,5 +505,5 @@ class TailSurpriseCalibrator(Calibrator):
         return np.where(np.isnan(s), np.nan, -logsf)
 
 
-CALIBRATORS = {c.__name__: c for c in (ReferenceCurveCalibrator, MinMaxCalibrator, ZScoreCalibrator,
-                                       PercentileCalibrator, TailSurpriseCalibrator)}
+CALIBRATORS = {c.__name__: c for c in (ReferenceScaleCalibrator, MinMaxCalibrator, ZScoreCalibrator,
+                                       PercentileCalibrator, TailSurpriseCalibrator, AgreementBand)}

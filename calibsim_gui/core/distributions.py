@@ -72,7 +72,7 @@ def histograms(user, bg_values, bg_weights, anchors) -> tuple[np.ndarray, np.nda
 
 @dataclass(frozen=True)
 class CalibratedMap:
-    """The default calibrated scale of one metric (`ReferenceCurveCalibrator`) as arrays.
+    """The default calibrated scale of one metric (`ReferenceScaleCalibrator`) as arrays.
 
     Scores are the metric's "higher = more similar" view (distances negated).
 
@@ -81,7 +81,10 @@ class CalibratedMap:
     x : ndarray of shape (MAP_POINTS,)
         Scores from below the lowest reference to beyond the highest.
     y, lo, hi : ndarray of shape (MAP_POINTS,)
-        The calibrated value of `x` and its 95 % interval.
+        The calibrated value of `x` and its band: where 80 % of people's scores fall (the human
+        agreement band) when the profile has one, else the 95 % reference uncertainty.
+    band_label : str
+        What the band is, in words.
     unrelated, identical : float
         The scores mapped to 0 (a typical pair of unrelated sentences) and 1 (identical text).
     scores, targets : ndarray of shape (n_pairs,)
@@ -94,6 +97,7 @@ class CalibratedMap:
     y: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    band_label: str
     unrelated: float
     identical: float
     scores: np.ndarray
@@ -109,7 +113,7 @@ def similarity_label(metric: str) -> str:
 
 
 def calibrated_map(profile, metric: str, geometry: str = "none") -> CalibratedMap:
-    """What the "Calibrated map" shows for `metric` under `geometry`: the fitted curve with its
+    """What the "Calibrated map" shows for `metric` under `geometry`: the calibrated line with its
     band, the two ends of the scale and the anchor pairs at their levels' targets."""
     reference = profile.references(geometry)[metric]
     curve = reference.calibrators["calibrated"]
@@ -119,8 +123,14 @@ def calibrated_map(profile, metric: str, geometry: str = "none") -> CalibratedMa
     x = np.linspace(low - margin, high + margin, MAP_POINTS)
     levels = np.array([pair.level for pair in profile.anchors.pairs])
     targets = profile.anchors.targets
+    y = curve.transform(x)
+    if reference.band is not None:
+        rate = reference.band.rates[0]
+        band, label = reference.band.band(y, rate), f"{rate:.0%} of people's scores".replace("%", " %")
+    else:
+        band, label = curve.interval(x), "reference uncertainty (95 %)"
     return CalibratedMap(
-        x, curve.transform(x), *curve.interval(x), curve.unrelated_, curve.identical_, scores,
+        x, y, *band, label, curve.unrelated_, curve.identical_, scores,
         np.array([targets[name] for name in levels]),
         [(level.label, level.target, np.flatnonzero(levels == level.name))
          for level in profile.anchors.levels if (levels == level.name).any()])

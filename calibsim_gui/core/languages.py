@@ -9,7 +9,12 @@ shows when they do not match.
 
 Texts too short for a reliable guess (fewer than `MIN_WORDS` words or `MIN_LETTERS` letters)
 and guesses below `MIN_CONFIDENCE` are "unknown"; shares are taken among the texts whose
-language was detected. Guesses are among the ~50 common languages named here: with all 97 of
+language was detected. Texts mostly in scripts written without spaces between words are
+measured in characters instead: Chinese, Japanese and Korean from `MIN_CJK_CHARS` Han, kana or
+Hangul characters, Thai, Lao, Khmer and Burmese from `MIN_LETTERS` characters of their script.
+Their language is then read from the script where it is unambiguous (kana: ja, Hangul: ko,
+Thai, Lao, Khmer, Myanmar script: th, lo, km, my); Han alone is zh unless py3langid, choosing
+between zh and ja, is at least `PAIR_CONFIDENCE` sure it is ja. Guesses are among the ~50 common languages named here: with all 97 of
 py3langid's, short English headlines were taken for Nigerian Pidgin (25 of STS-B train's
 5,749 English pairs were called cross-language; none with this restriction and
 `PAIR_CONFIDENCE`).
@@ -20,6 +25,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +33,8 @@ import numpy as np
 UNKNOWN = "unknown"
 MIN_WORDS = 3
 MIN_LETTERS = 15
+MIN_CJK_CHARS = 6
+"""Han, kana and Hangul characters a text needs (each is a syllable or a word: ~2 English words)."""
 MIN_CONFIDENCE = 0.5
 """py3langid's normalised probability below which a guess is not trusted (headlines of AG News:
 99.5 % English above it, 93 % with every guess kept)."""
@@ -37,6 +45,20 @@ MAX_TEXTS = 20_000
 COVERED_SHARE = 0.05      # a reference covers the languages of at least 5 % of its sentences
 NOTE_SHARE = 0.10         # an input language is worth a note from 10 % of the detected texts
 NO_LANGUAGE = {"zxx"}     # py3langid's "no linguistic content"
+
+_SCRIPTS = {  # scripts written without spaces between words (Hangul: syllable blocks)
+    "han": "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007\U00020000-\U0003ffff",
+    "ja": "\u3041-\u309f\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+          "\U0001b000-\U0001b16f",                       # kana (not the middle dot ・)
+    "ko": "\u1100-\u11ff\u3131-\u318e\ua960-\ua97f\uac00-\ud7ff\uffa0-\uffdc",
+    "th": "\u0e01-\u0e3a\u0e40-\u0e4e",
+    "lo": "\u0e81-\u0ece\u0edc-\u0edf",
+    "km": "\u1780-\u17d3\u17dd",
+    "my": "\u1000-\u103f\u1050-\u108f\u109a-\u109d\ua9e0-\ua9fe\uaa60-\uaa7f",
+}
+_SCRIPT_RES = {name: re.compile(f"[{chars}]") for name, chars in _SCRIPTS.items()}
+_ANY_SCRIPT = re.compile(f"[{''.join(_SCRIPTS.values())}]")
+_CJK = ("han", "ja", "ko")
 
 _NAMES = {
     "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
@@ -51,11 +73,12 @@ _NAMES = {
     "ta": "Tamil", "th": "Thai", "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian",
     "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
 }
+_SCRIPT_NAMES = {"lo": "Lao", "km": "Khmer", "my": "Burmese"}   # told by script, not py3langid
 
 
 def language_name(code: str) -> str:
     """``"fr"`` -> ``"French"``; codes without a name here are returned as they are."""
-    return _NAMES.get(code, code)
+    return _NAMES.get(code) or _SCRIPT_NAMES.get(code, code)
 
 
 def _percent(share: float) -> str:
@@ -63,7 +86,7 @@ def _percent(share: float) -> str:
 
 
 def _named(code: str) -> str:
-    return f"{language_name(code)} ({code})" if code in _NAMES else code
+    return f"{language_name(code)} ({code})" if code in _NAMES or code in _SCRIPT_NAMES else code
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,9 +109,36 @@ def detector_name() -> str:
     return f"py3langid {getattr(py3langid, '__version__', '?')}"
 
 
+def _by_script(text: str) -> tuple[str, float] | None:
+    """(code, confidence) of a text mostly in scripts written without spaces (see the module
+    docstring); None for other texts, which are measured in words."""
+    if text.isascii() or not _ANY_SCRIPT.search(text):
+        return None
+    counts = {name: len(pattern.findall(text)) for name, pattern in _SCRIPT_RES.items()}
+    if sum(counts.values()) < sum(c.isalpha() for c in _ANY_SCRIPT.sub("", text)):
+        return None                     # mostly words between spaces, with a few such characters
+    cjk = sum(counts[name] for name in _CJK)
+    if cjk < sum(counts.values()) - cjk:
+        code = max((name for name in counts if name not in _CJK), key=counts.__getitem__)
+        return (code, 1.0) if counts[code] >= MIN_LETTERS else (UNKNOWN, 0.0)
+    if cjk < MIN_CJK_CHARS:
+        return UNKNOWN, 0.0
+    if counts["ja"] and counts["ko"]:   # kana and Hangul together: py3langid decides
+        return None
+    if counts["ja"] or counts["ko"]:
+        return ("ja" if counts["ja"] else "ko"), 1.0
+    ranks = dict(_identifier().rank(text))      # Han only: Chinese, or Japanese written in kanji
+    zh, ja = ranks.get("zh", 0.0), ranks.get("ja", 0.0)
+    p_ja = ja / (zh + ja) if zh + ja > 0 else 0.0
+    return ("ja", p_ja) if p_ja >= PAIR_CONFIDENCE else ("zh", max(1.0 - p_ja, MIN_CONFIDENCE))
+
+
 def _guess(text: str) -> tuple[str, float]:
     """(ISO 639 code, confidence) of `text`'s language; ("unknown", 0) for too short a text."""
     text = str(text).strip()
+    scripted = _by_script(text)
+    if scripted is not None:
+        return scripted
     if len(text.split()) < MIN_WORDS or sum(c.isalpha() for c in text) < MIN_LETTERS:
         return UNKNOWN, 0.0
     code, confidence = _identifier().classify(text)
@@ -274,6 +324,29 @@ def run_languages(texts, profile_provenance: dict, *, model_folder=None, pairs=N
                    "Fix: use a multilingual model (--model FOLDER)" if not (model and in_multilingual(model))
                    else "check that the model was trained on both languages"))
     return entry, notes
+
+
+def pair_languages(texts, first, second, *, limit: int = MAX_TEXTS) -> np.ndarray:
+    """The language of each pair: the detected language its texts share (one text unknown is
+    enough), else "" (different or undetected languages).
+
+    `texts` are distinct texts; `first`, `second` the positions of each pair's texts. Past
+    `limit` texts, texts are sampled evenly and the others count as unknown.
+
+    Returns
+    -------
+    ndarray of object of shape (n_pairs,)
+    """
+    texts = list(texts)
+    picked = _sample(len(texts), limit)
+    detected = np.full(len(texts), "", dtype=object)
+    try:
+        detected[picked] = [code if p >= MIN_CONFIDENCE else "" for code, p in map(_guess, (texts[i] for i in picked))]
+    except (RuntimeError, OSError, ValueError):          # no detector: every pair gets the main end
+        return np.full(len(first), "", dtype=object)
+    detected[detected == UNKNOWN] = ""
+    a, b = detected[np.asarray(first, dtype=int)], detected[np.asarray(second, dtype=int)]
+    return np.where((a == b) | (b == ""), a, np.where(a == "", b, ""))
 
 
 def in_multilingual(model) -> bool:

@@ -13,7 +13,10 @@ existed have no ``"geometries"`` entry and offer only "none".
 
 Schema 2 (calibsim 0.2) adds the two ends of the default calibrated scale per metric: the median
 score of calibsim's reference sentence pairs ("unrelated") and a text's score with itself
-("identical"). Schema 1 profiles are refused with the command that rebuilds them.
+("identical"). Schema 3 (calibsim 0.3) drops the anchor-fitted exponent of the calibrated scale
+(a straight line read on people's scale, `calibrators.ReferenceScaleCalibrator`), adds the
+unrelated end per reference language and, where labelled pairs were given, the human agreement
+band (`calibrators.AgreementBand`). Older profiles are refused with the command that upgrades them.
 
 Profiles are files people share, so loading one checks it for meaning, not only syntax: every
 sketch's bytes are checked before the native library reads them, every calibrator must be the one
@@ -37,9 +40,10 @@ from calibsim_gui.core.anchors import AnchorSet
 from calibsim_gui.core.atomic import write_text_atomic
 from calibsim_gui.core.calibrators import (
     MIN_BACKGROUND_PAIRS,
+    AgreementBand,
     Calibrator,
     MinMaxCalibrator,
-    ReferenceCurveCalibrator,
+    ReferenceScaleCalibrator,
     PercentileCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
@@ -62,7 +66,8 @@ from calibsim_gui.core.models import ModelFingerprint
 from calibsim_gui.core.sketch import ScoreSketch
 
 FORMAT = "calibsim-profile"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+UPGRADABLE_SCHEMAS = (1, 2)
 SUFFIX = ".calibsim-profile"
 DIGEST_KEY = "content_sha256"
 REBUILD = "rebuild it with `calibsim profile build`, or get an undamaged copy."
@@ -71,12 +76,19 @@ ANCHOR_FORMS = ("calibrated", "anchor_minmax")
 BACKGROUND_FORMS = ("bg_minmax", "bg_percentile", "bg_zscore", "bg_surprise")
 FORM_DESCRIPTIONS = {
     "raw": "the model's own score, in the metric's orientation",
-    "calibrated": "similarity on a 0-1 scale: 0 = a typical pair of unrelated sentences, 1 = identical "
-                  "text, a power curve fitted to the anchor ladder in between (higher = more similar)",
-    "calibrated_lo": "lower end of the 95 % interval of the calibrated score (anchor pairs and reference "
-                     "sentences resampled)",
-    "calibrated_hi": "upper end of the 95 % interval of the calibrated score (anchor pairs and reference "
-                     "sentences resampled)",
+    "calibrated": "similarity on people's 0-1 scale: where the pair lies between a typical pair of "
+                  "unrelated sentences and identical text, measured on the model, less the 0.04 by "
+                  "which people rate below that line (higher = more similar)",
+    "calibrated_lo": "reference uncertainty, low end: 2.5th percentile of the calibrated score when the "
+                     "reference sentences are resampled (not where people's scores fall)",
+    "calibrated_hi": "reference uncertainty, high end: 97.5th percentile of the calibrated score when the "
+                     "reference sentences are resampled (not where people's scores fall)",
+    "calibrated_band80_lo": "human agreement band, low end: 80 % of people's scores (0-1) for pairs "
+                            "with this calibrated score lie between band80_lo and band80_hi",
+    "calibrated_band80_hi": "human agreement band, high end of the 80 % range of people's scores",
+    "calibrated_band95_lo": "human agreement band, low end: 95 % of people's scores (0-1) for pairs "
+                            "with this calibrated score lie between band95_lo and band95_hi",
+    "calibrated_band95_hi": "human agreement band, high end of the 95 % range of people's scores",
     "anchor_minmax": "0 at the lowest anchor level, 1 at the highest (higher = more similar; not clamped)",
     "bg_minmax": "0 at the least similar background pair, 1 at the most similar (higher = more similar); "
                  "not clamped: above 1 = more similar than every background pair, below 0 = less "
@@ -90,7 +102,7 @@ FORM_DESCRIPTIONS = {
     "csls": "cosine minus each text's mean cosine to its 10 nearest background texts, "
             "hubness-corrected (CSLS; higher = more similar)",
 }
-FORM_CALIBRATORS = {"calibrated": ReferenceCurveCalibrator, "anchor_minmax": MinMaxCalibrator,
+FORM_CALIBRATORS = {"calibrated": ReferenceScaleCalibrator, "anchor_minmax": MinMaxCalibrator,
                     "bg_minmax": MinMaxCalibrator, "bg_percentile": PercentileCalibrator,
                     "bg_zscore": ZScoreCalibrator, "bg_surprise": TailSurpriseCalibrator}
 FORM_BOUNDS = {"calibrated": (0.0, 1.0), "bg_percentile": (0.0, 100.0), "bg_surprise": (0.0, math.inf)}
@@ -115,13 +127,16 @@ class MetricReference:
     identical: float                          # a text's score with itself
     background: ScoreSketch | None = None
     calibrators: dict[str, Calibrator] = field(default_factory=dict)
+    unrelated_by_language: dict[str, np.ndarray] = field(default_factory=dict)   # as `unrelated`
+    band: AgreementBand | None = None         # where people's scores fall (labelled pairs given)
 
     def fit(self, anchors: AnchorSet) -> "MetricReference":
         """(Re)fit every calibrator from the anchor scores, the scale's ends and the background."""
         levels = np.array([p.level for p in anchors.pairs])
         self.calibrators = {
-            "calibrated": ReferenceCurveCalibrator().fit(self.anchor_scores, levels, anchors.targets,
-                                                         unrelated=self.unrelated, identical=self.identical),
+            "calibrated": ReferenceScaleCalibrator().fit(
+                self.anchor_scores, levels, anchors.targets, unrelated=self.unrelated,
+                identical=self.identical, unrelated_by_language=self.unrelated_by_language),
             **self._closed_form_calibrators(anchors),
         }
         if self.background is not None:
@@ -147,9 +162,10 @@ class MetricReference:
         the values it takes from the background), and every calibrated form increasing on its scale.
         """
         if not (is_finite_vector(self.anchor_scores) and len(self.anchor_scores) == len(anchors.pairs)
-                and is_finite_vector(self.unrelated) and is_finite_number(self.identical)):
+                and is_finite_vector(self.unrelated) and is_finite_number(self.identical)
+                and all(is_finite_vector(v) for v in self.unrelated_by_language.values())):
             raise ValueError("the anchor scores or the scale's ends are not finite numbers, one per anchor pair")
-        if not self.identical > self.unrelated.max():
+        if not all(self.identical > v.max() for v in (self.unrelated, *self.unrelated_by_language.values())):
             raise ValueError("identical texts do not score above unrelated ones")
         forms = ANCHOR_FORMS + (BACKGROUND_FORMS if self.background is not None else ())
         if (set(self.calibrators) != set(forms)
@@ -171,13 +187,14 @@ class MetricReference:
                 raise ValueError(f"the {form} form is broken: {exc}") from None
 
     def _check_curve(self, anchors: AnchorSet) -> None:
-        """The calibrated scale must use this reference's ends and its anchors' best exponent."""
+        """The calibrated scale must be the one `fit` makes of this reference's ends and anchors."""
         curve = self.calibrators["calibrated"]
-        ends = np.resize(self.unrelated, 1 + len(curve.unrelated_resampled_))
         levels = [p.level for p in anchors.pairs]
-        if not (curve.unrelated_ == ends[0] and curve.identical_ == self.identical
-                and np.array_equal(curve.unrelated_resampled_, ends[1:])
-                and curve.gamma_ == curve.best_gamma(self.anchor_scores, levels, anchors.targets)):
+        fresh = ReferenceScaleCalibrator(n_resamples=curve.n_resamples, seed=curve.seed).fit(
+            self.anchor_scores, levels, anchors.targets, unrelated=self.unrelated, identical=self.identical,
+            unrelated_by_language=self.unrelated_by_language)
+        if not (curve.shift == fresh.shift
+                and all(np.array_equal(getattr(curve, a), getattr(fresh, a)) for a in curve._state)):
             raise ValueError("the calibrated form was not fitted on the profile's anchors and scale ends")
 
     def _probe_grid(self) -> np.ndarray:
@@ -191,6 +208,8 @@ class MetricReference:
     def to_dict(self) -> dict:
         return {"anchor_scores": self.anchor_scores.tolist(), "unrelated": self.unrelated.tolist(),
                 "identical": self.identical,
+                "unrelated_by_language": {k: v.tolist() for k, v in self.unrelated_by_language.items()},
+                "band": None if self.band is None else self.band.to_dict(),
                 "background": None if self.background is None else self.background.to_dict(),
                 "calibrators": {k: c.to_dict() for k, c in self.calibrators.items()}}
 
@@ -200,7 +219,9 @@ class MetricReference:
         return cls(np.asarray(d["anchor_scores"], dtype=np.float64),
                    np.asarray(d["unrelated"], dtype=np.float64), float(d["identical"]),
                    None if bg is None else ScoreSketch.from_dict(bg),
-                   {k: Calibrator.from_dict(c) for k, c in d["calibrators"].items()})
+                   {k: Calibrator.from_dict(c) for k, c in d["calibrators"].items()},
+                   {str(k): np.asarray(v, dtype=np.float64) for k, v in d["unrelated_by_language"].items()},
+                   None if d.get("band") is None else AgreementBand.from_dict(d["band"]))
 
 
 @dataclass
@@ -346,15 +367,24 @@ class ReferenceProfile:
             "or rebuild the profile with this prompt (`calibsim profile build` with the same "
             "prompt options).")
 
-    def calibrate(self, metric: str, raw, geometry: str = "none") -> dict[str, np.ndarray]:
+    def calibrate(self, metric: str, raw, geometry: str = "none", languages=None) -> dict[str, np.ndarray]:
         """Every calibrated form of `raw` scores of `metric` (raw in the metric's orientation,
-        computed on embeddings under `geometry`)."""
+        computed on embeddings under `geometry`); the calibrated form of pairs whose language
+        (`languages`, one code or "" per score) has reference sentences uses that language's
+        unrelated end."""
         sim = METRICS[metric].as_similarity(raw)
         references = self.references(geometry)
         if metric not in references:
             raise ProfileError(f"this profile has no {metric} references under geometry "
                                f"{geometry!r} (it has {', '.join(references)}).")
-        return {form: cal.transform(sim) for form, cal in references[metric].calibrators.items()}
+        out = {form: cal.transform(sim) for form, cal in references[metric].calibrators.items()}
+        if languages is not None:
+            curve = references[metric].calibrators["calibrated"]
+            for code in curve.languages():
+                mask = np.asarray(languages) == code
+                if mask.any():
+                    out["calibrated"][mask] = curve.transform(sim[mask], language=code)
+        return out
 
     def to_dict(self) -> dict:
         qr = None if self.query_reference is None else encode_array(self.query_reference)
@@ -382,9 +412,9 @@ class ReferenceProfile:
             raise ProfileError(f"{where}not a calibsim profile (a JSON {type(d).__name__}, not an object).")
         if d.get("format") != FORMAT:
             raise ProfileError(f"{where}not a calibsim profile (format is {d.get('format')!r}).")
-        if d.get("schema_version") == 1:
-            raise ProfileError(f"{where}profile was made by calibsim 0.1, whose calibrated scale is "
-                               "retired; upgrade it in seconds (backgrounds kept) with `calibsim "
+        if d.get("schema_version") in UPGRADABLE_SCHEMAS:
+            raise ProfileError(f"{where}profile was made by calibsim 0.{d['schema_version']}, whose calibrated "
+                               "scale is retired; upgrade it in seconds (backgrounds kept) with `calibsim "
                                "profile upgrade FILE --out NEW`.")
         if d.get("schema_version") != SCHEMA_VERSION:
             raise ProfileError(f"{where}profile schema version {d.get('schema_version')!r} is not "

@@ -22,7 +22,7 @@ from calibsim_gui.core.background import (
     query_sample,
     text_keys,
 )
-from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
+from calibsim_gui.core.calibrators import HUMAN_SHIFT, MIN_BACKGROUND_PAIRS, AgreementBand
 from calibsim_gui.core.encoding import encode_texts
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry import (
@@ -39,11 +39,13 @@ from calibsim_gui.core.languages import summarise_texts
 from calibsim_gui.core.memory import check_budget, profile_build_bytes
 from calibsim_gui.core.models import ModelFingerprint, embedder_engine, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
-from calibsim_gui.core.profile import GeometryReference, MetricReference, ReferenceProfile
+from calibsim_gui.core.profile import UPGRADABLE_SCHEMAS, GeometryReference, MetricReference, ReferenceProfile
 from calibsim_gui.core.provenance import file_digest, library_versions
 from calibsim_gui.core.reference_scale import (
     N_RESAMPLES,
+    REFERENCE_LANGUAGES,
     identical_score,
+    reference_file,
     reference_sentences,
     unrelated_medians,
 )
@@ -95,20 +97,50 @@ def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[n
     return np.split(encode_texts(embedder, texts, **encode_options).embeddings, 2)
 
 
-def _metric_references(a, b, reference, metrics, transform=None, backgrounds=None,
-                       ) -> dict[str, MetricReference]:
+LANGUAGE_RESAMPLES, LANGUAGE_RESAMPLED_PAIRS = 50, 5000
+"""Resamples of each other language's unrelated end, and the pairs they are taken over (fewer than
+English's: twelve languages per metric would otherwise dominate a build's time)."""
+
+
+def reference_embeddings(embedder, **encode_options) -> dict[str, np.ndarray]:
+    """Embeddings of calibsim's reference sentences: "en" and each of `REFERENCE_LANGUAGES`."""
+    return {code: encode_texts(embedder, reference_sentences(code), **encode_options).embeddings
+            for code in ("en",) + REFERENCE_LANGUAGES}
+
+
+def _metric_references(a, b, reference: dict[str, np.ndarray], metrics, transform=None,
+                       backgrounds=None) -> dict[str, MetricReference]:
     """Unfitted references of `metrics` under `transform`: anchor pair scores (`a`, `b`), the
-    scale's ends (`reference` sentence embeddings, anchor texts with themselves), backgrounds."""
-    a, b, reference = (apply_geometry(transform, x) for x in (a, b, reference))
+    scale's ends (`reference` sentence embeddings per language, anchor texts with themselves),
+    backgrounds."""
+    a, b = apply_geometry(transform, a), apply_geometry(transform, b)
+    reference = {code: apply_geometry(transform, x) for code, x in reference.items()}
     scores, texts = _similarities(a, b, metrics), np.concatenate([a, b])
-    return {m: MetricReference(scores[m], unrelated_medians(reference, m), identical_score(texts, m),
-                               None if backgrounds is None else backgrounds[m]) for m in metrics}
+    out = {}
+    for m in metrics:
+        identical = identical_score(texts, m)
+        ends = {"en": unrelated_medians(reference["en"], m)}
+        if transform is None:          # the fixes are fitted on the (English) background: English end
+            ends.update({code: unrelated_medians(x, m, n_resamples=LANGUAGE_RESAMPLES,
+                                                 resampled_pairs=LANGUAGE_RESAMPLED_PAIRS)
+                         for code, x in reference.items() if code != "en"})
+        # a language whose unrelated pairs outscore the (English) anchor texts with themselves, as
+        # dot products of longer vectors can, keeps the English end rather than an inverted scale
+        out[m] = MetricReference(scores[m], ends.pop("en"), identical,
+                                 None if backgrounds is None else backgrounds[m],
+                                 unrelated_by_language={code: v for code, v in ends.items() if identical > v.max()})
+    return out
 
 
-def _scale_provenance(n_sentences: int) -> dict:
-    return {"unrelated": f"median of all pairs of calibsim's {n_sentences} reference sentences",
+def _scale_provenance(reference: dict[str, np.ndarray]) -> dict:
+    return {"unrelated": f"median of all pairs of calibsim's {len(reference['en'])} reference sentences, "
+                         "in the language of the pair where calibsim has sentences in it",
             "identical": "a text with itself", "resamples": N_RESAMPLES,
-            "sentences_sha256": file_digest(resource_path("reference", "sentences.txt"))}
+            "human_shift": {"value": HUMAN_SHIFT, "fitted_on": "STS-B train+dev and SICK-R train+dev "
+                            "(all-MiniLM-L6-v2), each source weighted equally"},
+            "sentences_sha256": file_digest(reference_file()),
+            "languages": {code: {"sentences": len(x), "sha256": file_digest(reference_file(code))}
+                          for code, x in reference.items()}}
 
 
 def _similarities(a: np.ndarray, b: np.ndarray, metrics) -> dict[str, np.ndarray]:
@@ -215,7 +247,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
     """
     anchors = anchors or builtin_anchors()
     anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
-    reference = encode_texts(embedder, reference_sentences(), **encode_options).embeddings
+    reference = reference_embeddings(embedder, **encode_options)
     references = _metric_references(anchor_a, anchor_b, reference, metrics,
                                     backgrounds=background and background.sketches["none"])
     provenance = {
@@ -225,7 +257,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
         "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
                   "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
         "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
-        "scale": _scale_provenance(len(reference)),
+        "scale": _scale_provenance(reference),
         "versions": library_versions(),
     }
     geometry_references = {}
@@ -276,7 +308,8 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
         a_t, b_t = apply_geometry(transform, a), apply_geometry(transform, b)
         scores, texts = _similarities(a_t, b_t, kept), np.concatenate([a_t, b_t])
         return {name: MetricReference(scores[name], old[name].unrelated, identical_score(texts, name),
-                                      old[name].background).fit(anchors) for name in kept}
+                                      old[name].background, unrelated_by_language=old[name].unrelated_by_language,
+                                      band=old[name].band).fit(anchors) for name in kept}
 
     geometries = {fix: GeometryReference(ref.transform, refit(ref.metrics, ref.transform))
                   for fix, ref in profile.geometries.items()}
@@ -287,14 +320,14 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
 
 
 def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
-    """A current profile from a calibsim 0.1 (schema 1) profile's JSON `d`.
+    """A current profile from a calibsim 0.1 or 0.2 (schema 1 or 2) profile's JSON `d`.
 
     Backgrounds, geometry fixes and the query sample are kept; the ends of the calibrated scale
     are measured with `embedder` (the anchors and reference sentences are encoded) and every
     calibrator is refitted. `encode_options` go to `encode_texts`.
     """
-    if not isinstance(d, dict) or d.get("schema_version") != 1:
-        raise ProfileError("only profiles made by calibsim 0.1 (schema version 1) need upgrading.")
+    if not isinstance(d, dict) or d.get("schema_version") not in UPGRADABLE_SCHEMAS:
+        raise ProfileError("only profiles made by calibsim 0.1 or 0.2 (schema version 1 or 2) need upgrading.")
     try:
         fingerprint = ModelFingerprint.from_dict(d["model"])
         anchors = AnchorSet.from_dict(d["anchors"])
@@ -317,15 +350,15 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
         raise ProfileError(f"the profile was built with model {fingerprint.id}; upgrade it with that "
                            "model (--model).")
     a, b = _anchor_embeddings(embedder, anchors, **encode_options)
-    reference = encode_texts(embedder, reference_sentences(), **encode_options).embeddings
+    reference = reference_embeddings(embedder, **encode_options)
     fitted = {name: {m: ref.fit(anchors) for m, ref in
                      _metric_references(a, b, reference, list(bgs), transform, bgs).items()}
               for name, (transform, bgs) in parts.items()}
-    provenance = {**old_provenance, "scale": _scale_provenance(len(reference)),
+    provenance = {**old_provenance, "scale": _scale_provenance(reference),
                   "model": {**fingerprint.to_dict(), "engine": embedder_engine(embedder),
                             "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
                   "upgraded": {
-        "from_schema": 1, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "from_schema": d["schema_version"], "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions()}}
     profile = ReferenceProfile(fingerprint, dimension, anchors, fitted.pop("none"), query, provenance,
                                {name: GeometryReference(parts[name][0], refs) for name, refs in fitted.items()})
@@ -355,3 +388,36 @@ def default_profile(embedder, **options) -> ReferenceProfile:
                 and profile.prompt == embedder_prompt(embedder):
             return profile
     return build_profile(embedder, None, **options)
+
+
+def fit_agreement_bands(profile: ReferenceProfile, embedder, texts_a, texts_b, human, *,
+                        source: dict, **encode_options) -> ReferenceProfile:
+    """`profile` with a human agreement band on every metric's calibrated scale (geometry
+    "none"), measured on labelled pairs that the scale was not fitted on.
+
+    Parameters
+    ----------
+    texts_a, texts_b : sequence of str of shape (n_pairs,)
+    human : array-like of shape (n_pairs,)
+        People's scores of the pairs, rescaled to 0-1.
+    source : dict
+        Names the labelled files (``{"files": [{"name", "sha256"}], ...}``); recorded in each band
+        and in the provenance (``human_band``).
+    encode_options : go to `encode_texts`.
+    """
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
+    a, b = (encode_texts(embedder, list(texts), **encode_options).embeddings for texts in (texts_a, texts_b))
+    human = np.asarray(human, dtype=np.float64)
+    source = {**source, "pairs": int(len(human))}
+    similarities = _similarities(a, b, list(profile.metrics))
+    try:
+        for name, ref in profile.metrics.items():
+            calibrated = ref.calibrators["calibrated"].transform(similarities[name])
+            ref.band = AgreementBand().fit(calibrated, human, source=source, model=embedder.fingerprint.id)
+    except ValueError as exc:
+        raise InputError(f"the labelled pairs cannot measure the human agreement band: {exc}.",
+                         fix="give at least a few hundred labelled pairs spread over the whole scale") from None
+    profile.provenance["human_band"] = {
+        **source, "rates": AgreementBand().rates, "method": "split conformal: residual quantiles of "
+        "people's 0-1 scores around the calibrated score, per quarter of the calibrated scale"}
+    return profile

@@ -612,11 +612,12 @@ class DistributionPlot(QWidget):
 
 class CalibratedMapPlot(QWidget):
     """The default calibrated scale of `state.metric`: score (x, "higher = more similar") to
-    calibrated value (y), with its 95 % band, the anchor pairs at their levels' targets (coloured
-    by level) and the two ends of the scale. Hovering shows the values under the mouse.
+    calibrated value (y), with its band (where people's scores fall, or the reference
+    uncertainty), the anchor pairs at their levels' targets (coloured by level) and the two ends of
+    the scale. Hovering shows the values under the mouse.
 
     `set_preview` adds an edited ladder that is not applied yet: its pairs (those already scored)
-    as hollow circles at their new targets and the curve refitted to them, dashed."""
+    as hollow circles at their new targets (the ladder checks the scale; it does not shape it)."""
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
@@ -640,13 +641,12 @@ class CalibratedMapPlot(QWidget):
         self.curve = pg.PlotDataItem()
         self.points = pg.ScatterPlotItem(size=8, pen=pg.mkPen("w", width=0.6))
         self.ends = pg.ScatterPlotItem(symbol="d", size=12)
-        self.preview_curve = pg.PlotDataItem()
         self.preview_points = pg.ScatterPlotItem(size=11, brush=None)
         self._preview = None                       # (AnchorSet, scores) of an unapplied edit
         self.unrelated_label = pg.TextItem("typical unrelated pair", anchor=(0, 0))
         self.identical_label = pg.TextItem("identical", anchor=(1, 1))
         for item in (self.band, self.curve, self.points, self.ends, self.unrelated_label,
-                     self.identical_label, self.preview_curve, self.preview_points):
+                     self.identical_label, self.preview_points):
             self.plot.addItem(item)
         self._brushes = [pg.mkBrush(color) for color in LEVEL_COLORS]
         self._samples = [pg.ScatterPlotItem(size=8, brush=brush, pen=None) for brush in self._brushes]
@@ -682,8 +682,7 @@ class CalibratedMapPlot(QWidget):
                             if profile is not None and metric in profile.metrics else None)
         self.legend.clear()
         if data is None:
-            for item in (self.lo, self.hi, self.curve, self.points, self.ends, self.preview_curve,
-                         self.preview_points):
+            for item in (self.lo, self.hi, self.curve, self.points, self.ends, self.preview_points):
                 item.setData([], [])
             self.band.hide()
             self.unrelated_label.hide()
@@ -698,13 +697,14 @@ class CalibratedMapPlot(QWidget):
         for i, (_, _, pairs) in enumerate(data.levels):
             brushes[pairs] = self._brushes[i % len(self._brushes)]
         self.points.setData(x=data.scores, y=data.targets, brush=list(brushes))
-        self.ends.setData([data.unrelated, data.identical], [0.0, 1.0])
-        self.unrelated_label.setPos(data.unrelated, -0.02)
-        self.identical_label.setPos(data.identical, 1.02)
+        ends_y = np.interp([data.unrelated, data.identical], data.x, data.y)
+        self.ends.setData([data.unrelated, data.identical], ends_y)
+        self.unrelated_label.setPos(data.unrelated, ends_y[0] - 0.02)
+        self.identical_label.setPos(data.identical, ends_y[1] + 0.02)
         for item in (self.band, self.unrelated_label, self.identical_label):
             item.show()
         self.legend.addItem(self.curve, "calibrated map")
-        self.legend.addItem(self._band_sample, "95 % interval")
+        self.legend.addItem(self._band_sample, data.band_label)
         for i, (label, _, _) in enumerate(data.levels):
             short = label if len(label) <= LEGEND_CHARS else label[:LEGEND_CHARS - 1] + "…"
             self.legend.addItem(self._samples[i % len(self._samples)], short)
@@ -721,13 +721,9 @@ class CalibratedMapPlot(QWidget):
         self._draw_preview()
 
     def _draw_preview(self) -> None:
-        from calibsim_gui.core.calibrators import ReferenceCurveCalibrator
-
         data = self.data
-        for item in (self.preview_curve, self.preview_points):
-            self.legend.removeItem(item)                  # (no-op when it is not listed)
+        self.legend.removeItem(self.preview_points)           # (no-op when it is not listed)
         if self._preview is None or data is None:
-            self.preview_curve.setData([], [])
             self.preview_points.setData([], [])
             return
         anchors, scores = self._preview
@@ -737,20 +733,11 @@ class CalibratedMapPlot(QWidget):
         y = np.array([targets.get(level, np.nan) for level in levels], dtype=float)
         self.preview_points.setData(scores[known], y[known])
         self.legend.addItem(self.preview_points, "edited pairs (not applied)")
-        try:                                      # the curve the edit would give (cheap: no resampling)
-            curve = ReferenceCurveCalibrator(n_resamples=0).fit(
-                scores[known], levels[known], targets, unrelated=[data.unrelated],
-                identical=data.identical)
-        except (ValueError, KeyError):            # fewer than two scored levels: points only
-            self.preview_curve.setData([], [])
-        else:
-            self.preview_curve.setData(data.x, curve.transform(data.x))
-            self.legend.addItem(self.preview_curve, "edited map (not applied)")
         self._apply_legend_color()
 
     def hover_text(self, x: float, y: float) -> str:
         """What the mouse at view position (`x`, `y`) points at: an anchor pair within
-        `HOVER_PIXELS`, else the map at score `x` with its 95 % interval."""
+        `HOVER_PIXELS`, else the map at score `x` with its band."""
         data, metric = self.data, self.state.metric
         if data is None:
             return ""
@@ -763,7 +750,7 @@ class CalibratedMapPlot(QWidget):
             return (f"anchor pair {nearest + 1} ({label}, target {data.targets[nearest]:.3g}): "
                     f"{metric} {score:.4g} → calibrated {np.interp(score, data.x, data.y):.3f}")
         value, lo, hi = (np.interp(x, data.x, values) for values in (data.y, data.lo, data.hi))
-        return f"{metric} {x:.4g} → calibrated {value:.3f} (95 % interval {lo:.3f}–{hi:.3f})"
+        return f"{metric} {x:.4g} → calibrated {value:.3f} ({data.band_label}: {lo:.3f}–{hi:.3f})"
 
     def _mouse_moved(self, pos) -> None:
         if self.data is not None and self.plot.vb.sceneBoundingRect().contains(pos):
@@ -784,7 +771,6 @@ class CalibratedMapPlot(QWidget):
         self.band.setBrush(pg.mkBrush(shade))
         self._band_sample.setBrush(pg.mkBrush(shade))
         self.curve.setPen(pg.mkPen(text, width=2))
-        self.preview_curve.setPen(pg.mkPen(SELECTED_COLOR, width=2, style=Qt.PenStyle.DashLine))
         self.preview_points.setPen(pg.mkPen(SELECTED_COLOR, width=1.5))
         self.ends.setBrush(pg.mkBrush(text))
         self.ends.setPen(pg.mkPen(text))

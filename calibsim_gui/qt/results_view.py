@@ -104,7 +104,8 @@ class ResultsTableModel(QAbstractTableModel):
     ``Qt.UserRole`` returns the raw value (float for numeric columns, text otherwise). Score
     columns, and input columns whose every non-empty value is a number, are numeric:
     right-aligned and sorted numerically; input columns keep their original text on display.
-    A ``<metric>_calibrated`` cell's tooltip gives its 95 % interval.
+    A ``<metric>_calibrated`` cell's tooltip says where 80 % of people's scores fall for such a
+    pair (when the profile has a human agreement band) and the score's reference uncertainty.
     """
 
     def __init__(self, frame: pd.DataFrame | None = None, parent=None):
@@ -130,8 +131,8 @@ class ResultsTableModel(QAbstractTableModel):
             self._texts.append(column.astype(str).to_numpy() if is_text else None)
             self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
         self._flags = self._columns.index(TRUNCATED_COLUMN) if TRUNCATED_COLUMN in self._columns else -1
-        self._intervals = {column: ends for column, name in enumerate(self._columns)
-                           if (ends := self._interval_source(name, profile)) is not None}
+        self._intervals = {column: tip for column, name in enumerate(self._columns)
+                           if (tip := self._interval_source(name, profile)) is not None}
         self._lowered: dict[int, pd.Series] = {}
         self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
         self._keep = None                             # filter mask over frame rows (None: all)
@@ -140,23 +141,35 @@ class ResultsTableModel(QAbstractTableModel):
         self.endResetModel()
 
     def _interval_source(self, name: str, profile):
-        """For a calibrated column, a function of a frame row giving its 95 % interval (lo, hi):
-        read from the ``_lo``/``_hi`` columns, or mapped through the profile's resampled curves."""
+        """For a calibrated column, a function of a frame row giving its tooltip's bands: where
+        80 % of people's scores fall (the profile's human agreement band, if any) and the 95 %
+        reference uncertainty (the ``_lo``/``_hi`` columns, or the profile's resampled lines)."""
         parts = split_score_column(name)
         if parts is None or parts[1] != "calibrated":
             return None
         metric, _, geometry = parts
-        lo, hi, raw = (self.column_of(score_column(metric, form, geometry))
-                       for form in ("calibrated_lo", "calibrated_hi", "raw"))
-        if lo >= 0 and hi >= 0:
-            return lambda row: (self._numbers[lo][row], self._numbers[hi][row])
+        lo, hi, raw, value = (self.column_of(score_column(metric, form, geometry))
+                              for form in ("calibrated_lo", "calibrated_hi", "raw", "calibrated"))
         references = (profile.references(geometry) if profile is not None
                       and geometry in profile.geometry_names() else {})
-        if raw < 0 or metric not in references:
+        band = references[metric].band if metric in references else None
+        if lo >= 0 and hi >= 0:
+            uncertainty = lambda row: (self._numbers[lo][row], self._numbers[hi][row])  # noqa: E731
+        elif raw >= 0 and metric in references:
+            curve, similarity = references[metric].calibrators["calibrated"], METRICS[metric].as_similarity
+            uncertainty = lambda row: tuple(float(end[0]) for end in  # noqa: E731
+                                            curve.interval([similarity(self._numbers[raw][row])]))
+        else:
             return None
-        curve, similarity = references[metric].calibrators["calibrated"], METRICS[metric].as_similarity
-        return lambda row: tuple(float(end[0]) for end in
-                                 curve.interval([similarity(self._numbers[raw][row])]))
+
+        def tip(row) -> str:
+            text = f"reference uncertainty (95 %) {uncertainty(row)[0]:.2f}–{uncertainty(row)[1]:.2f}"
+            if band is not None:
+                people = [float(end[0]) for end in band.band([self._numbers[value][row]], band.rates[0])]
+                text = (f"people would rate such a pair between {people[0]:.2f} and {people[1]:.2f}, "
+                        f"{band.rates[0]:.0%} of the time; ".replace("%", " %") + text)
+            return text
+        return tip
 
     # ------------------------------------------------------------------ queries
 
@@ -274,8 +287,7 @@ class ResultsTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole and numbers is None:
             return texts[row]
         if role == Qt.ItemDataRole.ToolTipRole and column in self._intervals and np.isfinite(numbers[row]):
-            lo, hi = self._intervals[column](row)
-            return f"{numbers[row]:.2f} (95 % interval {lo:.2f}–{hi:.2f})"
+            return f"{numbers[row]:.2f}: {self._intervals[column](row)}"
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):

@@ -14,8 +14,11 @@ from calibsim_gui.core.metrics import METRICS
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
 # and the column names of tables and files.
 FORM_LABELS = {
-    "raw": "raw score", "calibrated": "calibrated (0-1)", "calibrated_lo": "calibrated, 95 % low",
-    "calibrated_hi": "calibrated, 95 % high", "anchor_minmax": "min-max over anchors",
+    "raw": "raw score", "calibrated": "calibrated (0-1)",
+    "calibrated_lo": "reference uncertainty, low", "calibrated_hi": "reference uncertainty, high",
+    "calibrated_band80_lo": "80 % of people, low", "calibrated_band80_hi": "80 % of people, high",
+    "calibrated_band95_lo": "95 % of people, low", "calibrated_band95_hi": "95 % of people, high",
+    "anchor_minmax": "min-max over anchors",
     "bg_minmax": "min-max over background", "bg_percentile": "background percentile",
     "bg_zscore": "background z-score", "bg_surprise": "background surprise",
     "query_zscore": "z-score per query", "human": "expected human similarity",

@@ -66,7 +66,7 @@ def test_score_json_holds_rows_calibrators_and_provenance(pairs, tmp_path):
     assert data["format"] == "calibsim-scores" and data["schema_version"] == 2
     assert len(data["rows"]) == 3 and "cosine_calibrated" in data["rows"][0]
     assert data["provenance"]["model"]["name"] == "fake-bow"
-    assert data["calibrators"]["cosine"]["calibrated"]["type"] == "ReferenceCurveCalibrator"
+    assert data["calibrators"]["cosine"]["calibrated"]["type"] == "ReferenceScaleCalibrator"
 
 
 @pytest.mark.parametrize("suffix", [".html", ".pdf", ".xlsx"])

@@ -4,8 +4,10 @@ import pytest
 from calibsim_gui.core.calibrators import (
     Calibrator,
     MinMaxCalibrator,
+    HUMAN_SHIFT,
+    AgreementBand,
     PercentileCalibrator,
-    ReferenceCurveCalibrator,
+    ReferenceScaleCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
 )
@@ -15,26 +17,34 @@ from calibsim_gui.core.sketch import ScoreSketch
 TARGETS = {"unrelated": 0.1, "related": 0.5, "paraphrase": 0.9, "identical": 1.0}
 
 
-def curve_fit(scores_by_level, unrelated=0.0, identical=1.0, **settings):
+def curve_fit(scores_by_level, unrelated=0.0, identical=1.0, by_language=None, **settings):
     scores = [s for level in scores_by_level for s in scores_by_level[level]]
     levels = [level for level in scores_by_level for _ in scores_by_level[level]]
     n = settings.get("n_resamples", 200)
     ends = np.full(1 + n, unrelated) if np.ndim(unrelated) == 0 else unrelated
-    return ReferenceCurveCalibrator(**settings).fit(scores, levels, TARGETS, unrelated=ends,
-                                                    identical=identical)
+    return ReferenceScaleCalibrator(**settings).fit(scores, levels, TARGETS, unrelated=ends,
+                                                    identical=identical, unrelated_by_language=by_language)
+
+
+LADDER = {"unrelated": [0.3, 0.316, 0.33], "related": [0.69, 0.707, 0.72],
+          "paraphrase": [0.94, 0.949, 0.96], "identical": [1.0, 1.0]}
 
 
 @pytest.fixture
 def curve():
-    """A ladder whose targets follow t ** 2 exactly (t = the score here)."""
-    return curve_fit({"unrelated": [0.3, 0.316, 0.33], "related": [0.69, 0.707, 0.72],
-                      "paraphrase": [0.94, 0.949, 0.96], "identical": [1.0, 1.0]})
+    return curve_fit(LADDER, unrelated=0.2)
 
 
-def test_curve_sends_unrelated_to_zero_identical_to_one_and_fits_the_ladder(curve):
-    assert curve.gamma_ == pytest.approx(2.0, rel=0.02)
-    np.testing.assert_allclose(curve.transform([0.5, 0.8]), [0.25, 0.64], rtol=0.03)
-    assert curve.transform([0.0])[0] < 0.011 and curve.transform([1.0])[0] > 0.999
+def test_the_scale_is_the_line_from_unrelated_to_identical_lowered_by_peoples_shift(curve):
+    t = (np.array([0.4, 0.6, 0.9]) - 0.2) / 0.8
+    np.testing.assert_allclose(curve.transform([0.4, 0.6, 0.9]), t - HUMAN_SHIFT)
+    assert curve.transform([0.2])[0] < 0.011 and curve.transform([1.0])[0] == pytest.approx(1 - HUMAN_SHIFT)
+
+
+def test_the_ladder_checks_the_scale_but_does_not_bend_it():
+    other = {**LADDER, "related": [0.5, 0.52, 0.55]}                 # a different middle level
+    s = np.linspace(0, 1, 11)
+    np.testing.assert_array_equal(curve_fit(LADDER).transform(s), curve_fit(other).transform(s))
 
 
 def test_curve_is_strictly_monotone_smooth_and_inside_0_1(curve):
@@ -44,21 +54,23 @@ def test_curve_is_strictly_monotone_smooth_and_inside_0_1(curve):
     assert np.abs(np.diff(out)).max() < 0.002          # no cliffs: at most 0.002 per 0.0005 step
 
 
-def test_curve_uses_every_pair_not_one_median_per_level():
-    base = {"unrelated": [0.3, 0.32], "related": [0.7, 0.71], "paraphrase": [0.95], "identical": [1.0]}
-    low_tail = {**base, "related": [0.7, 0.71, 0.705, 0.2, 0.2]}    # same level median, 0.7
-    assert curve_fit(low_tail).gamma_ < curve_fit(base).gamma_ - 0.3
+def test_a_language_with_its_own_unrelated_end_is_calibrated_from_it():
+    french = np.full(201, 0.4)                            # French unrelated pairs score higher
+    cal = curve_fit(LADDER, unrelated=0.2, by_language={"fr": french})
+    assert cal.languages() == ("fr",)
+    assert cal.transform([0.4], language="fr")[0] < 0.011 < cal.transform([0.4])[0]
+    assert cal.transform([0.4], language="de")[0] == cal.transform([0.4])[0]   # no end: the main one
 
 
-def test_interval_widens_with_noisy_anchors_and_covers_the_estimate():
+def test_reference_uncertainty_widens_with_spread_out_references_and_covers_the_estimate():
     rng = np.random.default_rng(0)
-    tight = curve_fit({level: list(np.sqrt(t) + rng.normal(0, 0.005, 16)) for level, t in TARGETS.items()})
-    noisy = curve_fit({level: list(np.sqrt(t) + rng.normal(0, 0.08, 16)) for level, t in TARGETS.items()})
-    s = np.linspace(0.2, 0.9, 8)
-    for cal in (tight, noisy):
+    tight = curve_fit(LADDER, unrelated=0.2 + rng.normal(0, 0.002, 201))
+    loose = curve_fit(LADDER, unrelated=0.2 + rng.normal(0, 0.03, 201))
+    s = np.linspace(0.3, 0.9, 7)
+    for cal in (tight, loose):
         lo, hi = cal.interval(s)
-        assert (lo <= cal.transform(s) + 1e-12).all() and (cal.transform(s) <= hi + 1e-12).all()
-    assert (np.subtract(*noisy.interval(s)[::-1]) > np.subtract(*tight.interval(s)[::-1])).all()
+        assert (lo <= cal.transform(s) + 0.01).all() and (cal.transform(s) <= hi + 0.01).all()
+    assert (np.subtract(*loose.interval(s)[::-1]) > np.subtract(*tight.interval(s)[::-1])).all()
 
 
 def test_curve_reports_levels_out_of_order_and_refuses_an_inverted_scale():
@@ -71,14 +83,32 @@ def test_curve_reports_levels_out_of_order_and_refuses_an_inverted_scale():
 def test_a_hand_edited_curve_is_refused_on_load(curve):
     saved = curve.to_dict()
     assert Calibrator.from_dict(saved).transform([0.5]) == curve.transform([0.5])
-    for damage in ({"gamma_": -1.0}, {"identical_": -5.0}, {"unrelated_resampled_": [0.0]}):
+    for damage in ({"shift": 3.0}, {"identical_": -5.0}, {"unrelated_resampled_": [5.0]},
+                   {"unrelated_by_language_": {"fr": ["x"]}}):
         with pytest.raises(ValueError):
             Calibrator.from_dict({**saved, **damage})
 
 
 def test_unfitted_calibrator_raises_clear_error():
     with pytest.raises(NotFittedError, match="fit"):
-        ReferenceCurveCalibrator().transform([0.5])
+        ReferenceScaleCalibrator().transform([0.5])
+
+
+def test_the_agreement_band_holds_its_rate_of_peoples_scores_on_new_pairs():
+    rng = np.random.default_rng(1)
+    def people(n):
+        c = rng.uniform(0, 1, n)
+        return c, np.clip(c + rng.normal(0, 0.05 + 0.15 * c * (1 - c), n), 0, 1)
+    band = AgreementBand().fit(*people(4000), source={"name": "fake"}, model="m")
+    c, y = people(20000)
+    for rate in band.rates:
+        lo, hi = band.band(c, rate)
+        assert abs(((lo <= y) & (y <= hi)).mean() - rate) < 0.02
+    middle, edge = (np.subtract(*band.band([x], 0.8)[::-1])[0] for x in (0.5, 0.05))
+    assert middle > edge                                 # wider where people disagree more
+    assert Calibrator.from_dict(band.to_dict()).band([0.5], 0.95) == band.band([0.5], 0.95)
+    with pytest.raises(ValueError, match="labelled"):
+        AgreementBand().fit([0.5] * 50, [0.5] * 50, source={}, model="m")
 
 
 def test_minmax_and_zscore_known_values():

@@ -1,10 +1,12 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from calibsim_gui.core.analysis import ScoredPairs, score_pairs
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.evaluation import evaluate, top_ties, unit_scores
+from calibsim_gui.core.evaluation import evaluate, evaluation_html, tenth_shares, top_ties, unit_scores
 from calibsim_gui.core.inputs import load_pairs
 from calibsim_gui.core.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report
@@ -42,6 +44,68 @@ def test_ties_at_the_top_are_counted_in_the_more_similar_direction():
     assert top_ties("cosine_calibrated", np.array([1.0, 1.0, 0.5, 1.0])) == 0.75
     assert top_ties("cosine_calibrated", np.array([1.0, 0.9, 0.5])) == 0.0
     assert top_ties("euclidean_raw", np.array([0.0, 0.0, 2.0, 3.0])) == 0.5   # a distance: 0 is the top
+
+
+def test_ties_are_counted_on_the_scores_as_shown():
+    # identical texts score 1 up to float noise: as shown (clipped, 3 decimals) they tie at 1.000
+    identical = np.array([1.0000001, 0.9999999, 0.99999994, 0.42, 0.1])
+    assert top_ties("cosine_raw", identical) == pytest.approx(0.6)
+    assert top_ties("cosine_bg_zscore", np.array([3.0001, 3.0002, 1.0])) == pytest.approx(2 / 3)
+
+
+def test_identical_texts_tie_at_the_top_of_raw_cosine(scored):
+    same = (scored.frame["sentence1"] == scored.frame["sentence2"]).to_numpy()
+    jitter = np.linspace(-1e-6, 1e-6, len(same)) * same          # float noise, as real models give
+    noisy = with_column(scored, "cosine_raw", scored.frame["cosine_raw"] + jitter)
+    ties = evaluate({"fake": noisy}).forms["fake"].loc["cosine_raw", "top_ties"]
+    assert same.any() and ties == pytest.approx(same.mean())
+
+
+def test_tenths_of_the_scale_sum_to_one_for_every_0_1_form_and_for_the_labels(scored):
+    evaluation = evaluate({"fake": scored}, scale=(0, 5))
+    assert evaluation.label_tenths.sum() == pytest.approx(1)
+    assert np.allclose(evaluation.label_tenths, tenth_shares(scored.frame["score"].astype(float) / 5))
+    tenths = evaluation.tenths["fake"]
+    assert set(tenths) == {c for c, row in evaluation.forms["fake"].iterrows() if np.isfinite(row["mae"])}
+    for column, frame in tenths.items():
+        assert frame["share"].sum() == pytest.approx(1), column
+    assert tenth_shares(np.array([0.0, 0.3, 0.6, 0.999, 1.0])).tolist() == [0.2, 0, 0, 0.2, 0, 0, 0.2, 0, 0, 0.4]
+
+
+def test_band_coverage_is_the_share_of_human_scores_within_the_band():
+    rng = np.random.default_rng(3)
+    human = rng.uniform(0, 5, 200)
+    calibrated = np.clip(human / 5 + rng.normal(0, 0.15, 200), 0, 1)
+    frame = pd.DataFrame({"score": human, "cosine_raw": calibrated, "cosine_calibrated": calibrated,
+                          "cosine_calibrated_lo": calibrated - 0.02, "cosine_calibrated_hi": calibrated + 0.02,
+                          "cosine_calibrated_band80_lo": calibrated - 0.2,
+                          "cosine_calibrated_band80_hi": calibrated + 0.2,
+                          "cosine_calibrated@whiten": calibrated,
+                          "cosine_calibrated_lo@whiten": calibrated - 0.1,
+                          "cosine_calibrated_hi@whiten": calibrated + 0.1})
+    agreement = {"label": "score", "spearman_x100": {"cosine_raw": 90.0, "cosine_calibrated": 90.0}}
+    evaluation = evaluate({"hand": ScoredPairs(frame, {"agreement": agreement})}, scale=(0, 5))
+    target = human / 5
+
+    def within(width):
+        return np.mean((calibrated - width <= target) & (target <= calibrated + width))
+
+    coverage = evaluation.coverage["hand"]
+    assert set(coverage["cosine_calibrated"]) == {"reference_uncertainty_95", "human_band_80"}  # no band95 here
+    assert coverage["cosine_calibrated"]["reference_uncertainty_95"]["coverage"] == pytest.approx(within(0.02))
+    assert coverage["cosine_calibrated"]["human_band_80"]["coverage"] == pytest.approx(within(0.2))
+    assert coverage["cosine_calibrated"]["human_band_80"]["mean_width"] == pytest.approx(0.4)
+    assert coverage["cosine_calibrated@whiten"]["reference_uncertainty_95"]["coverage"] == pytest.approx(within(0.1))
+    # the ends of a band are not forms of their own
+    assert set(evaluation.forms["hand"].index) == {"cosine_raw", "cosine_calibrated", "cosine_calibrated@whiten"}
+    assert evaluation.to_dict()["coverage"]["hand"]["cosine_calibrated"]["human_band_80"]["pairs"] == 200
+
+
+def test_the_html_page_embeds_a_reliability_diagram_and_reaches_no_network(scored):
+    page = evaluation_html([("labelled.csv", evaluate({"fake": scored}, scale=(0, 5)))])
+    assert '<img alt="reliability diagram of labelled.csv" src="data:image/png;base64,' in page
+    assert "cosine_calibrated" in page and "labelled.csv" in page
+    assert not re.search(r"https?:", re.sub(r"base64,[A-Za-z0-9+/=]+", "", page))
 
 
 def test_a_form_equal_to_the_rescaled_labels_has_no_error_and_no_bias(scored):

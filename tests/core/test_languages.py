@@ -40,6 +40,23 @@ FRENCH = [  # translations of ENGLISH, in order
     "Le musée ouvre le mois prochain une nouvelle exposition sur les cartes anciennes.",
 ]
 
+CHINESE = [  # translations of ENGLISH, in order
+    "猫正在温暖的厨房地板上睡觉。",
+    "本周市场上新鲜蔬菜的价格大幅上涨。",
+    "今天早上去城里的火车因大雪晚点了。",
+    "我们的团队在截止日期前两天完成了项目。",
+    "她每晚睡前都会读一章她最喜欢的小说。",
+    "博物馆下个月将举办一个关于古代地图的新展览。",
+]
+JAPANESE = [  # translations of ENGLISH, in order
+    "猫が暖かい台所の床で寝ています。",
+    "今週、市場で新鮮な野菜の値段が大きく上がった。",
+    "今朝、街へ行く電車が大雪で遅れました。",
+    "私たちのチームは締め切りの二日前にプロジェクトを終えた。",
+    "彼女は毎晩寝る前に好きな小説を一章読みます。",
+    "博物館は来月、古地図についての新しい展示を始めます。",
+]
+
 
 @pytest.fixture(scope="module")
 def english_profile():
@@ -75,6 +92,27 @@ def test_detection_finds_english_and_french_and_is_deterministic():
 @pytest.mark.parametrize("text", ["Hello", "ok", "Le chat.", "New iPhone", "", "   ", "w12 w7 w99 w3"])
 def test_short_or_unsure_texts_are_unknown(text):
     assert detect_language(text) == UNKNOWN
+
+
+@pytest.mark.parametrize("text", ["今天天气很好，我们去公园散步。", "我喜欢吃苹果。", "我用iPhone拍了很多照片",
+                                  "中华人民共和国成立于一九四九年。", "株式会社東京電力"])
+def test_chinese_is_detected_by_characters_without_spaces(text):
+    assert detect_language(text) == "zh"
+
+
+@pytest.mark.parametrize("text", ["今日はとても良い天気ですね。", "日本語を勉強しています。", "新型コロナウイルス",
+                                  "東京都庁舎の建設計画"])
+def test_japanese_is_detected_by_its_kana(text):
+    assert detect_language(text) == "ja"
+
+
+def test_other_scripts_without_spaces_are_detected_and_short_ones_are_unknown():
+    assert detect_language("경제가 빠르게 성장했다") == "ko"
+    assert detect_language("วันนี้อากาศดีมากครับผม") == "th"
+    assert detect_languages(["你好", "こんにちは", "東京大学", "วันนี้"]) == [UNKNOWN] * 4
+    assert detect_language("I visited 東京 yesterday and ate ramen with friends") == "en"
+    assert detect_languages(CHINESE) == ["zh"] * len(CHINESE)
+    assert detect_languages(JAPANESE) == ["ja"] * len(JAPANESE)
 
 
 def test_summary_shares_are_among_detected_texts():
@@ -172,3 +210,20 @@ def test_a_model_card_without_the_language_is_noted():
     assert any("the model's card declares English (en) only" in n and "French (fr)" in n for n in notes)
     entry, notes = run_languages(ENGLISH, provenance, model_folder=builtin_model_path())
     assert notes == []
+
+
+def test_chinese_and_japanese_pairs_warn_about_an_english_reference(english_profile, tmp_path):
+    provenance = {"background": {"languages": {"shares": {"en": 1.0}}}}
+    entry, notes = run_languages(CHINESE + JAPANESE, provenance)
+    assert entry["texts"]["unknown"] == 0
+    assert entry["texts"]["shares"] == {"ja": 0.5, "zh": 0.5}
+    for name in ("Chinese (zh)", "Japanese (ja)"):
+        assert any(f"of the texts are {name}; the reference background is English (en)" in n
+                   for n in notes)
+    rows = list(zip(CHINESE, JAPANESE))
+    scored = score_pairs(load_pairs(_pairs_file(tmp_path, rows)), FakeEmbedder(), english_profile)
+    notes = _language_notes(scored.notes)
+    assert any("of the texts are Chinese (zh)" in n for n in notes)
+    assert any("of the texts are Japanese (ja)" in n for n in notes)
+    assert any("calibsim profile build --background zh.txt" in n for n in notes)
+    assert scored.provenance["languages"]["cross_language_pairs"] == len(rows)

@@ -14,7 +14,7 @@ from calibsim_gui.core.anchors import load_anchors
 from calibsim_gui.core.calibrators import (
     Calibrator,
     MinMaxCalibrator,
-    ReferenceCurveCalibrator,
+    ReferenceScaleCalibrator,
     PercentileCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
@@ -157,7 +157,7 @@ def ladders(draw):
         scores += list(centre + rng.normal(0, 0.05, k))
     unrelated = rng.uniform(-1, 0.5, 21)
     try:
-        return ReferenceCurveCalibrator(n_resamples=20).fit(
+        return ReferenceScaleCalibrator(n_resamples=20).fit(
             scores, levels, {f"level{i}": t / 100 for i, t in enumerate(targets)},
             unrelated=unrelated, identical=float(max(scores)) + draw(st.floats(0, 1)))
     except ValueError:              # documented: identical texts must score above unrelated ones

@@ -256,17 +256,16 @@ def test_reports_show_the_calibrated_map_and_the_typical_interval_width(report, 
     figure = text[text.index('<img alt="cosine: calibrated map"'):]
     caption = figure[figure.index("<figcaption>"):figure.index("</figcaption>")]
     assert f"the {len(report.profile.anchors.pairs)} anchor pairs" in caption
-    gamma = report.profile.metrics["cosine"].calibrators["calibrated"].gamma_
-    assert f"power curve (exponent {gamma:.2f})" in caption
+    shift = report.profile.metrics["cosine"].calibrators["calibrated"].shift
+    assert f"lowered by {shift:.3f}" in caption
     reading = text[text.index('id="how-to-read"'):]
     reading = reading[reading.index("<dt>cosine_calibrated</dt>"):]
     reading = reading[:reading.index("</dd>")]
-    assert ("0 = a typical pair of unrelated sentences, 1 = identical text; a power curve fitted to "
-            "the anchor ladder") in reading
+    assert "the straight line from a typical pair of unrelated sentences" in reading
     width = report.provenance["calibrated_interval"]["per_metric"]["cosine"]
     median, p90 = (f"{w:.3f}" if w >= 0.0005 else "below 0.001"
                    for w in (width["median_width"], width["p90_width"]))
-    assert f"Its 95 % interval is typically {median} wide (90 % of the pairs: {p90} or less)" in reading
+    assert f"Its reference uncertainty (95 %, the reference sentences resampled) is typically {median} wide" in reading
 
     pdfium = pytest.importorskip("pypdfium2")
     pdf = pdfium.PdfDocument(str(write_report(report, tmp_path / "r.pdf")))

@@ -25,13 +25,30 @@ BUILTIN_PROFILE_PREFIX = "built-in"
 
 
 def _interval_width(provenance: dict, metric: str) -> str:
-    """The typical width of the calibrated scores' 95 % intervals, as a sentence ("" if unknown)."""
+    """The typical width of the calibrated scores' reference uncertainty, as a sentence ("" if unknown)."""
     width = provenance.get("calibrated_interval", {}).get("per_metric", {}).get(metric, {})
     if width.get("median_width") is None:
         return ""
     median, p90 = (f"{w:.3f}" if w >= 0.0005 else "below 0.001" for w in (width["median_width"],
                                                                           width["p90_width"]))
-    return f" Its 95 % interval is typically {median} wide (90 % of the pairs: {p90} or less)."
+    return (f" Its reference uncertainty (95 %, the reference sentences resampled) is typically {median} "
+            f"wide (90 % of the pairs: {p90} or less); it says how well the scale's ends are measured, "
+            "not how people would rate the pair.")
+
+
+def _agreement_band(profile, metric: str) -> str:
+    """Where people's scores fall around a calibrated score, as a sentence ("" without a band)."""
+    band = profile.metrics[metric].band if metric in profile.metrics else None
+    if band is None:
+        return (" No human agreement band: this reference was not checked against labelled pairs "
+                "(`calibsim profile build --band-pairs FILE` measures one).")
+    rate = band.rates[0]
+    examples = "; ".join(f"at {c:.2f}, between {lo[0]:.2f} and {hi[0]:.2f}"
+                         for c in (0.25, 0.5, 0.75) for lo, hi in [band.band([c], rate)])
+    files = ", ".join(f["name"] for f in band.source_.get("files", [])) or band.source_.get("name", "labelled pairs")
+    return (f" Human agreement band: people would rate such a pair within a range holding {rate:.0%} of "
+            f"their scores ({examples}), measured on {band.n_pairs_:,} labelled pairs ({files}) with "
+            f"{band.model_}.").replace("%", " %")
 
 
 SEARCH_READINGS = {
@@ -67,11 +84,15 @@ def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = 
         "raw": f"The model's own {metric} score. Its scale belongs to this model: the same pair can "
                "score 0.9 with one model and 0.3 with another, so a raw number alone does not say "
                "whether a pair is similar. Read it against the anchor levels and the background in this report.",
-        "calibrated": "0 = a typical pair of unrelated sentences, 1 = identical text; a power curve "
-                      f"fitted to the anchor ladder ({levels} levels) in between (see the calibrated map)."
-                      f"{_interval_width(provenance, metric)} Caveat: it is only as good as the anchors; "
-                      "it says how a score compares with the anchor pairs, not what a person would "
-                      "answer for this pair.",
+        "calibrated": "Similarity on people's 0-1 scale: where the pair lies on the straight line from a "
+                      "typical pair of unrelated sentences (measured on the model, in the pair's language "
+                      "where calibsim has reference sentences in it) to identical text, less the "
+                      f"{profile.metrics[metric].calibrators['calibrated'].shift:.3f} by which people rate "
+                      "below that line (see the calibrated map; the anchor ladder's "
+                      f"{levels} levels check it)."
+                      f"{_interval_width(provenance, metric)}{_agreement_band(profile, metric)} Caveat: "
+                      "annotators differ (STS-B's rate the same pairs lower than SICK-R's), so read it "
+                      "as the typical person's score, within its band.",
         "anchor_minmax": "0 at the median score of the lowest anchor level, 1 at the highest; values "
                          "outside 0-1 lie beyond the anchors. Caveat: only two anchor levels set the scale.",
         "bg_minmax": f"0 at the least similar of the {n_bg:,} random background pairs, 1 at the most "
@@ -402,7 +423,8 @@ class Report:
             evaluation = evaluate({"model": self.result})
         except InputError:
             return None
-        frame = evaluation.forms["model"].loc[self.featured_columns()]
+        forms = evaluation.forms["model"]
+        frame = forms.loc[[c for c in self.featured_columns() if c in forms.index]]
         table = pd.DataFrame({"column": frame.index, "MAE": frame["mae"],
                               "top ties (%)": frame["top_ties"] * 100,
                               "Spearman × 100": frame["spearman_x100"], "mean": frame["mean"],

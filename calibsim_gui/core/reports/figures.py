@@ -142,22 +142,23 @@ def heatmap_figure(report) -> ReportFigure:
 
 
 def calibrated_map_figure(report) -> ReportFigure:
-    """The default calibrated scale of the featured metric: curve, 95 % band, anchor pairs, ends."""
+    """The default calibrated scale of the featured metric: line, band, anchor pairs, ends."""
     from matplotlib.figure import Figure
 
     metric, data = report.metric, calibrated_map(report.profile, report.metric)
     fig = Figure(figsize=(9, 5.6), layout="constrained")
     ax = fig.subplots()
     ax.fill_between(data.x, data.lo, data.hi, color=CURVE_COLOR, alpha=0.18, linewidth=0,
-                    label="95 % interval")
+                    label=data.band_label)
     ax.plot(data.x, data.y, color=CURVE_COLOR, linewidth=1.8, label="calibrated map")
     for i, (label, _, pairs) in enumerate(data.levels):
         ax.scatter(data.scores[pairs], data.targets[pairs], s=22, color=LEVEL_COLORS[i % len(LEVEL_COLORS)],
                    edgecolors="white", linewidths=0.5, zorder=3, label=label)
-    ax.scatter([data.unrelated, data.identical], [0, 1], marker="D", s=46, color=CURVE_COLOR, zorder=4)
-    ax.annotate("typical unrelated pair", (data.unrelated, 0), xytext=(0, -7), textcoords="offset points",
-                ha="left", va="top", fontsize=8)
-    ax.annotate("identical", (data.identical, 1), xytext=(0, 7), textcoords="offset points",
+    ends_y = np.interp([data.unrelated, data.identical], data.x, data.y)
+    ax.scatter([data.unrelated, data.identical], ends_y, marker="D", s=46, color=CURVE_COLOR, zorder=4)
+    ax.annotate("typical unrelated pair", (data.unrelated, ends_y[0]), xytext=(0, -7),
+                textcoords="offset points", ha="left", va="top", fontsize=8)
+    ax.annotate("identical", (data.identical, ends_y[1]), xytext=(0, 7), textcoords="offset points",
                 ha="right", va="bottom", fontsize=8)
     ax.set_xlim(data.x[0], data.x[-1])
     ax.set_ylim(-0.12, 1.12)
@@ -166,12 +167,12 @@ def calibrated_map_figure(report) -> ReportFigure:
     ax.grid(alpha=0.2)
     ax.set_title(f"Calibrated map of {metric}", fontsize=10)
     fig.legend(loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
-    gamma = report.profile.metrics[metric].calibrators["calibrated"].gamma_
-    caption = (f"How a {metric} score (x) becomes {metric}_calibrated (y): 0 at the median score of "
-               f"pairs of unrelated reference sentences, 1 for identical text, and in between a power "
-               f"curve (exponent {gamma:.2f}) fitted to the {len(data.scores)} anchor pairs, drawn at "
-               "their levels' targets; shaded: the 95 % interval (anchor pairs and reference sentences "
-               "resampled).")
+    shift = report.profile.metrics[metric].calibrators["calibrated"].shift
+    caption = (f"How a {metric} score (x) becomes {metric}_calibrated (y): a straight line from the "
+               f"median score of pairs of unrelated reference sentences (0) to identical text (1), "
+               f"lowered by {shift:.3f}, the amount by which people rate pairs below that line; the "
+               f"{len(data.scores)} anchor pairs are drawn at their levels' targets as a check. "
+               f"Shaded: {data.band_label}.")
     return _render(fig, "calibrated-map", f"{metric}: calibrated map", caption)
 
 

@@ -1,0 +1,54 @@
+"""Measure HUMAN_SHIFT (calibsim_gui/core/calibrators.py): how far below the straight line from a
+typical unrelated pair (0) to identical text (1) people rate pairs.
+
+For every labelled pair of the training splits of two sources with different annotators (STS-B
+train + dev, 0-5; SICK-R train + dev, 1-5), with all-MiniLM-L6-v2: ``t = (cosine - unrelated) /
+(identical - unrelated)`` clipped to 0-1, and people's score rescaled to 0-1. The shift is the
+median of ``t - human`` with each source weighted equally (the constant that minimises the mean
+absolute error over the two sources, neither dominating). No test split is read.
+
+    .venv/bin/python scripts/fit_human_shift.py [--data ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from calibsim_gui.core.cache import EmbeddingCache
+from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.human import load_human_pairs
+from calibsim_gui.core.metrics import pair_scores
+from calibsim_gui.core.models import load_model
+from calibsim_gui.core.reference_scale import reference_sentences, unrelated_medians
+
+SOURCES = {"stsb": (0.0, 5.0), "sick": (1.0, 5.0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+    args = parser.parse_args()
+    embedder, cache = load_model(None, device="cpu"), EmbeddingCache()
+    unrelated = unrelated_medians(encode_texts(embedder, reference_sentences(), cache=cache).embeddings,
+                                  "cosine", n_resamples=1)[0]
+    residuals, weights = [], []
+    for source, (low, high) in SOURCES.items():
+        for split in ("train", "dev"):
+            pairs = load_human_pairs(args.data / source / f"{split}.csv", scale=(low, high))
+            a, b = (encode_texts(embedder, list(t), cache=cache).embeddings for t in (pairs.texts_a, pairs.texts_b))
+            t = np.clip((pair_scores(a, b, ["cosine"])["cosine"] - unrelated) / (1 - unrelated), 0, 1)
+            residuals.append(t - (pairs.human - low) / (high - low))
+        n = sum(len(r) for r in residuals[-2:])
+        weights += [np.full(len(r), 1 / n) for r in residuals[-2:]]
+        print(f"{source}: median(line - human) {np.median(np.concatenate(residuals[-2:])):+.4f} over {n:,} pairs")
+    r, w = np.concatenate(residuals), np.concatenate(weights)
+    order = np.argsort(r)
+    cumulative = np.cumsum(w[order])
+    print(f"HUMAN_SHIFT = {r[order][np.searchsorted(cumulative, cumulative[-1] / 2)]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
