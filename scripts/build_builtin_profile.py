@@ -32,6 +32,7 @@ from calibsim_gui.core.models import load_model
 from calibsim_gui.core.human import load_human_pairs
 from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path, fit_agreement_bands
 from calibsim_gui.core.provenance import file_digest
+from calibsim_gui.core.reference_scale import REFERENCE_LANGUAGES
 
 _ENTITY = re.compile(r"(?<![&\w])#(\d+);")
 
@@ -64,7 +65,7 @@ def main() -> None:
         if done % 2048 == 0 or done == total:
             print(message, flush=True)
 
-    profile = build_profile(embedder, texts, n_pairs=20_000, seed=0, sources=files,
+    profile = build_profile(embedder, texts, n_pairs=20_000, seed=0, sources=files, languages=REFERENCE_LANGUAGES,
                             name=f"built-in: AG News background, {embedder.fingerprint.name}",
                             cache=EmbeddingCache(), progress=progress)
     profile.provenance["background"]["corpus"] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -11,6 +12,15 @@ import numpy as np
 from calibsim_gui.core.models import ModelFingerprint, ModelInfo, PromptedEmbedder, PromptSettings
 
 _WORD = re.compile(r"\w+")
+
+
+@functools.lru_cache(maxsize=200_000)
+def _word_vector(word: str, dimension: int) -> np.ndarray:
+    """A word's fixed random vector (seeded by its digest), shared by every fake of one dimension."""
+    seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dimension)
+    vector.flags.writeable = False
+    return vector
 
 
 class FakeEmbedder(PromptedEmbedder):
@@ -40,8 +50,7 @@ class FakeEmbedder(PromptedEmbedder):
 
     def _word(self, word: str) -> np.ndarray:
         if word not in self._words:
-            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
-            self._words[word] = np.random.default_rng(seed).standard_normal(self.dimension)
+            self._words[word] = _word_vector(word, self.dimension)
         return self._words[word]
 
     def encode_batch(self, texts, prompt: str = ""):

@@ -24,6 +24,7 @@ from calibsim_gui.core.memory import check_budget, matrix_run_bytes, pair_run_by
 from calibsim_gui.core.models import embedder_engine, embedder_precision, embedder_prompt
 from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 from calibsim_gui.core.profile import FORM_DESCRIPTIONS, ReferenceProfile
+from calibsim_gui.core.profile_builder import add_language_ends
 from calibsim_gui.core.provenance import library_versions
 from calibsim_gui.core.query_scale import pair_zscores, text_scales
 
@@ -376,7 +377,9 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         pairs=(first, second, np.flatnonzero(scored)))
     notes += language_notes
     languages = pair_languages(texts, first, second)
-    used = {code: int(n) for code, n in zip(*np.unique(languages[languages != ""], return_counts=True))}
+    add_language_ends(profile, embedder, sorted(set(languages.tolist())), cache=cache)
+    used = {code: int(n) for code, n in zip(*np.unique(languages[languages != ""], return_counts=True))
+            if code in profile.provenance["scale"]["languages"]}
     long = long or {"mode": DEFAULT_LONG_TEXTS, "aggregate": DEFAULT_CHUNK_AGGREGATE,
                     "overlap": DEFAULT_CHUNK_OVERLAP, "texts_chunked": 0, "chunks": 0}
     truncated = _truncated_marks(encoding.truncated, first, second)

@@ -98,7 +98,8 @@ class ReferenceScaleCalibrator(Calibrator):
     With ``t = (s - unrelated_) / (identical_ - unrelated_)`` (0 = the median score of all pairs
     of calibsim's reference sentences, 1 = a text with itself: both measured on the model, so
     every model is equated onto one scale) the map is ``t - shift``, where `shift` is
-    `HUMAN_SHIFT`, the same for every model. Below ``LOW`` and above ``HIGH`` the line continues
+    `HUMAN_SHIFT`, the same for every model; over the top ``FADE`` of the line the shift fades
+    linearly to 0, so identical text stays at 1. Below ``LOW`` and above ``HIGH`` the line continues
     as hyperbolic tails towards 0 and 1 with the same slope, so the map is smooth, strictly
     increasing and never ties scores at either end.
 
@@ -114,6 +115,7 @@ class ReferenceScaleCalibrator(Calibrator):
     _state = ("unrelated_", "identical_", "unrelated_resampled_", "unrelated_by_language_", "violations_")
     _arrays = ("unrelated_resampled_",)
     LOW, HIGH = 0.01, 0.999                        # where the line hands over to the tails
+    FADE = 0.1                                     # the top tenth of t, where the shift fades out
     _INTERVAL_CHUNK = 8192                         # scores mapped through every line at once
 
     def __init__(self, *, n_resamples: int = 200, seed: int = 0, shift: float = HUMAN_SHIFT):
@@ -210,7 +212,8 @@ class ReferenceScaleCalibrator(Calibrator):
         return lo, hi
 
     def _line(self, s: np.ndarray, low: float) -> np.ndarray:
-        t = (s - low) / (self.identical_ - low) - self.shift
+        t = (s - low) / (self.identical_ - low)
+        t = t - self.shift * np.clip((1 - t) / self.FADE, 0, 1)
         out = np.clip(t, self.LOW, self.HIGH)
         below, above = t < self.LOW, t > self.HIGH
         out[below] = self.LOW / (1 + (self.LOW - t[below]) / self.LOW)

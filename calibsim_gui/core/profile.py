@@ -78,7 +78,8 @@ FORM_DESCRIPTIONS = {
     "raw": "the model's own score, in the metric's orientation",
     "calibrated": "similarity on people's 0-1 scale: where the pair lies between a typical pair of "
                   "unrelated sentences and identical text, measured on the model, less the 0.04 by "
-                  "which people rate below that line (higher = more similar)",
+                  "which people rate below that line (fading out so that identical text stays 1; "
+                  "higher = more similar)",
     "calibrated_lo": "reference uncertainty, low end: 2.5th percentile of the calibrated score when the "
                      "reference sentences are resampled (not where people's scores fall)",
     "calibrated_hi": "reference uncertainty, high end: 97.5th percentile of the calibrated score when the "
@@ -108,6 +109,9 @@ FORM_CALIBRATORS = {"calibrated": ReferenceScaleCalibrator, "anchor_minmax": Min
 FORM_BOUNDS = {"calibrated": (0.0, 1.0), "bg_percentile": (0.0, 100.0), "bg_surprise": (0.0, math.inf)}
 """Declared ranges of the bounded forms; the others are unbounded but increasing."""
 PROBE_POINTS = 401
+IDENTICAL_SCORES = {"cosine": 1.0, "euclidean": 0.0, "manhattan": 0.0, "angular": 0.0, "wrd": 0.0, "radial": 0.0}
+"""What a text scores with itself ("higher = more similar"), for the metrics where that is fixed."""
+IDENTICAL_TOLERANCE = 1e-3          # float32 vectors: the angle of a vector with itself is ~3e-4
 
 
 def content_digest(d: dict) -> str:
@@ -132,16 +136,19 @@ class MetricReference:
 
     def fit(self, anchors: AnchorSet) -> "MetricReference":
         """(Re)fit every calibrator from the anchor scores, the scale's ends and the background."""
-        levels = np.array([p.level for p in anchors.pairs])
-        self.calibrators = {
-            "calibrated": ReferenceScaleCalibrator().fit(
-                self.anchor_scores, levels, anchors.targets, unrelated=self.unrelated,
-                identical=self.identical, unrelated_by_language=self.unrelated_by_language),
-            **self._closed_form_calibrators(anchors),
-        }
+        self.calibrators = {"calibrated": self._scale(anchors), **self._closed_form_calibrators(anchors)}
         if self.background is not None:
             self.calibrators["bg_surprise"] = TailSurpriseCalibrator().fit(self.background)
         return self
+
+    def refit_scale(self, anchors: AnchorSet) -> None:
+        """Refit the calibrated scale alone (after its ends changed, e.g. a language was added)."""
+        self.calibrators["calibrated"] = self._scale(anchors)
+
+    def _scale(self, anchors: AnchorSet) -> ReferenceScaleCalibrator:
+        return ReferenceScaleCalibrator().fit(
+            self.anchor_scores, [p.level for p in anchors.pairs], anchors.targets, unrelated=self.unrelated,
+            identical=self.identical, unrelated_by_language=self.unrelated_by_language)
 
     def _closed_form_calibrators(self, anchors: AnchorSet) -> dict[str, Calibrator]:
         """The calibrators fitted without a search: anchor and background min-max, percentile, z."""
@@ -156,7 +163,7 @@ class MetricReference:
                         "bg_zscore": ZScoreCalibrator().fit(bg)})
         return out
 
-    def check(self, anchors: AnchorSet) -> None:
+    def check(self, anchors: AnchorSet, metric: str | None = None) -> None:
         """Raise ValueError unless these references mean something: finite, one score per anchor
         pair, identical above unrelated, every calibrator the one fitted on them (the tail fit in
         the values it takes from the background), and every calibrated form increasing on its scale.
@@ -165,6 +172,8 @@ class MetricReference:
                 and is_finite_vector(self.unrelated) and is_finite_number(self.identical)
                 and all(is_finite_vector(v) for v in self.unrelated_by_language.values())):
             raise ValueError("the anchor scores or the scale's ends are not finite numbers, one per anchor pair")
+        if metric in IDENTICAL_SCORES and abs(self.identical - IDENTICAL_SCORES[metric]) > IDENTICAL_TOLERANCE:
+            raise ValueError(f"a text with itself scores {self.identical:.4g}, not {IDENTICAL_SCORES[metric]:g}")
         if not all(self.identical > v.max() for v in (self.unrelated, *self.unrelated_by_language.values())):
             raise ValueError("identical texts do not score above unrelated ones")
         forms = ANCHOR_FORMS + (BACKGROUND_FORMS if self.background is not None else ())
@@ -188,11 +197,7 @@ class MetricReference:
 
     def _check_curve(self, anchors: AnchorSet) -> None:
         """The calibrated scale must be the one `fit` makes of this reference's ends and anchors."""
-        curve = self.calibrators["calibrated"]
-        levels = [p.level for p in anchors.pairs]
-        fresh = ReferenceScaleCalibrator(n_resamples=curve.n_resamples, seed=curve.seed).fit(
-            self.anchor_scores, levels, anchors.targets, unrelated=self.unrelated, identical=self.identical,
-            unrelated_by_language=self.unrelated_by_language)
+        curve, fresh = self.calibrators["calibrated"], self._scale(anchors)
         if not (curve.shift == fresh.shift
                 and all(np.array_equal(getattr(curve, a), getattr(fresh, a)) for a in curve._state)):
             raise ValueError("the calibrated form was not fitted on the profile's anchors and scale ends")
@@ -462,7 +467,7 @@ class ReferenceProfile:
             suffix = "" if geometry == "none" else f" under geometry {geometry}"
             for name, ref in self.references(geometry).items():
                 try:
-                    ref.check(self.anchors)
+                    ref.check(self.anchors, name)
                 except (ValueError, TypeError) as exc:
                     raise ProfileError(f"{where}profile is damaged or hand-edited: {name}{suffix}: {exc}. "
                                        f"Fix: {REBUILD}") from None

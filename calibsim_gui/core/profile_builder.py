@@ -98,14 +98,56 @@ def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[n
 
 
 LANGUAGE_RESAMPLES, LANGUAGE_RESAMPLED_PAIRS = 50, 5000
-"""Resamples of each other language's unrelated end, and the pairs they are taken over (fewer than
-English's: twelve languages per metric would otherwise dominate a build's time)."""
+"""Resamples of another language's unrelated end, and the pairs they are taken over (fewer than
+English's: a run may measure several languages on the fly)."""
 
 
-def reference_embeddings(embedder, **encode_options) -> dict[str, np.ndarray]:
-    """Embeddings of calibsim's reference sentences: "en" and each of `REFERENCE_LANGUAGES`."""
+def reference_embeddings(embedder, languages=("en",), **encode_options) -> dict[str, np.ndarray]:
+    """Embeddings of calibsim's reference sentences in each of `languages` ("en" or codes of
+    `REFERENCE_LANGUAGES`)."""
     return {code: encode_texts(embedder, reference_sentences(code), **encode_options).embeddings
-            for code in ("en",) + REFERENCE_LANGUAGES}
+            for code in languages}
+
+
+def _language_ends(reference: dict[str, np.ndarray], metric: str, identical: float) -> dict[str, np.ndarray]:
+    """The unrelated end of `metric` in each non-English language of `reference`.
+
+    A language whose unrelated pairs outscore the (English) anchor texts with themselves, as dot
+    products of longer vectors can, is left out: its pairs keep the English end rather than an
+    inverted scale."""
+    ends = {code: unrelated_medians(x, metric, n_resamples=LANGUAGE_RESAMPLES,
+                                    resampled_pairs=LANGUAGE_RESAMPLED_PAIRS)
+            for code, x in reference.items() if code != "en"}
+    return {code: v for code, v in ends.items() if identical > v.max()}
+
+
+def _language_provenance(reference: dict[str, np.ndarray]) -> dict:
+    return {code: {"sentences": len(x), "sha256": file_digest(reference_file(code))}
+            for code, x in reference.items() if code != "en"}
+
+
+def add_language_ends(profile: ReferenceProfile, embedder, languages, **encode_options) -> list[str]:
+    """Measure, in place, the unrelated end of each of `languages` (codes of
+    `REFERENCE_LANGUAGES`; others are ignored) that `profile` has not measured yet, for every
+    metric of the model's own embeddings, and refit their calibrated scales.
+
+    `encode_options` go to `encode_texts` (the sentences are cached like any text).
+
+    Returns
+    -------
+    list of str : the languages measured now
+    """
+    measured = profile.provenance.setdefault("scale", {}).setdefault("languages", {})
+    missing = [code for code in dict.fromkeys(languages) if code in REFERENCE_LANGUAGES and code not in measured]
+    if not missing:
+        return []
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
+    reference = reference_embeddings(embedder, missing, **encode_options)
+    for name, ref in profile.metrics.items():
+        ref.unrelated_by_language.update(_language_ends(reference, name, ref.identical))
+        ref.refit_scale(profile.anchors)
+    measured.update(_language_provenance(reference))
+    return missing
 
 
 def _metric_references(a, b, reference: dict[str, np.ndarray], metrics, transform=None,
@@ -119,16 +161,11 @@ def _metric_references(a, b, reference: dict[str, np.ndarray], metrics, transfor
     out = {}
     for m in metrics:
         identical = identical_score(texts, m)
-        ends = {"en": unrelated_medians(reference["en"], m)}
-        if transform is None:          # the fixes are fitted on the (English) background: English end
-            ends.update({code: unrelated_medians(x, m, n_resamples=LANGUAGE_RESAMPLES,
-                                                 resampled_pairs=LANGUAGE_RESAMPLED_PAIRS)
-                         for code, x in reference.items() if code != "en"})
-        # a language whose unrelated pairs outscore the (English) anchor texts with themselves, as
-        # dot products of longer vectors can, keeps the English end rather than an inverted scale
-        out[m] = MetricReference(scores[m], ends.pop("en"), identical,
+        # the fixes are fitted on the (English) background: under them, the English end
+        out[m] = MetricReference(scores[m], unrelated_medians(reference["en"], m), identical,
                                  None if backgrounds is None else backgrounds[m],
-                                 unrelated_by_language={code: v for code, v in ends.items() if identical > v.max()})
+                                 unrelated_by_language={} if transform is not None else
+                                 _language_ends(reference, m, identical))
     return out
 
 
@@ -139,8 +176,7 @@ def _scale_provenance(reference: dict[str, np.ndarray]) -> dict:
             "human_shift": {"value": HUMAN_SHIFT, "fitted_on": "STS-B train+dev and SICK-R train+dev "
                             "(all-MiniLM-L6-v2), each source weighted equally"},
             "sentences_sha256": file_digest(reference_file()),
-            "languages": {code: {"sentences": len(x), "sha256": file_digest(reference_file(code))}
-                          for code, x in reference.items()}}
+            "languages": _language_provenance(reference)}
 
 
 def _similarities(a: np.ndarray, b: np.ndarray, metrics) -> dict[str, np.ndarray]:
@@ -176,7 +212,7 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                   geometries=FIXES, geometry_metrics=GEOMETRY_METRICS, sources=(),
                   name: str | None = None, cache=None, batch_size: int = 64, progress=None,
                   memory_budget: int | None = None, should_stop=None,
-                  text_columns=(), geometry_settings=None) -> ReferenceProfile:
+                  text_columns=(), geometry_settings=None, languages=()) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 
     Parameters
@@ -196,6 +232,8 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
     sources : paths of the background files, recorded with their digests in the provenance.
     text_columns : `DocumentSet.text_columns` of the background, recorded as the column read from
         each table file.
+    languages : codes of `REFERENCE_LANGUAGES` whose unrelated end is measured now (any other is
+        measured when a run first meets pairs in it, see `add_language_ends`).
     progress, should_stop : see `encode_texts`.
     memory_budget : int or None
         Bytes the build may hold (None: the default budget); a larger background raises
@@ -229,7 +267,7 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                                fixed_metrics=fixed_metrics, seed=seed,
                                files=[{"name": Path(s).name, "sha256": file_digest(s)}
                                       for s in sources],
-                               name=name, **options)
+                               name=name, languages=languages, **options)
     if text_columns and "background" in profile.provenance:      # which column of each table file
         profile.provenance["background"]["text_columns"] = {
             str(file): str(column) for file, column, *_ in text_columns}
@@ -238,16 +276,17 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
 
 def assemble_profile(embedder, background: BackgroundStatistics | None, *,
                      anchors: AnchorSet | None, metrics: list[str], fixed_metrics: list[str],
-                     seed: int, files=(), name: str | None = None,
+                     seed: int, files=(), name: str | None = None, languages=(),
                      **encode_options) -> ReferenceProfile:
     """A profile from background statistics and the anchors (encoded here) with its provenance.
 
     `files` are the background sources as ``{"name", "sha256"}`` (or ``{"path"}``) entries;
-    `encode_options` go to `encode_texts` for the anchors.
+    `languages` (codes of `REFERENCE_LANGUAGES`) get their unrelated end now rather than when a
+    run first meets them (`add_language_ends`); `encode_options` go to `encode_texts`.
     """
     anchors = anchors or builtin_anchors()
     anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
-    reference = reference_embeddings(embedder, **encode_options)
+    reference = reference_embeddings(embedder, ("en", *languages), **encode_options)
     references = _metric_references(anchor_a, anchor_b, reference, metrics,
                                     backgrounds=background and background.sketches["none"])
     provenance = {

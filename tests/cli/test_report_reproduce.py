@@ -56,7 +56,7 @@ def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, mon
     edited = with_anchors(builtin, embedder, edited_ladder())
     result = score_pairs(load_pairs(pairs), embedder, edited, metrics=["cosine"])
     before = score_pairs(load_pairs(pairs), embedder, builtin, metrics=["cosine"])
-    assert not result.frame["cosine_calibrated"].equals(before.frame["cosine_calibrated"])
+    assert not result.frame["cosine_anchor_minmax"].equals(before.frame["cosine_anchor_minmax"])
 
     report = build_report(result, edited)
     written = write_report(report, tmp_path / "report.json")

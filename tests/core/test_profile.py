@@ -110,8 +110,10 @@ def test_new_anchors_refit_the_ladder_and_keep_the_background(profile):
     raw = np.array([0.2, 0.6])
     np.testing.assert_allclose(changed.calibrate("cosine", raw)["bg_percentile"],
                                profile.calibrate("cosine", raw)["bg_percentile"])
-    assert not np.allclose(changed.calibrate("cosine", raw)["calibrated"],
-                           profile.calibrate("cosine", raw)["calibrated"])
+    np.testing.assert_array_equal(changed.calibrate("cosine", raw)["calibrated"],    # the ladder checks
+                                  profile.calibrate("cosine", raw)["calibrated"])   # the scale only
+    assert not np.allclose(changed.calibrate("cosine", raw)["anchor_minmax"],
+                           profile.calibrate("cosine", raw)["anchor_minmax"])
 
 
 def test_geometry_fixes_are_fitted_on_the_background_and_calibrated_under_the_same_fix(profile):
@@ -205,21 +207,26 @@ def test_a_profile_records_its_precision_and_says_when_used_in_another(corpus, t
     assert any("built in bfloat16" in note for note in scored.notes)
 
 
-def _as_schema_1(profile) -> dict:
-    """`profile` as calibsim 0.1 wrote it: no scale ends, schema version 1."""
+def _as_old_schema(profile, version: int) -> dict:
+    """`profile` as calibsim 0.1 (no scale ends) or 0.2 (ends, an exponent fitted to the ladder,
+    no per-language ends or human band) wrote it."""
     d = json.loads(json.dumps(profile.to_dict()))
-    d["schema_version"] = 1
+    d["schema_version"] = version
     for metrics in [d["metrics"]] + [g["metrics"] for g in d["geometries"].values()]:
         for m in metrics.values():
-            del m["unrelated"], m["identical"]
+            del m["unrelated_by_language"], m["band"]
+            m["calibrators"]["calibrated"] = {"type": "ReferenceCurveCalibrator", "gamma_": 1.6}
+            if version == 1:
+                del m["unrelated"], m["identical"]
     return d
 
 
+@pytest.mark.parametrize("version", [1, 2])
 def test_an_old_profile_is_refused_with_the_upgrade_command_and_upgrades_keeping_its_background(
-        profile, tmp_path):
+        profile, tmp_path, version):
     from calibsim_gui.core.profile_builder import upgrade_profile
 
-    old = _as_schema_1(profile)
+    old = _as_old_schema(profile, version)
     (tmp_path / "old.calibsim-profile").write_text(json.dumps(old))
     with pytest.raises(ProfileError, match="calibsim profile upgrade"):
         ReferenceProfile.load(tmp_path / "old.calibsim-profile")
@@ -232,7 +239,8 @@ def test_an_old_profile_is_refused_with_the_upgrade_command_and_upgrades_keeping
                                    profile.calibrate(name, s)["calibrated"], rtol=1e-9)
         np.testing.assert_allclose(upgraded.calibrate(name, s)["bg_percentile"],
                                    profile.calibrate(name, s)["bg_percentile"])
-    assert upgraded.provenance["upgraded"]["from_schema"] == 1
+    assert upgraded.provenance["upgraded"]["from_schema"] == version
+    assert upgraded.metrics["cosine"].unrelated_by_language.keys() == profile.metrics["cosine"].unrelated_by_language.keys()
     with pytest.raises(ProfileError, match="built with model"):
         upgrade_profile(old, FakeEmbedder(name="other"))
 

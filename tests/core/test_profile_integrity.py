@@ -158,8 +158,9 @@ def _all_equal_one(d):
     m = d["metrics"]["cosine"]
     m["unrelated"] = [-5.0] * len(m["unrelated"])
     m["identical"] = -4.999
-    _cal(d, "calibrated").update(unrelated_=-5.0, identical_=-4.999,
-                                 unrelated_resampled_=m["unrelated"][1:])
+    m["unrelated_by_language"] = {code: [-5.0] * len(v) for code, v in m["unrelated_by_language"].items()}
+    _cal(d, "calibrated").update(unrelated_=-5.0, identical_=-4.999, unrelated_resampled_=m["unrelated"][1:],
+                                 unrelated_by_language_=m["unrelated_by_language"])
 
 
 def _scaled_percentiles(d):
@@ -168,7 +169,7 @@ def _scaled_percentiles(d):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (_all_equal_one, "calibrated form was not fitted"),
+    (_all_equal_one, "a text with itself scores -4.999, not 1"),
     (_scaled_percentiles, "percentile table"),
     (lambda d: _cal(d, "bg_percentile").update(items_=[], cum_=[0.0], n_=0.0), "percentile table"),
     (lambda d: _cal(d, "bg_zscore").update(std_=-_cal(d, "bg_zscore")["std_"]), "positive standard deviation"),
@@ -182,7 +183,8 @@ def _scaled_percentiles(d):
     (lambda d: d["metrics"]["cosine"]["calibrators"].pop("bg_zscore"), "calibrated forms are not"),
     (lambda d: d["metrics"]["cosine"]["calibrators"].update(calibrated=_cal(d, "bg_zscore")),
      "calibrated forms are not"),
-    (lambda d: d["metrics"]["cosine"].update(identical=-2.0), "identical texts do not score above"),
+    (lambda d: d["metrics"]["dot"].update(identical=-1e6), "identical texts do not score above"),
+    (lambda d: d["metrics"]["cosine"].update(identical=-2.0), "a text with itself scores -2, not 1"),
     (lambda d: d["metrics"]["cosine"]["anchor_scores"].pop(), "one per anchor pair"),
     (lambda d: d["geometries"]["whiten"]["metrics"]["cosine"]["calibrators"]["anchor_minmax"].update(
         high_=9.0), "cosine under geometry whiten: the anchor_minmax form"),

@@ -88,7 +88,7 @@ def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = 
                       "typical pair of unrelated sentences (measured on the model, in the pair's language "
                       "where calibsim has reference sentences in it) to identical text, less the "
                       f"{profile.metrics[metric].calibrators['calibrated'].shift:.3f} by which people rate "
-                      "below that line (see the calibrated map; the anchor ladder's "
+                      "below that line, fading out so that identical text stays 1 (see the calibrated map; the anchor ladder's "
                       f"{levels} levels check it)."
                       f"{_interval_width(provenance, metric)}{_agreement_band(profile, metric)} Caveat: "
                       "annotators differ (STS-B's rate the same pairs lower than SICK-R's), so read it "
