@@ -569,6 +569,17 @@ def cmd_profile(args) -> int:
             from calibsim_gui.core.languages import describe, profile_languages
 
             print(f"background languages: {describe(profile_languages(profile.provenance))}")
+        scale = next(iter(profile.metrics.values())).calibrators["calibrated"]
+        print(f"calibrated scale: the line from a typical unrelated pair to identical text, less "
+              f"{scale.shift:.3f}; unrelated end measured in en"
+              + "".join(f", {code}" for code in profile.provenance.get("scale", {}).get("languages", {})))
+        band = next((ref.band for ref in profile.metrics.values() if ref.band is not None), None)
+        if band is not None:
+            files = ", ".join(f["name"] for f in band.source_.get("files", [])) or "labelled pairs"
+            print(f"human agreement band: {', '.join(f'{r:.0%}' for r in band.rates)} of people's scores, "
+                  f"measured on {band.n_pairs_:,} labelled pairs ({files}) with {band.model_}")
+        else:
+            print("human agreement band: none (measure one with `calibsim profile build --band-pairs FILE`)")
         for name, ref in profile.metrics.items():
             bg = ref.background
             extra = f"  background mean {bg.mean:.4f} sd {bg.std:.4f} p99 {bg.quantile(0.99):.4f}" if bg else ""

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -408,3 +409,44 @@ def test_compare_with_one_ladder_for_every_model_and_a_profile_per_model(pairs, 
     assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small",
                      "--profile", str(profile)]) == 2
     assert "1 --profile for 2 --model" in capsys.readouterr().err
+
+
+def _labelled_pairs(path, n_per_level=60, seed=0):
+    """Pairs sharing 0-100 % of their 12 made-up words, scored 0-5 by the share (people's stand-in)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for share in (0.0, 0.25, 0.5, 0.75, 0.9, 1.0):
+        for _ in range(n_per_level):
+            words = [f"w{i}" for i in rng.integers(0, 5000, 12)]
+            kept = round(share * 12)
+            other = words[:kept] + [f"w{i}" for i in rng.integers(5000, 9000, 12 - kept)]
+            rows.append((round(5 * share, 2), " ".join(words), " ".join(other)))
+    pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
+    return path
+
+
+def test_profile_build_measures_the_human_band_that_score_interval_adds(pairs, tmp_path, capsys):
+    labelled = _labelled_pairs(tmp_path / "labelled.csv")
+    profile = tmp_path / "banded.calibsim-profile"
+    assert cli.main(["profile", "build", "--band-pairs", str(labelled), "--band-scale", "0,5",
+                     "--out", str(profile), "-q"]) == 0
+    assert cli.main(["profile", "show", str(profile)]) == 0
+    assert "human agreement band: 80%, 95% of people's scores, measured on 360 labelled pairs (labelled.csv)" \
+        in capsys.readouterr().out
+    out = tmp_path / "scored.csv"
+    assert cli.main(["score", str(pairs), "--profile", str(profile), "--interval", "--out", str(out), "-q"]) == 0
+    frame = pd.read_csv(out).dropna(subset=["cosine_calibrated"])
+    for rate in (80, 95):
+        lo, hi = frame[f"cosine_calibrated_band{rate}_lo"], frame[f"cosine_calibrated_band{rate}_hi"]
+        assert ((0 <= lo) & (lo <= hi) & (hi <= 1)).all()
+    assert ((frame["cosine_calibrated_band95_hi"] - frame["cosine_calibrated_band95_lo"])
+            >= (frame["cosine_calibrated_band80_hi"] - frame["cosine_calibrated_band80_lo"]) - 1e-12).all()
+    sidecar = json.loads((tmp_path / "scored.csv.provenance.json").read_text())
+    assert sidecar["human_band"]["source"]["files"][0]["name"] == "labelled.csv"
+
+
+def test_a_labelled_file_too_narrow_for_a_band_is_refused_with_the_fix(tmp_path, capsys):
+    labelled = _labelled_pairs(tmp_path / "few.csv", n_per_level=5)
+    out = tmp_path / "p.calibsim-profile"
+    assert cli.main(["profile", "build", "--band-pairs", str(labelled), "--out", str(out), "-q"]) == 2
+    assert "cannot measure the human agreement band" in capsys.readouterr().err and not out.exists()

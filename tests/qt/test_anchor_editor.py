@@ -274,9 +274,9 @@ def test_calibrated_map_shows_the_curve_its_ends_and_every_anchor_pair(qtbot, st
     assert np.all(hi[middle] > lo[middle])                              # a band, not a line
     ends = chart.ends.getData()
     np.testing.assert_allclose(ends[0], [curve.unrelated_, curve.identical_])
-    np.testing.assert_allclose(ends[1], [0, 1])
+    np.testing.assert_allclose(ends[1], [0, 1], atol=0.01)
     legend = [label.text for _, label in chart.legend.items]
-    assert legend[:2] == ["calibrated map", "95 % interval"]
+    assert legend[:2] == ["calibrated map", "reference uncertainty (95 %)"]          # no human band here
     levels = [lv.label for lv in profile.anchors.levels]
     assert len(legend) == 2 + len(levels)
     assert all(level.startswith(entry.rstrip("…")) for entry, level in zip(legend[2:], levels))
@@ -306,7 +306,7 @@ def test_calibrated_map_follows_the_metric_and_reads_values_on_hover(qtbot, stat
     score = float(np.median(x))
     text = chart.hover_text(score, 1.1)                                   # above every pair
     value, lo, hi = map(float, re.fullmatch(
-        r"angular \S+ → calibrated (\S+) \(95 % interval (\S+)–(\S+)\)", text).groups())
+        r"angular \S+ → calibrated (\S+) \(reference uncertainty \(95 %\): (\S+)–(\S+)\)", text).groups())
     curve = profile.metrics["angular"].calibrators["calibrated"]
     assert value == pytest.approx(curve.transform([score])[0], abs=2e-3)
     assert lo <= value <= hi

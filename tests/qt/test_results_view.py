@@ -203,16 +203,17 @@ def test_model_handles_100k_rows(qtbot):
 def interval_tip(model, row, name):
     """(value, lo, hi) read from the tooltip of a calibrated cell."""
     tip = model.index(row, model.column_of(name)).data(Qt.ItemDataRole.ToolTipRole)
-    return tuple(map(float, re.fullmatch(r"(\S+) \(95 % interval (\S+)–(\S+)\)", tip).groups()))
+    return tuple(map(float, re.fullmatch(
+        r"(\S+): (?:people would rate .*?; )?reference uncertainty \(95 %\) (\S+)–(\S+)", tip).groups()))
 
 
-def test_calibrated_cells_tell_their_95_percent_interval(view, scored, profile):
+def test_calibrated_cells_tell_their_reference_uncertainty(view, scored, profile):
     model, frame = view.model, scored.frame
     curve = profile.metrics["cosine"].calibrators["calibrated"]
     for row in (0, 1, 4, 6):                                            # related pairs: inside 0-1
         value, lo, hi = interval_tip(model, row, "cosine_calibrated")
         assert value == pytest.approx(frame["cosine_calibrated"][row], abs=0.005)
-        assert lo <= value <= hi and lo < hi
+        assert lo <= value <= hi                   # (a narrow range: only the unrelated end moves)
         expected = curve.interval([frame["cosine_raw"][row]])
         assert (lo, hi) == pytest.approx((expected[0][0], expected[1][0]), abs=0.005)
     euclidean = interval_tip(model, 0, "euclidean_calibrated")            # distances: negated first
@@ -231,8 +232,29 @@ def test_calibrated_tooltips_read_the_interval_columns_when_present(qtbot, profi
     model.set_frame(frame)                                                 # no profile needed
     assert interval_tip(model, 0, "cosine_calibrated")[1:] == (0.25, 0.75)
     assert model.index(0, model.column_of("dot_calibrated")).data(Qt.ItemDataRole.ToolTipRole) \
-        == "{:.2f} (95 % interval {:.2f}–{:.2f})".format(*frame.loc[0, ["dot_calibrated", "dot_calibrated_lo",
-                                                                          "dot_calibrated_hi"]])
+        == "{:.2f}: reference uncertainty (95 %) {:.2f}–{:.2f}".format(
+            *frame.loc[0, ["dot_calibrated", "dot_calibrated_lo", "dot_calibrated_hi"]])
+
+
+def test_calibrated_tooltips_say_where_peoples_scores_fall_when_the_profile_has_a_band(qtbot, profile, tmp_path):
+    from calibsim_gui.core.calibrators import AgreementBand
+    from calibsim_gui.core.profile import ReferenceProfile
+
+    banded = ReferenceProfile.from_dict(profile.to_dict())
+    rng = np.random.default_rng(0)
+    calibrated = rng.uniform(0, 1, 2000)
+    banded.metrics["cosine"].band = AgreementBand().fit(
+        calibrated, np.clip(calibrated + rng.normal(0, 0.1, 2000), 0, 1), source={"name": "fake"}, model="m")
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame(PAIRS, columns=["sentence1", "sentence2", "score"]).to_csv(path, index=False)
+    frame = score_pairs(load_pairs(path), FakeEmbedder(), banded).frame
+    model = ResultsTableModel()
+    model.set_frame(frame, banded)
+    tip = model.index(0, model.column_of("cosine_calibrated")).data(Qt.ItemDataRole.ToolTipRole)
+    lo, hi = (float(end[0]) for end in banded.metrics["cosine"].band.band([frame["cosine_calibrated"][0]], 0.8))
+    assert f"people would rate such a pair between {lo:.2f} and {hi:.2f}, 80 % of the time" in tip
+    assert "reference uncertainty (95 %)" in tip
+    assert "people would rate" not in model.index(0, model.column_of("dot_calibrated")).data(Qt.ItemDataRole.ToolTipRole)
 
 
 def test_truncated_pairs_are_marked_with_a_tooltip(qtbot, profile, tmp_path):
