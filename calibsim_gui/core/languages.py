@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.reference_scale import REFERENCE_LANGUAGES
+
 UNKNOWN = "unknown"
 MIN_WORDS = 3
 MIN_LETTERS = 15
@@ -299,7 +301,10 @@ def run_languages(texts, profile_provenance: dict, *, model_folder=None, pairs=N
             names = " and ".join(language_name(c) for c in sorted(covered, key=lambda c: -reference[c]))
             notes.append(
                 f"{_percent(of_all)} of the texts are {_named(code)}; the reference background is "
-                f"{main}: calibrated scores and percentiles compare them with {names} pairs. Fix: "
+                f"{main}: percentiles and z-scores compare them with {names} pairs"
+                + (f" (calibrated scores take their unrelated end from calibsim's {language_name(code)} "
+                   "reference sentences)" if code in REFERENCE_LANGUAGES else
+                   ", and so do calibrated scores") + ". Fix: "
                 f"build a reference from {language_name(code)} sentences with `calibsim profile "
                 f"build --background {code}.txt`" + ("" if model is not None and in_model
                                                      else ", and use a multilingual model"))
