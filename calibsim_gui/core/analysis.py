@@ -72,18 +72,6 @@ class DocumentMatrix:
     texts: list[str] = field(default_factory=list)      # the documents' texts, in the order of ids
 
 
-def reference_uncertainty(curve, similarity, languages=None) -> tuple[np.ndarray, np.ndarray]:
-    """Low and high ends of each calibrated score's reference uncertainty (95 %), with each pair's
-    language's unrelated end where it has one."""
-    lo, hi = curve.interval(similarity)
-    if languages is not None:
-        for code in curve.languages():
-            mask = np.asarray(languages) == code
-            if mask.any():
-                lo[mask], hi[mask] = curve.interval(similarity[mask], language=code)
-    return lo, hi
-
-
 def agreement_band_columns(band, calibrated) -> dict[str, np.ndarray]:
     """``calibrated_band80_lo`` ... ``calibrated_band95_hi`` from an `AgreementBand` (none without one)."""
     if band is None:
@@ -431,8 +419,7 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                 columns[score_column(name, form, g)] = full(calibrated)
             similarity, curve = METRICS[name].as_similarity(values), references[name].calibrators["calibrated"]
             if interval:
-                for form, end in zip(("calibrated_lo", "calibrated_hi"),
-                                     reference_uncertainty(curve, similarity, languages)):
+                for form, end in zip(("calibrated_lo", "calibrated_hi"), curve.interval(similarity, language=languages)):
                     columns[score_column(name, form, g)] = full(end)
                 for form, end in agreement_band_columns(references[name].band, forms["calibrated"]).items():
                     columns[score_column(name, form, g)] = full(end)

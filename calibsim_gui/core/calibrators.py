@@ -105,7 +105,7 @@ class ReferenceScaleCalibrator(Calibrator):
 
     ``unrelated_by_language_`` holds the unrelated end measured on reference sentences in other
     languages (code -> median, then resampled medians): `transform` and `interval` use it for
-    pairs in that language. Resampling the reference sentences gives ``unrelated_resampled_``:
+    scores whose language is given as that code. Resampling the reference sentences gives ``unrelated_resampled_``:
     `interval` maps a score through each resampled line (the *reference uncertainty*; it says
     nothing about how people would rate the pair, see `AgreementBand`). ``violations_`` names
     anchor levels whose median scores fall out of order (the ladder is a check, not a fit).
@@ -184,15 +184,19 @@ class ReferenceScaleCalibrator(Calibrator):
         if not ((ends < self.identical_).all() and -0.5 < self.shift < 0.5):
             raise ValueError("the calibrated scale's ends or shift are inconsistent")
 
-    def transform(self, scores, language: str | None = None) -> np.ndarray:
-        """Calibrated scores of `scores`, with the unrelated end of `language` where it has one."""
+    def transform(self, scores, language=None) -> np.ndarray:
+        """Calibrated scores of `scores`, each with the unrelated end of its language where it has
+        one: `language` is one code for every score, or one per score ("" or None: the main end)."""
         self._check_fitted()
-        return self._line(_as_scores(scores), self._ends(language)[0])
+        s = _as_scores(scores)
+        flat, out = s.reshape(-1), np.empty(s.size)
+        for mask, code in self._groups(flat.size, language):
+            out[mask] = self._line(flat[mask], self._ends(code)[0])
+        return out.reshape(s.shape)
 
-    def interval(self, scores, *, confidence: float = 0.95, language: str | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, scores, *, confidence: float = 0.95, language=None) -> tuple[np.ndarray, np.ndarray]:
         """Reference uncertainty: the `confidence` range of each calibrated score when the
-        reference sentences are resampled.
+        reference sentences are resampled (`language` as in `transform`).
 
         Returns
         -------
@@ -200,7 +204,23 @@ class ReferenceScaleCalibrator(Calibrator):
         """
         self._check_fitted()
         s = _as_scores(scores).reshape(-1)
-        main, resampled = self._ends(language)
+        lo, hi = np.empty_like(s), np.empty_like(s)
+        for mask, code in self._groups(s.size, language):
+            lo[mask], hi[mask] = self._interval(s[mask], *self._ends(code), confidence)
+        return lo, hi
+
+    def _groups(self, n: int, language) -> list[tuple[np.ndarray, str | None]]:
+        """(mask over the n scores, language) for each group of scores sharing an unrelated end."""
+        if language is None or isinstance(language, str):
+            return [(np.ones(n, dtype=bool), language)]
+        language = np.asarray(language, dtype=object)
+        own = [(language == code, code) for code in self.unrelated_by_language_]
+        rest = np.ones(n, dtype=bool)
+        for mask, _ in own:
+            rest &= ~mask
+        return [(rest, None)] + [(mask, code) for mask, code in own if mask.any()]
+
+    def _interval(self, s: np.ndarray, main: float, resampled: np.ndarray, confidence: float):
         if not len(resampled):
             value = self._line(s, main)
             return value, value.copy()

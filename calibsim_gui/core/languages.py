@@ -135,8 +135,11 @@ def _by_script(text: str) -> tuple[str, float] | None:
     return ("ja", p_ja) if p_ja >= PAIR_CONFIDENCE else ("zh", max(1.0 - p_ja, MIN_CONFIDENCE))
 
 
+@functools.lru_cache(maxsize=65_536)
 def _guess(text: str) -> tuple[str, float]:
-    """(ISO 639 code, confidence) of `text`'s language; ("unknown", 0) for too short a text."""
+    """(ISO 639 code, confidence) of `text`'s language; ("unknown", 0) for too short a text.
+    Cached: a run's notes (`run_languages`) and its per-pair languages (`pair_languages`) ask
+    about the same texts."""
     text = str(text).strip()
     scripted = _by_script(text)
     if scripted is not None:

@@ -382,14 +382,8 @@ class ReferenceProfile:
         if metric not in references:
             raise ProfileError(f"this profile has no {metric} references under geometry "
                                f"{geometry!r} (it has {', '.join(references)}).")
-        out = {form: cal.transform(sim) for form, cal in references[metric].calibrators.items()}
-        if languages is not None:
-            curve = references[metric].calibrators["calibrated"]
-            for code in curve.languages():
-                mask = np.asarray(languages) == code
-                if mask.any():
-                    out["calibrated"][mask] = curve.transform(sim[mask], language=code)
-        return out
+        return {form: cal.transform(sim, language=languages) if form == "calibrated" else cal.transform(sim)
+                for form, cal in references[metric].calibrators.items()}
 
     def to_dict(self) -> dict:
         qr = None if self.query_reference is None else encode_array(self.query_reference)

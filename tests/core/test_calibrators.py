@@ -62,6 +62,10 @@ def test_a_language_with_its_own_unrelated_end_is_calibrated_from_it():
     assert cal.languages() == ("fr",)
     assert cal.transform([0.4], language="fr")[0] < 0.011 < cal.transform([0.4])[0]
     assert cal.transform([0.4], language="de")[0] == cal.transform([0.4])[0]   # no end: the main one
+    mixed = cal.transform([0.4, 0.4, 0.4], language=["fr", "", "de"])         # one language per score
+    np.testing.assert_array_equal(mixed, [cal.transform([0.4], language="fr")[0]] + [cal.transform([0.4])[0]] * 2)
+    lo, hi = cal.interval([0.4, 0.4], language=["fr", "en"])
+    assert hi[0] < lo[1]
 
 
 def test_reference_uncertainty_widens_with_spread_out_references_and_covers_the_estimate():
