@@ -65,8 +65,8 @@ def memory_child(n: int, pairs: int) -> dict:
     """Peak memory of building a profile from `n` precomputed embeddings, in this process."""
     import scipy.stats  # noqa: F401  (imported once per process; the app does it while loading the model)
 
-    from calibsim_gui.core.models import ModelFingerprint
-    from calibsim_gui.core.profile_builder import build_profile
+    from calibsim_gui.core.embedding.model_folders import ModelFingerprint
+    from calibsim_gui.core.calibration.profile_builder import build_profile
 
     texts, vectors = synthetic(n)
     embedder = PrecomputedEmbedder(texts, vectors, ModelFingerprint("synthetic", "0" * 64))
@@ -87,9 +87,9 @@ def main() -> None:
     n, pairs = (50, 1000) if args.quick else (20_000, 20_000)
     import scipy.stats  # noqa: F401  (imported once per process; the app does it while loading the model)
 
-    from calibsim_gui.core.anchors import builtin_anchors
-    from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.profile_builder import build_profile
+    from calibsim_gui.core.references.anchors import builtin_anchors
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from calibsim_gui.core.calibration.profile_builder import build_profile
 
     texts = common.agnews_texts(n)
     embedder = common.builtin_embedder("float32")

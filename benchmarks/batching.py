@@ -2,7 +2,7 @@
 
 Before: how calibsim encoded a pairs file until issue 20 — chunk by chunk (512 pairs), each
 chunk's new texts sorted by character length, in batches of 64. After: every distinct text of
-the run sorted by token count, in batches of 64 (`calibsim_gui.core.encoding.token_batches`, as
+the run sorted by token count, in batches of 64 (`calibsim_gui.core.embedding.encoding.token_batches`, as
 `iter_score_pairs` now does). Both plans go through the same `encode_batch` calls of the built-in
 model (torch, float32, CPU), timed side by side (A B, B A, A B) in wall and CPU seconds (CPU
 time moves less when other jobs share the cores); reported: padded / real tokens of each plan,
@@ -36,7 +36,7 @@ def character_plan(texts_a: list[str], texts_b: list[str]) -> list[list[str]]:
 
 
 def token_plan(texts: list[str], counts) -> list[list[str]]:
-    from calibsim_gui.core.encoding import token_batches
+    from calibsim_gui.core.embedding.encoding import token_batches
 
     return [[texts[i] for i in batch] for batch in token_batches(counts, BATCH_SIZE)]
 
@@ -55,10 +55,10 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
-    from calibsim_gui.core.metrics import METRICS
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
+    from calibsim_gui.core.geometry.metrics import METRICS
+    from calibsim_gui.core.embedding.models import load_model
 
     embedder = load_model(None, device="cpu", engine="torch")
     profile = common.builtin_profile()

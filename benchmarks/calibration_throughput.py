@@ -20,7 +20,7 @@ def main() -> None:
     n = 10_000 if args.quick else 1_000_000
     import numpy as np
 
-    from calibsim_gui.core.metrics import METRICS
+    from calibsim_gui.core.geometry.metrics import METRICS
 
     profile = common.builtin_profile()
     rng = np.random.default_rng(0)

@@ -64,7 +64,7 @@ def machine_info() -> dict:
 
     import torch
 
-    from calibsim_gui.core.models import bfloat16_support
+    from calibsim_gui.core.embedding.devices import bfloat16_support
 
     return {
         "cpu": cpu_model(), "machine": platform.machine(), "cores": os.cpu_count(),
@@ -118,7 +118,7 @@ def write_pairs_csv(pairs, path: Path) -> Path:
 
 def builtin_embedder(precision: str = "float32", engine: str = "torch"):
     """The built-in model on the CPU (torch float32 unless asked), as calibsim loads it."""
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     return load_model(None, device="cpu", precision=precision, engine=engine)
 
@@ -130,8 +130,8 @@ def bare_model(embedder):
 
 
 def builtin_profile():
-    from calibsim_gui.core.profile import ReferenceProfile
-    from calibsim_gui.core.profile_builder import builtin_profile_path
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.profile_builder import builtin_profile_path
 
     return ReferenceProfile.load(builtin_profile_path("all-MiniLM-L6-v2"))
 

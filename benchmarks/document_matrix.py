@@ -16,10 +16,10 @@ import common
 def main() -> None:
     args = common.arguments(__doc__, quick_help="50 documents")
     n = 50 if args.quick else 5000
-    from calibsim_gui.core.analysis import score_matrix
-    from calibsim_gui.core.cache import EmbeddingCache
-    from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.analysis.matrices import score_matrix
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from calibsim_gui.core.io.inputs import load_documents
 
     work = common.Path(common.tempfile.mkdtemp(prefix="calibsim-bench-"))
     (work / "documents.txt").write_text("\n".join(common.agnews_texts(n)), encoding="utf-8")

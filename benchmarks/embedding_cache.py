@@ -23,9 +23,9 @@ TARGET = 50.0
 
 def score(path, cache_file, embedder, profile) -> dict:
     """One timed ``score_pairs`` of `path` with the cache in `cache_file`."""
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.cache import EmbeddingCache
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
+    from calibsim_gui.core.io.inputs import load_pairs
 
     table = load_pairs(path)
     with EmbeddingCache(cache_file) as cache:
@@ -38,10 +38,10 @@ def score(path, cache_file, embedder, profile) -> dict:
 def warm_breakdown(articles, cache_file, embedder, profile) -> dict:
     """Seconds of the warm run's largest parts (vectors and query scales read from the cache),
     and what computing the query scales costs without the cache."""
-    from calibsim_gui.core.cache import EmbeddingCache, cache_key
-    from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.metrics import METRICS
-    from calibsim_gui.core.query_scale import text_scales
+    from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from calibsim_gui.core.geometry.metrics import METRICS
+    from calibsim_gui.core.calibration.query_scale import text_scales
 
     texts = list(dict.fromkeys([a for a, _ in articles] + [b for _, b in articles]))
     reference = profile.query_reference

@@ -22,8 +22,8 @@ def main() -> None:
     n, repeats = (32, 1) if args.quick else (5000, 3)
     import numpy as np
 
-    from calibsim_gui.core.cache import EmbeddingCache
-    from calibsim_gui.core.encoding import encode_texts
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.encoding import encode_texts
 
     texts = common.agnews_texts(n)
     embedder = common.builtin_embedder("float32")

@@ -38,7 +38,7 @@ def stsb(quick: bool):
 
 def child(case: dict) -> None:
     """Load one engine, encode STS-B, answer with its figures; vectors go to ``case["out"]``."""
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     embedder = load_model(None, device="cpu", engine=case["engine"], precision=case["precision"])
     load_s = time.perf_counter() - START
@@ -70,7 +70,7 @@ def main() -> None:
         return child(json.loads(args.child))
     import numpy as np
 
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     graphs = tempfile.mkdtemp(prefix="calibsim-bench-onnx-")
     env = {"CALIBSIM_ONNX_DIR": graphs}

@@ -132,7 +132,7 @@ def stalls(n: int, pairs: int) -> dict:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.io.inputs import load_documents
     from calibsim_gui.qt.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

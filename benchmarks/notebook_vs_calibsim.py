@@ -46,8 +46,8 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     work = common.Path(common.tempfile.mkdtemp(prefix="calibsim-bench-"))
     path = work / "pairs.csv"

@@ -32,7 +32,7 @@ def child(case: dict) -> dict:
     texts = common.agnews_texts(case["sentences"])
     embedder = common.builtin_embedder("float32")
     if case["engine"] == "local":
-        from calibsim_gui.core.profile_builder import build_profile
+        from calibsim_gui.core.calibration.profile_builder import build_profile
 
         embedder.encode_batch(["warm up"] * 8)
         seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=case["pairs"], seed=SEED)
@@ -42,8 +42,8 @@ def child(case: dict) -> dict:
     # (the local figure keeps its pair scoring and fits inside "encode": a few seconds at most)
     import ray
 
-    from calibsim_gui.core.cluster import build_background_on_ray
-    from calibsim_gui.core.profile_builder import profile_settings
+    from calibsim_gui.core.calibration.cluster import build_background_on_ray
+    from calibsim_gui.core.calibration.profile_builder import profile_settings
 
     metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten", "abtt"), ("cosine",))
     with tempfile.TemporaryDirectory() as folder:

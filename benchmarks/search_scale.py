@@ -27,10 +27,11 @@ def stsb_sentences(n: int) -> list[str]:
 def main() -> None:
     args = common.arguments(__doc__, quick_help="20 queries against 200 documents")
     n_queries, n_docs, top_k = (20, 200, 5) if args.quick else (2000, 20000, 10)
-    from calibsim_gui.core.cache import EmbeddingCache
-    from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.memory import default_budget, search_run_bytes
-    from calibsim_gui.core.search import search
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
+    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.analysis.search import search_run_bytes
+    from calibsim_gui.core.io.memory import default_budget
+    from calibsim_gui.core.analysis.search import search
 
     work = common.Path(common.tempfile.mkdtemp(prefix="calibsim-bench-"))
     (work / "queries.txt").write_text("\n".join(stsb_sentences(n_queries)), encoding="utf-8")

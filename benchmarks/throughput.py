@@ -35,8 +35,8 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     embedder = common.builtin_embedder("float32")
     bare = common.bare_model(embedder)

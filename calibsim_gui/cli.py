@@ -77,7 +77,7 @@ def _whole_number(low: int, high: int):
 
 def _batch_size(text: str) -> int:
     """An argparse type: a batch size that `encode_texts` accepts."""
-    from calibsim_gui.core.encoding import MAX_BATCH_SIZE, check_batch_size
+    from calibsim_gui.core.embedding.encoding import MAX_BATCH_SIZE, check_batch_size
 
     try:
         return check_batch_size(int(text))
@@ -99,7 +99,7 @@ def _scale(text: str) -> tuple[float, float]:
 
 
 def _memory_size(text: str) -> int:
-    from calibsim_gui.core.memory import parse_size
+    from calibsim_gui.core.io.memory import parse_size
 
     try:
         return parse_size(text)
@@ -443,7 +443,10 @@ def _say(args, text: str = "") -> None:
 
 
 def _load_model(args):
-    from calibsim_gui.core.models import choose_prompts, embedder_engine, load_model, resolve_model
+    from calibsim_gui.core.embedding.devices import embedder_engine
+    from calibsim_gui.core.embedding.model_folders import resolve_model
+    from calibsim_gui.core.embedding.models import load_model
+    from calibsim_gui.core.embedding.prompts import choose_prompts
 
     engine = {"local": "auto", "ray": "torch"}.get(args.engine, args.engine)
     if args.precision == "int8" and engine == "torch":
@@ -470,11 +473,11 @@ def _load_model(args):
 def _check_input_memory(args, inputs, *, pairs: int = 0) -> None:
     """Refuse inputs (and `pairs` background pairs) over the memory budget from the files' sizes
     alone, before any file is read or a model loaded."""
-    from calibsim_gui.core.inputs import check_read_budget, input_files
+    from calibsim_gui.core.io.inputs import check_read_budget, input_files
 
     dim = 0
     if pairs:
-        from calibsim_gui.core.models import resolve_model
+        from calibsim_gui.core.embedding.model_folders import resolve_model
 
         dim = resolve_model(args.model).dimension or 0
     check_read_budget(input_files(inputs), args.memory_budget, pairs=pairs, dim=dim)
@@ -483,7 +486,7 @@ def _check_input_memory(args, inputs, *, pairs: int = 0) -> None:
 def _cache(args):
     if args.no_cache:
         return None
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
 
     return EmbeddingCache()
 
@@ -495,8 +498,8 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
 
 def _profile(args, embedder, cache):
     """The reference of --profile (default: the built-in one), refitted on --anchors if given."""
-    from calibsim_gui.core.profile import ReferenceProfile
-    from calibsim_gui.core.profile_builder import default_profile, with_anchors
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
 
     if args.profile:
         profile = ReferenceProfile.load(args.profile)
@@ -505,7 +508,7 @@ def _profile(args, embedder, cache):
         profile = default_profile(embedder, cache=cache, batch_size=args.batch_size)
     anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
     if anchors:
-        from calibsim_gui.core.anchors import load_anchors
+        from calibsim_gui.core.references.anchors import load_anchors
 
         ladder = anchors if not isinstance(anchors, (str, Path)) else load_anchors(anchors)
         profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
@@ -520,7 +523,8 @@ def _model_and_references(args):
 
 
 def cmd_models(args) -> int:
-    from calibsim_gui.core.models import available_devices, discover_models
+    from calibsim_gui.core.embedding.devices import available_devices
+    from calibsim_gui.core.embedding.model_folders import discover_models
 
     rows = [(m.name, m.source, m.dimension or "?", m.max_seq_length or "?",
              f"{m.size_bytes / 1e6:.0f} MB", str(m.path)) for m in discover_models(args.folder)]
@@ -556,7 +560,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from calibsim_gui.core.profile import ReferenceProfile, merge_profiles
+    from calibsim_gui.core.calibration.profile import ReferenceProfile, merge_profiles
 
     if args.profile_command == "show":
         profile = ReferenceProfile.load(args.profile)
@@ -566,7 +570,7 @@ def cmd_profile(args) -> int:
         print(f"background pairs: {profile.background_pairs} "
               "(statistics below in the 'higher = more similar' view: distances negated)")
         if profile.has_background:
-            from calibsim_gui.core.languages import describe, profile_languages
+            from calibsim_gui.core.embedding.languages import describe, profile_languages
 
             print(f"background languages: {describe(profile_languages(profile.provenance))}")
         scale = next(iter(profile.metrics.values())).calibrators["calibrated"]
@@ -587,7 +591,7 @@ def cmd_profile(args) -> int:
         for warning in profile.warnings():
             print(f"warning: {warning}")
         return 0
-    from calibsim_gui.core.output import check_output_path
+    from calibsim_gui.core.io.output import check_output_path
 
     out = Path(args.out)
     if out.suffix == "":
@@ -610,8 +614,8 @@ def cmd_profile(args) -> int:
 
 
 def _upgrade_profile(args, out: Path) -> int:
-    from calibsim_gui.core.files import read_user_json
-    from calibsim_gui.core.profile_builder import upgrade_profile
+    from calibsim_gui.core.io.files import read_user_json
+    from calibsim_gui.core.calibration.profile_builder import upgrade_profile
 
     old = read_user_json(args.profile, what="profile", fix="give the calibsim 0.1 or 0.2 profile file to upgrade.")
     embedder = _load_model(args)
@@ -623,14 +627,14 @@ def _upgrade_profile(args, out: Path) -> int:
 
 
 def _build_profile(args, out: Path) -> int:
-    from calibsim_gui.core.anchors import load_anchors
-    from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.profile_builder import build_profile
+    from calibsim_gui.core.references.anchors import load_anchors
+    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.calibration.profile_builder import build_profile
 
     on_ray = args.engine == "ray"
     if not on_ray and (args.address or args.workers):
         raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
-    from calibsim_gui.core.geometry import geometry_settings
+    from calibsim_gui.core.geometry.transforms import geometry_settings
 
     settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim,
                                  soft_factors=args.soft_factors)
@@ -644,7 +648,7 @@ def _build_profile(args, out: Path) -> int:
         raise InputError("--engine ray builds a background: give it files with --background.",
                          fix="add --background FILES, or leave out --engine ray for an anchors-only profile")
     if on_ray:
-        from calibsim_gui.core.cluster import import_ray
+        from calibsim_gui.core.calibration.cluster import import_ray
 
         import_ray()
     elif args.background:
@@ -662,7 +666,7 @@ def _build_profile(args, out: Path) -> int:
                    cache=_cache(args), batch_size=args.batch_size, metrics=args.metrics)
     try:
         if on_ray:
-            from calibsim_gui.core.cluster import build_profile_on_ray
+            from calibsim_gui.core.calibration.cluster import build_profile_on_ray
 
             def progress_with_rate(done, total, message):
                 progress(done, total, message)
@@ -701,8 +705,8 @@ def _build_profile(args, out: Path) -> int:
 
 def _fit_band(args, profile, embedder) -> None:
     """Measure the human agreement band of `profile` on ``--band-pairs``."""
-    from calibsim_gui.core.human import load_human_pairs
-    from calibsim_gui.core.profile_builder import fit_agreement_bands
+    from calibsim_gui.core.calibration.human import load_human_pairs
+    from calibsim_gui.core.calibration.profile_builder import fit_agreement_bands
     from calibsim_gui.core.provenance import file_digest
 
     low, high = args.band_scale
@@ -751,7 +755,7 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
     -------
     (ScoredPairs, ReferenceProfile)
     """
-    from calibsim_gui.core.analysis import score_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
 
     embedder, cache, profile = _model_and_references(args)
     geometry = tuple(dict.fromkeys(["none", *args.geometry]))
@@ -770,7 +774,7 @@ def _score_table(args, table, *, human=(), norms: bool = False, interval: bool =
 
 
 def cmd_score(args) -> int:
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     inputs = [p for p in (args.pairs, args.profile, args.human, args.anchors) if p]
     if args.out and args.out != "-":
@@ -779,12 +783,12 @@ def cmd_score(args) -> int:
                        encoding=args.encoding, memory_budget=args.memory_budget)
     human = []
     if args.human:
-        from calibsim_gui.core.human import HumanFit
+        from calibsim_gui.core.calibration.human import HumanFit
 
         human = [HumanFit.load(args.human).calibrator]
     scored, profile = _score_table(args, table, human=human, norms=args.norms, interval=args.interval)
     if args.out == "-":
-        from calibsim_gui.core.output import protect_formulas
+        from calibsim_gui.core.io.output import protect_formulas
 
         frame = scored.frame if args.keep_formulas else protect_formulas(scored.frame)[0]
         frame.to_csv(sys.stdout, index=False, float_format="%.10g")
@@ -800,7 +804,7 @@ def cmd_score(args) -> int:
 def _check_outputs(args, inputs) -> None:
     """Refuse a bad --out (or a figure file that is an input or, without --force, exists)
     before any model is loaded."""
-    from calibsim_gui.core.output import check_output_path, figure_paths
+    from calibsim_gui.core.io.output import check_output_path, figure_paths
 
     check_output_path(args.out, inputs=inputs, force=args.force)
     for figure in figure_paths(args.out) if args.figures else ():
@@ -809,7 +813,7 @@ def _check_outputs(args, inputs) -> None:
 
 def _write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated") -> int:
     """Write --out (format by extension) and, with --figures, the figures beside it."""
-    from calibsim_gui.core.output import sidecar_path
+    from calibsim_gui.core.io.output import sidecar_path
     from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
 
     report = build_report(result, profile, metric=metric, form=form)
@@ -824,8 +828,8 @@ def _write_outputs(args, result, profile, *, inputs, metric=None, form="calibrat
 
 
 def cmd_matrix(args) -> int:
-    from calibsim_gui.core.analysis import score_matrix
-    from calibsim_gui.core.inputs import load_documents
+    from calibsim_gui.core.analysis.matrices import score_matrix
+    from calibsim_gui.core.io.inputs import load_documents
 
     inputs = [*args.inputs, *[p for p in (args.profile, args.anchors) if p]]
     if args.form == "local_minmax" and Path(args.out).suffix.lower() not in (".csv", ".tsv", ".json"):
@@ -849,8 +853,9 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_human(args) -> int:
-    from calibsim_gui.core.human import HUMAN_SUFFIX, fit_human_calibration
-    from calibsim_gui.core.output import check_output_path
+    from calibsim_gui.core.analysis.human_fit import fit_human_calibration
+    from calibsim_gui.core.calibration.human import HUMAN_SUFFIX
+    from calibsim_gui.core.io.output import check_output_path
 
     out = Path(args.out if Path(args.out).suffix else args.out + HUMAN_SUFFIX)
     check_output_path(out, inputs=[p for p in (args.pairs, args.profile) if p], force=args.force,
@@ -884,10 +889,10 @@ def cmd_human(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.comparison import compare_models
-    from calibsim_gui.core.inputs import load_pairs
-    from calibsim_gui.core.output import check_output_path, write_scored_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.analysis.comparison import compare_models
+    from calibsim_gui.core.io.inputs import load_pairs
+    from calibsim_gui.core.io.output import check_output_path, write_scored_pairs
 
     profiles = [None if p in ("builtin", "") else p for p in args.profiles]
     if args.out:
@@ -903,7 +908,7 @@ def cmd_compare(args) -> int:
                          fix="give one --profile per --model, in the same order ('builtin' for a "
                              "model's built-in reference), or use --anchors FILE for one ladder for all")
     if args.anchors:
-        from calibsim_gui.core.anchors import load_anchors
+        from calibsim_gui.core.references.anchors import load_anchors
 
         args.anchors = load_anchors(args.anchors)     # read once; every model encodes its texts
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding,
@@ -930,7 +935,7 @@ def cmd_compare(args) -> int:
     for note in comparison.notes:
         print(f"note: {note}")
     if args.out:
-        from calibsim_gui.core.analysis import ScoredPairs
+        from calibsim_gui.core.analysis.pairs import ScoredPairs
 
         provenance = {"models": {m: r.provenance for m, r in results.items()},
                       "differences": comparison.differences}
@@ -941,7 +946,8 @@ def cmd_compare(args) -> int:
 
 
 def _print_evaluation(evaluation, results, path) -> None:
-    from calibsim_gui.core.evaluation import BAND_LABELS, readable_forms
+    from calibsim_gui.core.analysis.evaluation import BAND_LABELS
+    from calibsim_gui.core.reports.evaluation_page import readable_forms
 
     low, high = evaluation.scale
     print(f"\n=== {path}: {evaluation.n_pairs:,} labelled pairs; human scores in '{evaluation.label}' on "
@@ -967,10 +973,11 @@ def _print_evaluation(evaluation, results, path) -> None:
 
 
 def cmd_evaluate(args) -> int:
-    from calibsim_gui.core.atomic import write_text_atomic
-    from calibsim_gui.core.evaluation import evaluate, evaluation_html
-    from calibsim_gui.core.human import HumanFit, load_human_pairs
-    from calibsim_gui.core.output import check_output_path, dump_json
+    from calibsim_gui.core.io.atomic import write_text_atomic
+    from calibsim_gui.core.analysis.evaluation import evaluate
+    from calibsim_gui.core.reports.evaluation_page import evaluation_html
+    from calibsim_gui.core.calibration.human import HumanFit, load_human_pairs
+    from calibsim_gui.core.io.output import check_output_path, dump_json
     from calibsim_gui.core.provenance import file_digest
 
     scales = args.scale or [(0.0, 5.0)]
@@ -1031,11 +1038,11 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
-    from calibsim_gui.core.atomic import write_text_atomic
-    from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.geometry import GEOMETRIES
-    from calibsim_gui.core.output import check_output_path, dump_json
-    from calibsim_gui.core.space import diagnostics_table, profile_space
+    from calibsim_gui.core.io.atomic import write_text_atomic
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from calibsim_gui.core.geometry.transforms import GEOMETRIES
+    from calibsim_gui.core.io.output import check_output_path, dump_json
+    from calibsim_gui.core.geometry.space import diagnostics_table, profile_space
 
     if args.out:
         out = check_output_path(args.out, inputs=[*args.inputs, *([args.profile] if args.profile else [])],
@@ -1049,7 +1056,7 @@ def cmd_diagnose(args) -> int:
     what = f"{len(profile.query_reference) if profile.query_reference is not None else 0:,} " \
            "background texts of the reference"
     if args.inputs:
-        from calibsim_gui.core.inputs import load_documents
+        from calibsim_gui.core.io.inputs import load_documents
 
         docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
                               encoding=args.encoding, memory_budget=args.memory_budget)
@@ -1105,8 +1112,8 @@ def _print_search_summary(hits, *, per_query: int = 3, queries: int = 10) -> Non
 
 
 def cmd_search(args) -> int:
-    from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.search import search
+    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.analysis.search import search
 
     inputs = [*args.queries, *args.corpus, *([args.profile] if args.profile else [])]
     if args.out:
@@ -1140,12 +1147,13 @@ def cmd_search(args) -> int:
 def cmd_threshold(args) -> int:
     import numpy as np
 
-    from calibsim_gui.core.atomic import write_text_atomic
-    from calibsim_gui.core.human import load_human_pairs
-    from calibsim_gui.core.metrics import get_metrics
-    from calibsim_gui.core.output import check_output_path, dump_json
+    from calibsim_gui.core.io.atomic import write_text_atomic
+    from calibsim_gui.core.calibration.human import load_human_pairs
+    from calibsim_gui.core.geometry.metrics import get_metrics
+    from calibsim_gui.core.io.output import check_output_path, dump_json
     from calibsim_gui.core.provenance import file_digest
-    from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning, threshold_in_raw_units
+    from calibsim_gui.core.analysis.thresholds import (
+        find_threshold, pr_curve, same_meaning, threshold_in_raw_units)
 
     if args.out:
         out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile) if p],

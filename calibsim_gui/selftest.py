@@ -48,9 +48,9 @@ class Context:
 
 
 def check_resources(ctx: Context) -> str:
-    from calibsim_gui.core.anchors import builtin_anchors
-    from calibsim_gui.core.models import BUILTIN_MODEL_NAME
-    from calibsim_gui.core.profile_builder import builtin_profile_path
+    from calibsim_gui.core.references.anchors import builtin_anchors
+    from calibsim_gui.core.embedding.model_folders import BUILTIN_MODEL_NAME
+    from calibsim_gui.core.calibration.profile_builder import builtin_profile_path
     from calibsim_gui.core.resources import resource_path, resources_dir
 
     pairs = resource_path("demo", "pairs.csv")
@@ -75,7 +75,7 @@ def check_library_versions(ctx: Context) -> str:
 
 
 def load_builtin_model(ctx: Context) -> str:
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     start = time.perf_counter()
     embedder = load_model(None, device="cpu")
@@ -84,7 +84,7 @@ def load_builtin_model(ctx: Context) -> str:
 
 
 def load_builtin_reference(ctx: Context) -> str:
-    from calibsim_gui.core.profile_builder import default_profile
+    from calibsim_gui.core.calibration.profile_builder import default_profile
 
     profile = default_profile(ctx.values["embedder"])
     if not profile.has_background:
@@ -97,8 +97,8 @@ def load_builtin_reference(ctx: Context) -> str:
 def score_demo_pairs(ctx: Context) -> str:
     import numpy as np
 
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     table = load_pairs(ctx.values["pairs_path"])
     scored = score_pairs(table, ctx.values["embedder"], ctx.values["profile"])
@@ -113,7 +113,7 @@ def score_demo_pairs(ctx: Context) -> str:
 
 
 def write_reports(ctx: Context) -> str:
-    from calibsim_gui.core.output import REPORT_FORMATS
+    from calibsim_gui.core.io.output import REPORT_FORMATS
     from calibsim_gui.core.reports import build_report, write_report
 
     scored = ctx.values["scored"]

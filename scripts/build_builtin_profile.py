@@ -2,10 +2,10 @@
 
 Background: the AG News sentences in ../shared/data/agnews (train + test, titles and
 descriptions, cleaned of the corpus's backslash line breaks and HTML-entity remnants);
-20,000 background pairs drawn by the seeded text-key scheme of calibsim_gui.core.background
+20,000 background pairs drawn by the seeded text-key scheme of calibsim_gui.core.geometry.background
 (seed 0; the same pairs `calibsim profile build --engine ray` draws from the same sentences).
 Anchors: resources/anchors/builtin-ladder.json.
-References for every metric of calibsim_gui.core.metrics (radial included). Geometry fixes
+References for every metric of calibsim_gui.core.geometry.metrics (radial included). Geometry fixes
 (mean-centering, whitening, all-but-the-top, and the soft-cosine space whose 64-factor feature
 similarity S makes cosine soft cosine) are fitted on all background sentences, with cosine
 references under each. The profile stores statistics only (sketches,
@@ -27,12 +27,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from calibsim_gui.core.cache import EmbeddingCache
-from calibsim_gui.core.models import load_model
-from calibsim_gui.core.human import load_human_pairs
-from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path, fit_agreement_bands
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.calibration.human import load_human_pairs
+from calibsim_gui.core.calibration.profile_builder import (
+    build_profile, builtin_profile_path, fit_agreement_bands)
 from calibsim_gui.core.provenance import file_digest
-from calibsim_gui.core.reference_scale import REFERENCE_LANGUAGES
+from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES
 
 _ENTITY = re.compile(r"(?<![&\w])#(\d+);")
 

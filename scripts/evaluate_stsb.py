@@ -34,23 +34,20 @@ import pandas as pd
 from build_builtin_profile import agnews_sentences, clean
 from scipy.stats import spearmanr
 
-from calibsim_gui.core.analysis import score_column, score_pairs
-from calibsim_gui.core.atomic import write_text_atomic
-from calibsim_gui.core.cache import EmbeddingCache
-from calibsim_gui.core.diagnostics import diagnose_geometries
-from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.human import (
-    HumanCalibrator,
-    cross_validate_human,
-    load_human_pairs,
-    reliability_curve,
-)
-from calibsim_gui.core.geometry import SoftCosineSpace, apply_geometry, fit_geometries, geometry_settings
-from calibsim_gui.core.metrics import METRICS, pair_scores
-from calibsim_gui.core.models import load_model
-from calibsim_gui.core.profile_builder import default_profile
+from calibsim_gui.core.analysis.pairs import score_column, score_pairs
+from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.geometry.diagnostics import diagnose_geometries
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.core.calibration.human import (
+    HumanCalibrator, cross_validate_human, load_human_pairs, reliability_curve)
+from calibsim_gui.core.geometry.transforms import (
+    SoftCosineSpace, apply_geometry, fit_geometries, geometry_settings)
+from calibsim_gui.core.geometry.metrics import METRICS, pair_scores
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.calibration.profile_builder import default_profile
 from calibsim_gui.core.provenance import library_versions
-from calibsim_gui.core.thresholds import find_threshold
+from calibsim_gui.core.analysis.thresholds import find_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = (0.0, 5.0)

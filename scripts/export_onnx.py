@@ -17,9 +17,9 @@ import sys
 import time
 
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.models import resolve_model
-from calibsim_gui.core.onnx_export import export_folder
-from calibsim_gui.core.onnx_engine import onnx_fingerprint
+from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.onnx_export import export_folder
+from calibsim_gui.core.embedding.onnx_engine import onnx_fingerprint
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,4 @@
-"""Measure HUMAN_SHIFT (calibsim_gui/core/calibrators.py): how far below the straight line from a
+"""Measure HUMAN_SHIFT (calibsim_gui/core/calibration/calibrators.py): how far below the straight line from a
 typical unrelated pair (0) to identical text (1) people rate pairs.
 
 For every labelled pair of the training splits of two sources with different annotators (STS-B
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.cache import EmbeddingCache
-from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.human import load_human_pairs
-from calibsim_gui.core.metrics import pair_scores
-from calibsim_gui.core.models import load_model
-from calibsim_gui.core.reference_scale import reference_sentences, unrelated_medians
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.core.calibration.human import load_human_pairs
+from calibsim_gui.core.geometry.metrics import pair_scores
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.references.reference_scale import reference_sentences, unrelated_medians
 
 SOURCES = {"stsb": (0.0, 5.0), "sick": (1.0, 5.0)}
 

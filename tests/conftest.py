@@ -85,7 +85,7 @@ def fake_embedder():
 @pytest.fixture(scope="session")
 def real_embedder():
     """The built-in all-MiniLM-L6-v2, loaded once per test session."""
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     return load_model(None, device="cpu")
 

@@ -77,7 +77,7 @@ def write_derived_models(target, kinds=DERIVED_MODELS) -> dict[str, Path]:
     """
     from safetensors.numpy import load_file
 
-    from calibsim_gui.core.models import builtin_model_path
+    from calibsim_gui.core.embedding.model_folders import builtin_model_path
 
     unknown = set(kinds) - set(DERIVED_MODELS)
     if unknown:
@@ -117,7 +117,7 @@ if __name__ == "__main__":
     import os
     import tempfile
 
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     texts = agnews_sentences(Path(__file__).resolve().parents[2] / "shared/data/agnews/test.csv")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.models import ModelFingerprint, ModelInfo, PromptedEmbedder, PromptSettings
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint, ModelInfo
+from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings
 
 _WORD = re.compile(r"\w+")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from calibsim_gui.core.models import load_model
+from calibsim_gui.core.embedding.models import load_model
 from tests.conftest import DATA
 from tests.derived_models import agnews_sentences, random_pair_cosine
 

@@ -24,3 +24,41 @@ def test_headless_command_never_loads_qt(tmp_path):
             "print('QT' if any(k.startswith('PySide6') for k in sys.modules) else 'NOQT')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().endswith("NOQT")
+
+
+def _product_modules(package: str = ""):
+    import ast
+    from pathlib import Path
+
+    import calibsim_gui
+
+    root = Path(calibsim_gui.__file__).parent
+    for path in sorted((root / package).rglob("*.py")):
+        yield path.relative_to(root.parent), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_no_core_import_hides_inside_a_function():
+    """In the core, function-level imports are for heavy optional libraries only (torch,
+    onnxruntime, ray, ...), never to dodge a cycle (cycles are checked by lint-imports)."""
+    import ast
+
+    hidden = []
+    for path, tree in _product_modules("core"):
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in (sub for f in functions for sub in ast.walk(f)):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if (isinstance(node, ast.ImportFrom) and node.level) or any(
+                    n.split(".")[0] == "calibsim_gui" for n in names):
+                hidden.append(f"{path}:{node.lineno}")
+    assert sorted(set(hidden)) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    import ast
+
+    private = [f"{path}:{node.lineno} {node.module}.{alias.name}"
+               for path, tree in _product_modules() for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("calibsim_gui")
+               for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert private == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from calibsim_gui import selftest
-from calibsim_gui.core import models
+from calibsim_gui.core.embedding import models
 from calibsim_gui.core.errors import ModelError
 
 

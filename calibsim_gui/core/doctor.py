@@ -23,7 +23,10 @@ from importlib import metadata
 from pathlib import Path
 
 import calibsim_gui
+from calibsim_gui.core.embedding import devices, model_folders, models, onnx_engine
+from calibsim_gui.core.embedding.cache import default_cache_dir
 from calibsim_gui.core.errors import CalibsimError, InputError
+from calibsim_gui.core.io import memory
 
 WINDOW_TIMEOUT_S = 30
 LDD_TIMEOUT_S = 10
@@ -129,9 +132,8 @@ def check_os() -> Check:
 
 def check_device() -> Check:
     """The device `--device auto` picks, and why."""
-    from calibsim_gui.core import models
 
-    device = models.resolve_device("auto")
+    device = devices.resolve_device("auto")
     if device == "cuda":
         import torch
 
@@ -139,36 +141,33 @@ def check_device() -> Check:
     elif device == "mps":
         why = "Apple GPU (MPS)"
     else:
-        why = "; ".join(f"{name}: {reason}" for name, reason in models.available_devices().items()
+        why = "; ".join(f"{name}: {reason}" for name, reason in devices.available_devices().items()
                         if reason is not None)
     return Check("device", "ok", f"{device} (--device auto: {why})", data={"device": device, "reason": why})
 
 
 def check_precision(device: str) -> Check:
     """The default precision, and what `--precision auto` would pick on `device`."""
-    from calibsim_gui.core import models
 
-    reason = models.bfloat16_support(device)
+    reason = devices.bfloat16_support(device)
     if reason is None:
         auto = "bfloat16"
-        why = (f"CPU has {', '.join(models.cpu_bfloat16_instructions())}" if device == "cpu"
+        why = (f"CPU has {', '.join(devices.cpu_bfloat16_instructions())}" if device == "cpu"
                else f"{device} runs bfloat16 natively")
         text = f"bfloat16 here ({why})"
     else:
         auto, why = "float32", reason
         text = f"float32 here: {reason}"
-    summary = (f"{models.DEFAULT_PRECISION} (default: identical results on every machine); "
+    summary = (f"{devices.DEFAULT_PRECISION} (default: identical results on every machine); "
                f"--precision auto would use {text}")
     return Check("precision", "ok", summary,
-                 data={"default": models.DEFAULT_PRECISION, "auto": auto, "reason": why})
+                 data={"default": devices.DEFAULT_PRECISION, "auto": auto, "reason": why})
 
 
 def check_engine(device: str) -> Check:
     """Whether ONNX Runtime is installed, and the engine `--engine auto` picks on `device`."""
-    from calibsim_gui.core import models
-    from calibsim_gui.core.onnx_engine import onnxruntime_missing
 
-    missing = onnxruntime_missing()
+    missing = onnx_engine.onnxruntime_missing()
     auto = models.choose_engine("auto", device)
     data = {"auto": auto, "onnxruntime": _version("onnxruntime", "onnxruntime-gpu")}
     why = f"{device} is a GPU" if device != "cpu" else "the CPU runs ONNX Runtime"
@@ -181,10 +180,9 @@ def check_engine(device: str) -> Check:
 
 def check_builtin_model() -> Check:
     """Whether the bundled model's files are installed."""
-    from calibsim_gui.core import models
 
-    path = models.builtin_model_path()
-    return Check("model", "ok", f"built-in {models.BUILTIN_MODEL_NAME} at {path}", data={"path": str(path)})
+    path = model_folders.builtin_model_path()
+    return Check("model", "ok", f"built-in {model_folders.BUILTIN_MODEL_NAME} at {path}", data={"path": str(path)})
 
 
 def _folder_size(folder: Path) -> int:
@@ -193,15 +191,12 @@ def _folder_size(folder: Path) -> int:
 
 def check_cache() -> Check:
     """Where the embedding cache lives, its size, and whether it can be written."""
-    from calibsim_gui.core.cache import default_cache_dir
-    from calibsim_gui.core.memory import format_size
-
     folder = default_cache_dir()
     size = _folder_size(folder) if folder.is_dir() else 0
     existing = next(p for p in (folder, *folder.parents) if p.exists())
     writable = os.access(existing, os.W_OK)
     data = {"path": str(folder), "size_bytes": size, "writable": writable}
-    summary = f"{folder}, {format_size(size) if folder.is_dir() else 'not created yet'}"
+    summary = f"{folder}, {memory.format_size(size) if folder.is_dir() else 'not created yet'}"
     if not writable:
         return Check("cache", "problem", f"{summary}; {existing} is not writable", data=data,
                      fix="make it writable, set CALIBSIM_CACHE_DIR to another folder, or pass --no-cache")
@@ -209,9 +204,7 @@ def check_cache() -> Check:
 
 
 def check_memory() -> Check:
-    """The memory budget a run is checked against (`calibsim_gui.core.memory`)."""
-    from calibsim_gui.core import memory
-
+    """The memory budget a run is checked against (`calibsim_gui.core.io.memory`)."""
     physical = memory.physical_memory()
     try:
         budget = memory.default_budget()

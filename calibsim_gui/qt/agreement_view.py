@@ -14,17 +14,11 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
-from calibsim_gui.core.analysis import ScoredPairs
-from calibsim_gui.core.distributions import (
-    SPEARMAN_NOTE,
-    Agreement,
-    agreement,
-    guess_scale,
-    label_candidates,
-    label_values,
-)
+from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.analysis.distributions import (
+    SPEARMAN_NOTE, Agreement, agreement, guess_scale, label_candidates, label_values)
 from calibsim_gui.qt.plot_menu import PlotMenu
-from calibsim_gui.qt.plots import _style_plot
+from calibsim_gui.qt.plots import style_plot
 
 POINT_COLOR = QColor(76, 120, 168, 170)
 SELECTED_COLOR = QColor(214, 39, 40)
@@ -190,7 +184,7 @@ class AgreementView(QWidget):
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
-        _style_plot(self.plot, self.palette())
+        style_plot(self.plot, self.palette())
 
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.PaletteChange:

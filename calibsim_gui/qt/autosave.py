@@ -67,7 +67,7 @@ class Autosaver(QObject):
 
     def pending(self):
         """The project a previous session left behind, or None (a damaged one is discarded)."""
-        from calibsim_gui.core.project import Project
+        from calibsim_gui.core.analysis.project import Project
 
         if not self.path.exists():
             return None

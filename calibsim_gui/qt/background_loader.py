@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.calibrators import MIN_BACKGROUND_PAIRS
-from calibsim_gui.core.languages import describe as describe_languages, profile_languages
-from calibsim_gui.core.profile import SUFFIX
+from calibsim_gui.core.calibration.calibrators import MIN_BACKGROUND_PAIRS
+from calibsim_gui.core.embedding.languages import describe as describe_languages, profile_languages
+from calibsim_gui.core.calibration.profile import SUFFIX
 from calibsim_gui.qt.messages import BACKGROUND_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -367,7 +367,7 @@ class BackgroundLoader(QWidget):
         encoding, column = self.encoding.currentData(), self.column.currentText().strip() or None
         what = "file or folder" if len(paths) == 1 else "files and folders"
         self.progress_label.setText(f"Reading {len(paths)} {what}…")
-        from calibsim_gui.core.inputs import load_documents  # pandas: imported on first use
+        from calibsim_gui.core.io.inputs import load_documents
 
         budget = self.memory_budget() if self.memory_budget else None
         self.runner.start(lambda progress, should_stop: _read_corpus(
@@ -571,7 +571,7 @@ class BackgroundLoader(QWidget):
 
 def _read_corpus(documents):
     """In the worker: the documents read, their HTML leftovers and (if any) a cleaned copy."""
-    from calibsim_gui.core.text_cleaning import clean_documents, find_html_leftovers
+    from calibsim_gui.core.io.text_cleaning import clean_documents, find_html_leftovers
 
     leftovers = find_html_leftovers(documents.texts)
     return documents, leftovers, clean_documents(documents) if leftovers else None

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from calibsim_gui.core.analysis import score_column
+from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.results_view import ResultsTableModel
 

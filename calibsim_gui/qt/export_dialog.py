@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths
-from calibsim_gui.core.reports.content import anchors_path, is_builtin_ladder
+from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths
+from calibsim_gui.core.reports.reproduce import anchors_path, is_builtin_ladder
 from calibsim_gui.qt.state import form_label
 
 

@@ -27,9 +27,10 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui import __version__
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.models import embedder_precision
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.embedding.devices import embedder_precision
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.agreement_view import AgreementView
 from calibsim_gui.qt.anchor_editor import AnchorEditor
@@ -128,7 +129,7 @@ def _load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="aut
     import scipy.spatial.distance  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     embedder = load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine)
     embedder.encode_batch(["calibsim warms up the model"])
@@ -149,7 +150,7 @@ def _export_report(results, profile, *, path, metric, form, figures, force, prog
 
 def _read_pairs_or_columns(path, options, budget, *, progress, should_stop):
     """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user."""
-    from calibsim_gui.core.inputs import ColumnsNotFound, load_pairs
+    from calibsim_gui.core.io.inputs import ColumnsNotFound, load_pairs
 
     try:
         return load_pairs(path, memory_budget=budget, **options)
@@ -614,7 +615,7 @@ class MainWindow(QMainWindow):
     def cache(self):
         """The embedding cache, or None when its folder is unusable (said once; scoring goes on)."""
         if self._cache is None and not self._cache_failed:
-            from calibsim_gui.core.cache import EmbeddingCache
+            from calibsim_gui.core.embedding.cache import EmbeddingCache
             from calibsim_gui.core.errors import CalibsimError
 
             try:
@@ -653,7 +654,7 @@ class MainWindow(QMainWindow):
         self._continue_project()
 
     def use_builtin_reference(self) -> None:
-        from calibsim_gui.core.profile_builder import default_profile
+        from calibsim_gui.core.calibration.profile_builder import default_profile
 
         embedder = self.state.embedder
         if embedder is None:
@@ -664,7 +665,7 @@ class MainWindow(QMainWindow):
                                                            should_stop=should_stop), "built-in"))
 
     def open_profile(self, path: str) -> None:
-        from calibsim_gui.core.profile import ReferenceProfile
+        from calibsim_gui.core.calibration.profile import ReferenceProfile
 
         embedder = self.state.embedder
 
@@ -678,7 +679,7 @@ class MainWindow(QMainWindow):
         self._start_references(task, path=path)
 
     def apply_anchors(self, anchors) -> None:
-        from calibsim_gui.core.profile_builder import with_anchors
+        from calibsim_gui.core.calibration.profile_builder import with_anchors
 
         state = self.state
         if state.profile is None or state.embedder is None:
@@ -691,7 +692,7 @@ class MainWindow(QMainWindow):
             path=self.profile_path, built_from=self.built_from)
 
     def build_background(self, documents, pairs: int, seed: int) -> None:
-        from calibsim_gui.core.profile_builder import build_profile
+        from calibsim_gui.core.calibration.profile_builder import build_profile
 
         embedder = self.state.embedder
         if embedder is None:
@@ -777,7 +778,7 @@ class MainWindow(QMainWindow):
         self._update_results_hint()
 
     def _read_documents(self, paths: list[str], options: dict) -> None:
-        from calibsim_gui.core.inputs import load_documents
+        from calibsim_gui.core.io.inputs import load_documents
 
         self._incoming_input = {"paths": paths, "kind": "documents", "options": options}
         budget = self.memory_budget()
@@ -785,7 +786,7 @@ class MainWindow(QMainWindow):
             paths, memory_budget=budget, **options))
 
     def _input_read(self, value) -> None:
-        from calibsim_gui.core.inputs import ColumnsNotFound
+        from calibsim_gui.core.io.inputs import ColumnsNotFound
 
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
@@ -811,8 +812,9 @@ class MainWindow(QMainWindow):
 
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""
-        from calibsim_gui.core.analysis import iter_score_pairs, score_matrix
-        from calibsim_gui.core.inputs import PairTable
+        from calibsim_gui.core.analysis.matrices import score_matrix
+        from calibsim_gui.core.analysis.pairs import iter_score_pairs
+        from calibsim_gui.core.io.inputs import PairTable
 
         state = self.state
         if state.input is None or state.embedder is None or state.profile is None:
@@ -949,7 +951,7 @@ class MainWindow(QMainWindow):
 
     def fit_human(self, path: str, scale_text: str, metric: str = "cosine") -> None:
         """Fit a human calibration of the current model on `path` (labelled pairs) in a worker."""
-        from calibsim_gui.core.human import fit_human_calibration
+        from calibsim_gui.core.analysis.human_fit import fit_human_calibration
 
         state = self.state
         try:
@@ -983,7 +985,7 @@ class MainWindow(QMainWindow):
 
     def choose_human_file(self) -> None:
         from calibsim_gui.core.errors import CalibsimError
-        from calibsim_gui.core.human import HUMAN_SUFFIX, HumanFit
+        from calibsim_gui.core.calibration.human import HUMAN_SUFFIX, HumanFit
 
         path, _ = QFileDialog.getOpenFileName(self, "Open human calibration", "",
                                               f"Human calibrations (*{HUMAN_SUFFIX})")
@@ -1005,7 +1007,7 @@ class MainWindow(QMainWindow):
         self.save_human_action.setEnabled(True)
 
     def save_human(self) -> None:
-        from calibsim_gui.core.human import HUMAN_SUFFIX
+        from calibsim_gui.core.calibration.human import HUMAN_SUFFIX
 
         if self.state.human is None:
             return
@@ -1049,9 +1051,9 @@ class MainWindow(QMainWindow):
     def compare_with(self, spec: str) -> None:
         """Score the current pairs with model `spec` (its own reference, refitted on the current
         anchor ladder) and compare, in a worker."""
-        from calibsim_gui.core.analysis import score_pairs
-        from calibsim_gui.core.comparison import compare_models, comparison_reference
-        from calibsim_gui.core.models import load_model
+        from calibsim_gui.core.analysis.pairs import score_pairs
+        from calibsim_gui.core.analysis.comparison import compare_models, comparison_reference
+        from calibsim_gui.core.embedding.models import load_model
 
         state = self.state
         table, mine, embedder, cache = state.input, state.results, state.embedder, self.cache
@@ -1081,8 +1083,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ projects
 
     def current_project(self):
-        from calibsim_gui.core.anchors import builtin_anchors
-        from calibsim_gui.core.project import Project, ProjectInput
+        from calibsim_gui.core.references.anchors import builtin_anchors
+        from calibsim_gui.core.analysis.project import Project, ProjectInput
 
         state = self.state
         anchors = state.profile.anchors if state.profile is not None else self.anchors.anchor_set()
@@ -1111,7 +1113,7 @@ class MainWindow(QMainWindow):
                 labels["label_scale"] = [float(v) for v in state.label_scale]
         human = None
         if state.human is not None:
-            from calibsim_gui.core.output import dump_json
+            from calibsim_gui.core.io.output import dump_json
 
             fit = state.human           # as plain JSON values (the validation holds numpy numbers)
             human = json.loads(dump_json({"calibrator": fit.calibrator.to_dict(),
@@ -1160,7 +1162,7 @@ class MainWindow(QMainWindow):
     def open_project(self, path: str) -> None:
         """Restore a saved project: model, anchors, references, inputs and view choices."""
         from calibsim_gui.core.errors import CalibsimError
-        from calibsim_gui.core.project import Project
+        from calibsim_gui.core.analysis.project import Project
 
         try:
             project = Project.load(path)
@@ -1270,7 +1272,7 @@ class MainWindow(QMainWindow):
 
     def _restore_human(self, project) -> None:
         """Use the project's human calibration when it was fitted on the model now loaded."""
-        from calibsim_gui.core.project import human_fit_from_dict
+        from calibsim_gui.core.analysis.project import human_fit_from_dict
 
         if project.human is None:
             return
@@ -1336,7 +1338,7 @@ class MainWindow(QMainWindow):
 
     def memory_budget(self) -> int:
         """Bytes one run may hold: the user's setting, else the default budget."""
-        from calibsim_gui.core.memory import default_budget
+        from calibsim_gui.core.io.memory import default_budget
 
         return int(self.settings.value(MEMORY_BUDGET_KEY, 0, type=int)) or default_budget()
 
@@ -1346,14 +1348,14 @@ class MainWindow(QMainWindow):
         self._show_memory_budget()
 
     def _show_memory_budget(self) -> None:
-        from calibsim_gui.core.memory import format_size
+        from calibsim_gui.core.io.memory import format_size
 
         chosen = self.settings.value(MEMORY_BUDGET_KEY, 0, type=int)
         self.memory_label.setText(f"Memory budget {format_size(self.memory_budget())}"
                                   + ("" if chosen else " (default)"))
 
     def choose_memory_budget(self) -> None:
-        from calibsim_gui.core.memory import format_size, physical_memory
+        from calibsim_gui.core.io.memory import format_size, physical_memory
 
         total = physical_memory()
         gigabytes, ok = QInputDialog.getDouble(
@@ -1371,7 +1373,7 @@ class MainWindow(QMainWindow):
 
     def long_text_options(self) -> dict:
         """Keyword options of `iter_score_pairs` for texts past the model's max length."""
-        from calibsim_gui.core.chunking import DEFAULT_CHUNK_OVERLAP, MAX_CHUNK_OVERLAP
+        from calibsim_gui.core.embedding.chunking import DEFAULT_CHUNK_OVERLAP, MAX_CHUNK_OVERLAP
 
         mode, _, aggregate = self.long_text_setting().partition(":")
         overlap = self.settings.value(CHUNK_OVERLAP_KEY, DEFAULT_CHUNK_OVERLAP, type=int)
@@ -1390,7 +1392,7 @@ class MainWindow(QMainWindow):
             self.rescore()
 
     def choose_chunk_overlap(self) -> None:
-        from calibsim_gui.core.chunking import MAX_CHUNK_OVERLAP
+        from calibsim_gui.core.embedding.chunking import MAX_CHUNK_OVERLAP
 
         overlap, ok = QInputDialog.getInt(
             self, "Chunk overlap", "Tokens shared by neighbouring chunks of a long text\n"

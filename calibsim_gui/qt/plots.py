@@ -28,21 +28,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis import DocumentMatrix, PairChunk, ScoredPairs
-from calibsim_gui.core.distributions import (
-    LEVEL_COLORS,
-    CalibratedMap,
-    anchor_medians,
-    background_items,
-    calibrate_form,
-    calibrated_map,
-    histograms,
-    label_rows,
-    similarity_label,
-)
-from calibsim_gui.core.matrix_order import cluster_order, short_document_label
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
+from calibsim_gui.core.analysis.distributions import (
+    LEVEL_COLORS, CalibratedMap, anchor_medians, background_items, calibrate_form, calibrated_map, histograms, label_rows, similarity_label)
+from calibsim_gui.core.analysis.matrix_order import cluster_order, short_document_label
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.state import form_label
 
@@ -78,7 +70,7 @@ def metric_combo(tooltip: str) -> QComboBox:
     return combo
 
 
-def _style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
+def style_plot(plot: pg.PlotItem, palette: QPalette) -> None:
     text = palette.color(QPalette.ColorRole.Text)
     for side in ("left", "bottom", "right"):
         axis = plot.getAxis(side)
@@ -149,7 +141,7 @@ class _HistogramPanel:
         self.counts_box.linkedViewChanged(self.plot.vb, self.counts_box.XAxis)
 
     def set_style(self, palette: QPalette) -> None:
-        _style_plot(self.plot, palette)
+        style_plot(self.plot, palette)
         text = palette.color(QPalette.ColorRole.Text)
         for line in self.anchor_lines:
             line.label.setColor(text)
@@ -764,7 +756,7 @@ class CalibratedMapPlot(QWidget):
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
-        _style_plot(self.plot, self.palette())
+        style_plot(self.plot, self.palette())
         text = self.palette().color(QPalette.ColorRole.Text)
         shade = QColor(text)
         shade.setAlpha(45)
@@ -1056,7 +1048,7 @@ class HeatmapView(QWidget):
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))
-        _style_plot(self.plot, self.palette())
+        style_plot(self.plot, self.palette())
         text = self.palette().color(QPalette.ColorRole.Text)
         self.colorbar.axis.setPen(pg.mkPen(text))
         self.colorbar.axis.setTextPen(pg.mkPen(text))

@@ -14,8 +14,9 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from calibsim_gui import PROCESS_START
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
-from calibsim_gui.core.atomic import write_text_atomic
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.io.atomic import write_text_atomic
 from calibsim_gui.core.resources import resource_path
 
 TIMEOUT_S = 600

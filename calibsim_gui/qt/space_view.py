@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.geometry import GEOMETRIES
+from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -31,16 +31,16 @@ CROWDED_COSINE = 0.2      # random pairs averaging above this: a visibly anisotr
 
 
 def _diagnose(profile, *, progress, should_stop):
-    from calibsim_gui.core.space import profile_space
+    from calibsim_gui.core.geometry.space import profile_space
 
     return profile_space(profile, progress=progress, should_stop=should_stop)
 
 
 def _diagnose_labelled(profile, embedder, paths, *, progress, should_stop):
     """Diagnose documents of several files, each file one label (cluster structure beside isotropy)."""
-    from calibsim_gui.core.encoding import encode_texts
-    from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.space import profile_space
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.geometry.space import profile_space
 
     docs = load_documents(paths)
     embeddings = encode_texts(embedder, docs.texts, progress=progress, should_stop=should_stop).embeddings
@@ -180,7 +180,7 @@ class SpaceView(QWidget):
     def _show(self, space) -> None:
         self.space = space
         names = list(space.diagnostics)
-        from calibsim_gui.core.space import diagnostics_table
+        from calibsim_gui.core.geometry.space import diagnostics_table
 
         rows = diagnostics_table(space)
         self.table.clear()

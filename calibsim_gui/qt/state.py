@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS
 
 
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos

@@ -332,7 +332,7 @@ def test_matrix_csv_holds_the_requested_form_under_its_own_label(background, tmp
 # --- issue 19: metrics and geometry settings at build time, cluster diagnostics in diagnose ---
 
 def test_profile_build_chooses_metrics_and_geometry_settings(pairs, background, tmp_path, capsys):
-    from calibsim_gui.core.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
 
     path = tmp_path / "set.calibsim-profile"
     assert cli.main(["profile", "build", "--background", str(background), "--pairs", "800",
@@ -376,7 +376,7 @@ def test_diagnose_with_labels_shows_cluster_structure_beside_isotropy(background
 
 def test_compare_with_one_ladder_for_every_model_and_a_profile_per_model(pairs, background, tmp_path,
                                                                           monkeypatch, capsys):
-    from calibsim_gui.core.anchors import builtin_anchors
+    from calibsim_gui.core.references.anchors import builtin_anchors
 
     other = FakeEmbedder(dimension=32, name="fake-small")
     monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())

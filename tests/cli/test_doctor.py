@@ -11,7 +11,8 @@ import pytest
 
 import calibsim_gui
 from calibsim_gui import cli
-from calibsim_gui.core import doctor, models
+from calibsim_gui.core import doctor
+from calibsim_gui.core.embedding import devices
 
 _QT_FAILURE = """\
 qt.core.library: "/x/PySide6/Qt/plugins/platforms/libqxcb.so" cannot load: Cannot load library \
@@ -57,7 +58,7 @@ def test_report_names_versions_device_cache_and_memory(qt_probe, capsys):
     assert code == 0
     assert f"calibsim {calibsim_gui.__version__}" in _line(out, "versions")
     assert f"torch {metadata.version('torch')}" in _line(out, "versions")
-    assert _line(out, "device").startswith(f"device: {models.resolve_device('auto')} (--device auto")
+    assert _line(out, "device").startswith(f"device: {devices.resolve_device('auto')} (--device auto")
     assert os.environ["CALIBSIM_CACHE_DIR"] in _line(out, "cache")
     assert "budget" in _line(out, "memory")
     assert _line(out, "window") == "window: Qt can open a window (platform xcb)"
@@ -69,7 +70,7 @@ def test_report_names_versions_device_cache_and_memory(qt_probe, capsys):
     ("0", "float32 here: this CPU has no bfloat16 instructions (AMX-BF16 or AVX512-BF16)"),
 ])
 def test_precision_line_says_default_and_what_auto_would_do(qt_probe, monkeypatch, capsys, bf16, expected):
-    monkeypatch.setattr(models, "resolve_device", lambda device="auto": "cpu")
+    monkeypatch.setattr(devices, "resolve_device", lambda device="auto": "cpu")
     monkeypatch.setenv("CALIBSIM_CPU_BF16", bf16)
     _, out = _doctor(capsys)
     assert _line(out, "precision") == ("precision: float32 (default: identical results on every machine); "
@@ -86,7 +87,7 @@ def test_engine_line_says_what_auto_picks(qt_probe, monkeypatch, capsys, device,
 
 
 def test_engine_line_warns_without_onnxruntime(qt_probe, monkeypatch, capsys):
-    from calibsim_gui.core import onnx_engine
+    from calibsim_gui.core.embedding import onnx_engine
 
     monkeypatch.setattr(onnx_engine, "onnxruntime_missing", lambda: "onnxruntime is not installed")
     code, out = _doctor(capsys)

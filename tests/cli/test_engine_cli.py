@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
-from calibsim_gui.core import models
+from calibsim_gui.core.embedding import models
 from tests.fakes import FakeEmbedder
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.cache import EmbeddingCache
+from calibsim_gui.core.embedding.cache import EmbeddingCache
 from tests.fakes import random_sentences
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from calibsim_gui.core.profile import DIGEST_KEY, content_digest
-from calibsim_gui.core.profile_builder import builtin_profile_path
+from calibsim_gui.core.calibration.profile import DIGEST_KEY, content_digest
+from calibsim_gui.core.calibration.profile_builder import builtin_profile_path
 
 
 def _flip_sketch_byte(d: dict) -> None:

@@ -11,11 +11,11 @@ import sys
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.anchors import AnchorLevel, AnchorSet, builtin_anchors
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.models import load_model
-from calibsim_gui.core.profile_builder import default_profile, with_anchors
+from calibsim_gui.core.references.anchors import AnchorLevel, AnchorSet, builtin_anchors
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
 from calibsim_gui.core.reports import build_report, write_report
 
 pytestmark = pytest.mark.slow

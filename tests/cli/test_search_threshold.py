@@ -144,7 +144,7 @@ def test_threshold_refuses_labels_of_one_kind_and_bad_targets(labelled_pairs, tm
 
 
 def test_same_meaning_default_cut():
-    from calibsim_gui.core.thresholds import same_meaning
+    from calibsim_gui.core.analysis.thresholds import same_meaning
 
     same, cut = same_meaning([0, 1, 1, 0])
     assert cut == 1 and same.tolist() == [False, True, True, False]

@@ -175,7 +175,7 @@ def test_formula_protection_is_on_by_default_and_keep_formulas_turns_it_off(tmp_
 
 
 def test_a_cache_that_fills_up_is_a_warning_and_the_scores_are_right(pairs, tmp_path, monkeypatch, capsys):
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
 
     assert cli.main(["score", str(pairs), "--out", str(tmp_path / "clean.csv"), "--no-cache", "-q"]) == 0
     connect = EmbeddingCache._connect

@@ -2,13 +2,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_column, score_matrix, score_pairs, split_score_column
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import score_column, score_pairs, split_score_column
 from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.hubness import neighbourhood_similarity
-from calibsim_gui.core.human import HumanCalibrator
-from calibsim_gui.core.inputs import load_documents, load_pairs
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.geometry.hubness import neighbourhood_similarity
+from calibsim_gui.core.calibration.human import HumanCalibrator
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -103,7 +104,7 @@ def test_matrix_blocks_agree_with_a_single_block(tmp_path, profile):
 
 
 def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference():
-    from calibsim_gui.core.query_scale import query_zscores, reference_stats
+    from calibsim_gui.core.calibration.query_scale import query_zscores, reference_stats
 
     rng = np.random.default_rng(0)
     vectors, reference = rng.normal(size=(6, 8)), rng.normal(size=(30, 8))
@@ -131,7 +132,7 @@ def drain(steps):
 
 
 def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):
-    from calibsim_gui.core.analysis import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import iter_score_pairs
 
     path = tmp_path / "p.csv"
     texts = random_sentences(40, seed=3)
@@ -163,7 +164,7 @@ def varied_pairs(tmp_path):
 
 def test_the_whole_run_is_encoded_in_token_order_and_partial_chunks_make_up_the_result(
         varied_pairs, profile):
-    from calibsim_gui.core.analysis import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import iter_score_pairs
 
     embedder = FakeEmbedder()
     chunks, result = drain(iter_score_pairs(varied_pairs, embedder, profile, batch_size=16,
@@ -204,7 +205,7 @@ def test_the_whole_run_is_encoded_in_token_order_and_partial_chunks_make_up_the_
 
 
 def test_long_texts_chunked_stream_every_pair_once_and_match_scoring_them_alone(tmp_path, profile):
-    from calibsim_gui.core.analysis import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import iter_score_pairs
 
     short = random_sentences(30, seed=6)
     long = [" ".join(f"v{i}" for i in range(n, n + 90)) for n in range(4)]    # past the fake's 40
@@ -235,8 +236,8 @@ def _one_pair(tmp_path, a, b):
 
 
 def test_cancel_mid_run_raises_and_keeps_the_encoded_batches_in_the_cache(varied_pairs, profile, tmp_path):
-    from calibsim_gui.core.analysis import iter_score_pairs
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
     from calibsim_gui.core.errors import Cancelled
 
     cache = EmbeddingCache(tmp_path / "c.sqlite")
@@ -253,7 +254,7 @@ def test_cancel_mid_run_raises_and_keeps_the_encoded_batches_in_the_cache(varied
 
 
 def test_a_run_over_the_memory_budget_is_refused_before_any_work(varied_pairs, profile):
-    from calibsim_gui.core.analysis import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import iter_score_pairs
 
     embedder = FakeEmbedder()
     embedder.token_counts = lambda texts: pytest.fail("tokenized before the budget check")
@@ -267,8 +268,8 @@ def test_token_batches_of_the_whole_run_score_as_character_sorted_chunks_did(
         real_embedder, stsb_test_path, tmp_path):
     """The batching before issue 20 (each 512-pair chunk's new texts by character length, batches
     of 64) and the new one (the whole run's texts by token count) give the same raw scores."""
-    from calibsim_gui.core.profile import ReferenceProfile
-    from calibsim_gui.core.profile_builder import builtin_profile_path
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.profile_builder import builtin_profile_path
 
     path = tmp_path / "stsb300.csv"
     pd.read_csv(stsb_test_path).head(300).to_csv(path, index=False)
@@ -361,8 +362,8 @@ def test_matrix_under_a_geometry_fix_and_with_csls(tmp_path, profile):
 
 def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores(
         tmp_path, pairs_file, profile, monkeypatch):
-    from calibsim_gui.core import query_scale
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.calibration import query_scale
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
 
     table = load_pairs(pairs_file)
     with EmbeddingCache(tmp_path / "cache.sqlite") as cache:
@@ -408,7 +409,7 @@ def test_a_profile_without_the_new_metrics_says_how_to_get_them(pairs_file):
 
 
 def test_local_minmax_rows_by_hand_and_in_the_document_matrix(tmp_path, profile):
-    from calibsim_gui.core.analysis import local_minmax_rows
+    from calibsim_gui.core.analysis.matrices import local_minmax_rows
 
     sim = np.array([[1.0, 0.2, 0.6, 0.4],
                     [0.2, 1.0, 0.5, 0.5]])

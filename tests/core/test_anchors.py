@@ -2,7 +2,7 @@
 
 import pytest
 
-from calibsim_gui.core.anchors import builtin_anchors, load_anchors
+from calibsim_gui.core.references.anchors import builtin_anchors, load_anchors
 from calibsim_gui.core.errors import InputError
 
 GOOD_CSV = ("level,text_a,text_b,target\n"

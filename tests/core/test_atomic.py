@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from calibsim_gui.core.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.io.atomic import atomic_path, write_text_atomic
 
 
 def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):

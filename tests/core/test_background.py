@@ -1,15 +1,8 @@
 import numpy as np
 import pytest
 
-from calibsim_gui.core.background import (
-    key_pairs,
-    pair_key_limit,
-    query_key_limit,
-    query_keys,
-    query_sample,
-    random_pairs,
-    text_keys,
-)
+from calibsim_gui.core.geometry.background import (
+    key_pairs, pair_key_limit, query_key_limit, query_keys, query_sample, random_pairs, text_keys)
 from tests.fakes import random_sentences
 
 

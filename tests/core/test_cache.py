@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from calibsim_gui.core.cache import EmbeddingCache, cache_key, default_cache_dir, text_digest
+from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key, default_cache_dir, text_digest
 
 MODEL_A = "model-a@0123456789abcdef"
 MODEL_B = "model-b@fedcba9876543210"
@@ -153,7 +153,7 @@ def test_cache_key_names_the_precision_except_float32(fake_embedder):
 
 
 def test_a_cache_that_fills_up_turns_itself_off_with_a_warning_and_encoding_goes_on(tmp_path, fake_embedder):
-    from calibsim_gui.core.encoding import encode_texts
+    from calibsim_gui.core.embedding.encoding import encode_texts
 
     texts = [f"sentence number {i}" for i in range(200)]
     expected = encode_texts(fake_embedder, texts).embeddings

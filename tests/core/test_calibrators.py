@@ -1,18 +1,10 @@
 import numpy as np
 import pytest
 
-from calibsim_gui.core.calibrators import (
-    Calibrator,
-    MinMaxCalibrator,
-    HUMAN_SHIFT,
-    AgreementBand,
-    PercentileCalibrator,
-    ReferenceScaleCalibrator,
-    TailSurpriseCalibrator,
-    ZScoreCalibrator,
-)
+from calibsim_gui.core.calibration.calibrators import (
+    Calibrator, MinMaxCalibrator, HUMAN_SHIFT, AgreementBand, PercentileCalibrator, ReferenceScaleCalibrator, TailSurpriseCalibrator, ZScoreCalibrator)
 from calibsim_gui.core.errors import NotFittedError
-from calibsim_gui.core.sketch import ScoreSketch
+from calibsim_gui.core.calibration.sketch import ScoreSketch
 
 TARGETS = {"unrelated": 0.1, "related": 0.5, "paraphrase": 0.9, "identical": 1.0}
 

@@ -4,14 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.chunking import (aggregate_pair_scores, check_long_texts, chunk_spans,
-                                        chunk_window, split_texts)
-from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.embedding.chunking import (
+    aggregate_pair_scores, check_long_texts, chunk_spans, chunk_window, split_texts)
+from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.metrics import pair_scores
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.geometry.metrics import pair_scores
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -150,9 +150,9 @@ def test_chunk_aggregates_of_one_chunk_equal_plain_pair_scores():
 
 
 def test_chunks_go_through_the_cache(tmp_path):
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
 
-    from calibsim_gui.core.chunking import encode_chunked
+    from calibsim_gui.core.embedding.chunking import encode_chunked
 
     embedder, cache = FakeEmbedder(), EmbeddingCache(tmp_path / "cache.sqlite")
     first = encode_chunked(embedder, [DOC_A, "short"], cache=cache)
@@ -211,7 +211,7 @@ def test_a_2000_token_pair_is_chunked_on_request_and_flagged_when_truncated(tmp_
 
 @pytest.mark.slow
 def test_real_model_flags_truncation_and_chunks_score_the_whole_text(tmp_path, real_embedder):
-    from calibsim_gui.core.profile_builder import default_profile
+    from calibsim_gui.core.calibration.profile_builder import default_profile
 
     profile = default_profile(real_embedder)
     assert real_embedder.token_counts([DOC_A])[0] > real_embedder.max_seq_length

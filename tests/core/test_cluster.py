@@ -15,13 +15,13 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
-from calibsim_gui.core import cluster
-from calibsim_gui.core.cache import EmbeddingCache
+from calibsim_gui.core.calibration import cluster
+from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.inputs import load_documents
-from calibsim_gui.core.models import load_model
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_documents
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from tests.conftest import DATA
 
 PAIRS, SEED = 2500, 4          # 2,500 pairs of 700 texts: several rounds, sketches past their exact size

@@ -2,11 +2,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.comparison import compare_models
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.analysis.comparison import compare_models
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from tests.fakes import FakeEmbedder, random_sentences
 
 

@@ -4,18 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from calibsim_gui.core.diagnostics import (
-    DIAGNOSTICS,
-    diagnose,
-    diagnose_geometries,
-    effective_rank,
-    isoscore,
-    mean_random_cosine,
-    norm_stats,
-    principal_shares,
-)
+from calibsim_gui.core.geometry.diagnostics import (
+    DIAGNOSTICS, diagnose, diagnose_geometries, effective_rank, isoscore, mean_random_cosine, norm_stats, principal_shares)
 from calibsim_gui.core.errors import Cancelled
-from calibsim_gui.core.geometry import apply_geometry, fit_geometries
+from calibsim_gui.core.geometry.transforms import apply_geometry, fit_geometries
 
 AXES = np.eye(3)
 
@@ -101,16 +93,8 @@ def test_geometry_fixes_undo_a_crowded_space():
 
 from scipy.spatial.distance import cdist  # noqa: E402
 
-from calibsim_gui.core.diagnostics import (  # noqa: E402
-    ISOSCORE_STAR_ZETA,
-    LABEL_DIAGNOSTICS,
-    calinski_harabasz,
-    classifier_accuracy,
-    davies_bouldin,
-    dunn_index,
-    isoscore_star,
-    silhouette_euclidean,
-)
+from calibsim_gui.core.geometry.diagnostics import (
+    ISOSCORE_STAR_ZETA, LABEL_DIAGNOSTICS, calinski_harabasz, classifier_accuracy, davies_bouldin, dunn_index, isoscore_star, silhouette_euclidean)
 
 # two groups on a line: A at 0, 1; B at 4, 6 (hand-computed below)
 LINE = np.array([[0.0], [1.0], [4.0], [6.0]])

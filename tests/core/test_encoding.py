@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from calibsim_gui.core.cache import EmbeddingCache
-from calibsim_gui.core.encoding import encode_texts, iter_encode
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.encoding import encode_texts, iter_encode
 from calibsim_gui.core.errors import Cancelled, InputError
 
 

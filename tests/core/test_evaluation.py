@@ -4,11 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import ScoredPairs, score_pairs
+from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.evaluation import evaluate, evaluation_html, tenth_shares, top_ties, unit_scores
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.analysis.evaluation import evaluate, tenth_shares, top_ties, unit_scores
+from calibsim_gui.core.reports.evaluation_page import evaluation_html
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report
 from calibsim_gui.core.reports.html import render_html
 from tests.fakes import FakeEmbedder, random_sentences

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calibsim_gui.core.anchors import builtin_anchors, load_anchors
+from calibsim_gui.core.references.anchors import builtin_anchors, load_anchors
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.human import HumanCalibrator, HumanFit
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.profile_builder import build_profile
-from calibsim_gui.core.project import Project, ProjectInput
+from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.analysis.project import Project, ProjectInput
 from tests.core.test_profile_integrity import assert_sane
 from tests.fakes import FakeEmbedder, random_sentences
 

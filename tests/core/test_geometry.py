@@ -4,17 +4,8 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.errors import InputError, NotFittedError
-from calibsim_gui.core.geometry import (
-    GEOMETRIES,
-    AllButTheTop,
-    GeometryTransform,
-    MeanCentering,
-    SoftCosineSpace,
-    Whitening,
-    embedding_moments,
-    fit_geometries,
-    get_geometries,
-)
+from calibsim_gui.core.geometry.transforms import (
+    GEOMETRIES, AllButTheTop, GeometryTransform, MeanCentering, SoftCosineSpace, Whitening, embedding_moments, fit_geometries, get_geometries)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +123,7 @@ def test_moments_refuse_too_few_or_broken_embeddings():
 # --- issue 19: choosable geometry settings ---
 
 def test_geometry_settings_choose_abtt_directions_and_whitening_dimension():
-    from calibsim_gui.core.geometry import fit_geometries, geometry_settings
+    from calibsim_gui.core.geometry.transforms import fit_geometries, geometry_settings
 
     rng = np.random.default_rng(7)
     background = rng.normal(size=(500, 12)) * np.linspace(3, 0.5, 12)
@@ -153,7 +144,7 @@ def test_geometry_settings_choose_abtt_directions_and_whitening_dimension():
 
 
 def test_soft_cosine_space_settings_and_a_stored_s_that_is_no_correlation_is_refused(gaussian):
-    from calibsim_gui.core.geometry import geometry_settings
+    from calibsim_gui.core.geometry.transforms import geometry_settings
 
     fitted = fit_geometries(gaussian, ["soft"], geometry_settings(soft_factors=3))["soft"]
     assert fitted.factors_.shape == (3, 6) and fitted.transform(gaussian[:4]).shape == (4, 9)

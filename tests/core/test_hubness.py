@@ -1,14 +1,8 @@
 import numpy as np
 import pytest
 
-from calibsim_gui.core.hubness import (
-    csls_matrix,
-    csls_pairs,
-    hubness,
-    k_occurrence,
-    neighbourhood_similarity,
-    norm_view,
-)
+from calibsim_gui.core.geometry.hubness import (
+    csls_matrix, csls_pairs, hubness, k_occurrence, neighbourhood_similarity, norm_view)
 
 S = np.sqrt(0.5)
 BACKGROUND = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])

@@ -5,13 +5,8 @@ import pandas as pd
 import pytest
 
 from calibsim_gui.core.errors import InputError, NotFittedError
-from calibsim_gui.core.human import (
-    HumanCalibrator,
-    cross_validate_human,
-    load_human_pairs,
-    reliability_curve,
-    sentence_groups,
-)
+from calibsim_gui.core.calibration.human import (
+    HumanCalibrator, cross_validate_human, load_human_pairs, reliability_curve, sentence_groups)
 
 
 def labelled(n: int, seed: int = 0):

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from calibsim_gui.core import inputs
+from calibsim_gui.core.io import inputs, tables
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.inputs import load_documents, load_pairs, read_text_file
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.io.tables import read_text_file
 
 STSB_TEST = Path("/work/shared/data/stsb/test.csv")
 
@@ -85,7 +86,7 @@ def test_binary_files_renamed_txt_are_refused(tmp_path, raw):
 
 def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
     path = write(tmp_path / "huge.txt", "x" * 2048)
-    monkeypatch.setattr(inputs, "MAX_TEXT_BYTES", 1024)
+    monkeypatch.setattr(tables, "MAX_TEXT_BYTES", 1024)
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("file was read"))
     with pytest.raises(InputError, match="huge.txt.*MiB"):
         read_text_file(path)

@@ -6,22 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_matrix, score_pairs
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.inputs import load_documents, load_pairs
-from calibsim_gui.core.memory import (
-    BUDGET_ENV,
-    WORKING_BYTES,
-    default_budget,
-    file_read_bytes,
-    format_size,
-    pair_run_bytes,
-    parse_size,
-    physical_memory,
-    profile_build_bytes,
-)
-from calibsim_gui.core.metrics import PAIR_BLOCK, pair_scores
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.io.memory import (
+    BUDGET_ENV, WORKING_BYTES, default_budget, file_read_bytes, format_size, pair_run_bytes, parse_size, physical_memory, profile_build_bytes)
+from calibsim_gui.core.geometry.metrics import PAIR_BLOCK, pair_scores
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from tests.fakes import FakeEmbedder, random_sentences
 
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
+from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_unknown_metric_is_named():
 
 
 def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
-    from calibsim_gui.core import metrics
+    from calibsim_gui.core.geometry.transforms import metrics
 
     a, b = vectors
     whole = pair_scores(a, b)
@@ -63,8 +63,8 @@ def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
 
 from scipy.spatial.distance import cosine as scipy_cosine_distance  # noqa: E402
 
-from calibsim_gui.core.geometry import SoftCosineSpace, feature_correlation  # noqa: E402
-from calibsim_gui.core.metrics import WRD_LAMBDA, soft_cosine  # noqa: E402
+from calibsim_gui.core.geometry.transforms import SoftCosineSpace, feature_correlation
+from calibsim_gui.core.geometry.metrics import WRD_LAMBDA, soft_cosine
 
 
 def test_scaled_sim_and_wrd_match_scipy_on_fixed_vectors(vectors):
@@ -92,7 +92,7 @@ def test_norm_aware_metrics_by_hand():
 
 
 def test_norm_aware_metric_names_split_as_score_columns():
-    from calibsim_gui.core.analysis import score_column, split_score_column
+    from calibsim_gui.core.analysis.pairs import score_column, split_score_column
 
     for name in ("scaled90", "scaled50", "wrd", "radial"):
         assert "_" not in name

@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import builtin_model_path, inspect_model_folder, load_model
+from calibsim_gui.core.embedding.model_folders import builtin_model_path, inspect_model_folder
+from calibsim_gui.core.embedding.models import load_model
 from tests.core.test_models import make_st_folder
 
 

@@ -10,19 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibsim_gui.core import models
+from calibsim_gui.core.embedding import devices, model_folders, models, torch_engine
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import (
-    BUILTIN_MODEL_NAME,
-    ModelFingerprint,
-    builtin_model_path,
-    discover_models,
-    fingerprint_folder,
-    inspect_model_folder,
-    load_model,
-    resolve_device,
-    resolve_model,
-)
+from calibsim_gui.core.embedding.devices import resolve_device
+from calibsim_gui.core.embedding.model_folders import (
+    BUILTIN_MODEL_NAME, ModelFingerprint, builtin_model_path, discover_models, fingerprint_folder, inspect_model_folder, resolve_model)
+from calibsim_gui.core.embedding.models import load_model
 
 
 @pytest.fixture(autouse=True)
@@ -139,7 +132,7 @@ def test_fingerprint_follows_a_linked_module_folder_and_sees_its_weights_change(
     shutil.copytree(weights, copied / "0_Transformer")
     before = fingerprint_folder(linked, name="m")
     assert before == fingerprint_folder(copied, name="m")         # linked or copied: the same files
-    assert {rel for rel, _ in models._model_files(linked)} >= {"0_Transformer/model.safetensors",
+    assert {rel for rel, _ in model_folders.model_files(linked)} >= {"0_Transformer/model.safetensors",
                                                           "0_Transformer/config.json"}
     (weights / "model.safetensors").write_bytes(bytes(reversed(range(256))))
     assert fingerprint_folder(linked, name="m").digest != before.digest
@@ -149,7 +142,7 @@ def test_fingerprint_includes_a_module_folder_outside_the_model_folder(tmp_path)
     weights = weights_folder(tmp_path / "shared-transformer", b"weights one")
     folder = transformer_in_module_folder(tmp_path / "model", "../shared-transformer")
     before = fingerprint_folder(folder)
-    assert "../shared-transformer/model.safetensors" in {rel for rel, _ in models._model_files(folder)}
+    assert "../shared-transformer/model.safetensors" in {rel for rel, _ in model_folders.model_files(folder)}
     (weights / "model.safetensors").write_bytes(b"weights two")
     assert fingerprint_folder(folder).digest != before.digest
 
@@ -157,7 +150,7 @@ def test_fingerprint_includes_a_module_folder_outside_the_model_folder(tmp_path)
 def test_a_link_back_to_the_model_folder_does_not_loop(fake_model):
     before = fingerprint_folder(fake_model)
     (fake_model / "1_Pooling" / "again").symlink_to(fake_model, target_is_directory=True)
-    files = {rel for rel, _ in models._model_files(fake_model)}
+    files = {rel for rel, _ in model_folders.model_files(fake_model)}
     assert "1_Pooling/again/model.safetensors" not in files and "model.safetensors" in files
     assert fingerprint_folder(fake_model) == before
 
@@ -291,7 +284,7 @@ def test_custom_module_type_needs_remote_code(tmp_path):
 
 
 def test_core_import_does_not_load_torch():
-    code = ("import sys, calibsim_gui.core.models, calibsim_gui.core.cache; "
+    code = ("import sys, calibsim_gui.core.embedding.models, calibsim_gui.core.embedding.cache; "
             "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
@@ -300,13 +293,13 @@ def test_core_import_does_not_load_torch():
 
 
 def test_auto_device_is_cpu_here():
-    assert models.available_devices()["cpu"] is None
+    assert devices.available_devices()["cpu"] is None
     assert resolve_device("auto") == "cpu"
     assert resolve_device("cpu") == "cpu"
 
 
 def test_unavailable_device_gives_reason():
-    reason = models.available_devices()["cuda"]
+    reason = devices.available_devices()["cuda"]
     if reason is None:
         pytest.skip("this machine has a CUDA device")
     with pytest.raises(ModelError, match="CUDA"):
@@ -419,30 +412,30 @@ def test_unknown_precision_is_refused_with_the_choices():
 
 
 def test_auto_precision_keeps_float32_without_native_bfloat16(monkeypatch):
-    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: [])
+    monkeypatch.setattr(devices, "cpu_bfloat16_instructions", lambda: [])
     model = _TinySentenceModel(noise=0.0)
-    chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
+    chosen, precision, note = torch_engine._choose_precision(model, "auto", "cpu", "0" * 64)
     assert (chosen, precision, model.dtype) == (model, "float32", "float32")
     assert "no bfloat16 instructions" in note
-    _, precision, note = models._choose_precision(model, "bfloat16", "cpu", "0" * 64)
+    _, precision, note = torch_engine._choose_precision(model, "bfloat16", "cpu", "0" * 64)
     assert precision == model.dtype == "bfloat16" and "slower than float32" in note
 
 
 @pytest.mark.parametrize("noise, expected", [(1e-4, "bfloat16"), (0.5, "float32")])
 def test_auto_precision_checks_other_models_on_the_anchors(monkeypatch, noise, expected):
-    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: ["AMX-BF16"])
+    monkeypatch.setattr(devices, "cpu_bfloat16_instructions", lambda: ["AMX-BF16"])
     model = _TinySentenceModel(noise)
-    chosen, precision, note = models._choose_precision(model, "auto", "cpu", "0" * 64)
+    chosen, precision, note = torch_engine._choose_precision(model, "auto", "cpu", "0" * 64)
     assert precision == expected == chosen.dtype
     assert "anchor scores" in note
     assert model.dtype == "float32"                      # the float32 model itself is left as it was
 
 
 def test_auto_precision_trusts_the_verified_builtin_model(monkeypatch):
-    monkeypatch.setattr(models, "cpu_bfloat16_instructions", lambda: ["AVX512-BF16"])
+    monkeypatch.setattr(devices, "cpu_bfloat16_instructions", lambda: ["AVX512-BF16"])
     digest = fingerprint_folder(builtin_model_path()).digest
     model = _TinySentenceModel(noise=1.0)                # would fail the anchor check
-    _, precision, note = models._choose_precision(model, "auto", "cpu", digest)
+    _, precision, note = torch_engine._choose_precision(model, "auto", "cpu", digest)
     assert precision == "bfloat16" and "verified on STS-B" in note
 
 
@@ -460,17 +453,17 @@ def test_builtin_in_bfloat16_gives_float32_vectors_close_to_float32(embedder):
 
 @pytest.mark.parametrize("forced", ["1", "0"])
 def test_the_detection_can_be_forced_for_tests(monkeypatch, forced):
-    monkeypatch.setenv(models.CPU_BF16_ENV, forced)
-    assert bool(models.cpu_bfloat16_instructions()) is (forced == "1")
-    assert (models.bfloat16_support("cpu") is None) is (forced == "1")
+    monkeypatch.setenv(devices.CPU_BF16_ENV, forced)
+    assert bool(devices.cpu_bfloat16_instructions()) is (forced == "1")
+    assert (devices.bfloat16_support("cpu") is None) is (forced == "1")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("forced", ["1", "0"])
 def test_default_precision_is_float32_whatever_the_cpu(monkeypatch, forced):
-    monkeypatch.setenv(models.CPU_BF16_ENV, forced)
+    monkeypatch.setenv(devices.CPU_BF16_ENV, forced)
     embedder = load_model(None, device="cpu")
-    assert embedder.precision == models.DEFAULT_PRECISION == "float32"
+    assert embedder.precision == devices.DEFAULT_PRECISION == "float32"
     auto = load_model(None, device="cpu", precision="auto")
     assert auto.precision == ("bfloat16" if forced == "1" else "float32")
 
@@ -481,17 +474,15 @@ def test_without_torch_the_onnx_engine_runs_everything_and_torch_is_refused_with
     import importlib.util
     import sys
 
-    from calibsim_gui.core import models
-
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
     monkeypatch.setitem(sys.modules, "torch", None)                 # `import torch` fails
     assert models.choose_engine("auto", "auto", "auto") == "onnx"
     assert models.choose_engine("auto", "cpu", "float32") == "onnx"
-    devices = models.available_devices()
-    assert devices["cpu"] is None and "no torch" in devices["cuda"] and "no torch" in devices["mps"]
-    assert models.resolve_device("auto") == "cpu"
-    assert "no torch" in models.bfloat16_support("cpu")
+    usable = devices.available_devices()
+    assert usable["cpu"] is None and "no torch" in usable["cuda"] and "no torch" in usable["mps"]
+    assert devices.resolve_device("auto") == "cpu"
+    assert "no torch" in devices.bfloat16_support("cpu")
     with pytest.raises(ModelError, match="--engine onnx"):
         models.choose_engine("torch", "cpu", "float32")

@@ -12,11 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core import models, onnx_engine, onnx_export
-from calibsim_gui.core.cache import cache_key
+from calibsim_gui.core.embedding import devices, model_folders
+from calibsim_gui.core.embedding import onnx_engine
+from calibsim_gui.core.embedding import onnx_export
+from calibsim_gui.core.embedding.cache import cache_key
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import ModelFingerprint, builtin_model_path, choose_engine, load_model
-from calibsim_gui.core.onnx_engine import ModuleStack, pool, read_module_stack
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint, builtin_model_path
+from calibsim_gui.core.embedding.models import choose_engine, load_model
+from calibsim_gui.core.embedding.onnx_engine import ModuleStack, pool, read_module_stack
 from tests.conftest import DATA
 
 
@@ -75,10 +78,10 @@ def test_auto_engine_is_onnx_on_the_cpu_and_torch_elsewhere(monkeypatch):
     assert choose_engine("auto", "cpu") == "onnx"
     assert choose_engine("auto", "cuda") == choose_engine("auto", "mps") == "torch"
     assert choose_engine("auto", "cpu", "bfloat16") == choose_engine("auto", "cpu", "auto") == "torch"
-    monkeypatch.setattr(models, "_cpu_only_torch", lambda: False)
-    monkeypatch.setattr(models, "resolve_device", lambda device="auto": "cuda")
+    monkeypatch.setattr(devices, "cpu_only_torch", lambda: False)
+    monkeypatch.setattr(devices, "resolve_device", lambda device="auto": "cuda")
     assert choose_engine("auto", "auto") == "torch"
-    monkeypatch.setattr(models, "_cpu_only_torch", lambda: True)       # known without importing torch
+    monkeypatch.setattr(devices, "cpu_only_torch", lambda: True)       # known without importing torch
     assert choose_engine("auto", "auto") == "onnx"
     monkeypatch.setattr(onnx_engine, "onnxruntime_missing", lambda: "onnxruntime is not installed")
     assert choose_engine("auto", "cpu") == "torch"
@@ -210,11 +213,11 @@ def test_an_export_that_does_not_match_torch_is_deleted(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_exported_folder_and_cached_graph_encode_without_torch(onnx_embedder, tmp_path):
-    out = onnx_export.export_folder(models.resolve_model(None), tmp_path / "bundle-model")
+    out = onnx_export.export_folder(model_folders.resolve_model(None), tmp_path / "bundle-model")
     assert not list(out.glob("*.safetensors")) and (out / "onnx" / "model.onnx").is_file()
     script = f"""
 import sys
-from calibsim_gui.core.models import load_model
+from calibsim_gui.core.embedding.models import load_model
 for spec in (None, {str(out)!r}):
     embedder = load_model(spec, device="cpu")
     assert embedder.engine == "onnx", embedder
@@ -237,17 +240,17 @@ assert not loaded, loaded
 def test_fingerprint_of_a_folder_without_weights_needs_the_manifest(tmp_path):
     folder = _folder(tmp_path)
     (folder / "config.json").write_text("{}")
-    info = models.inspect_model_folder(folder)
+    info = model_folders.inspect_model_folder(folder)
     with pytest.raises(ModelError, match="neither weights"):
         onnx_engine.onnx_fingerprint(info)
-    assert isinstance(models.fingerprint_folder(folder), ModelFingerprint)
+    assert isinstance(model_folders.fingerprint_folder(folder), ModelFingerprint)
 
 
 @pytest.mark.slow
 def test_scores_with_the_onnx_engine_use_the_built_in_reference_and_record_the_engine(onnx_embedder):
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
-    from calibsim_gui.core.profile_builder import default_profile
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
+    from calibsim_gui.core.calibration.profile_builder import default_profile
     from calibsim_gui.core.resources import resource_path
 
     results = score_pairs(load_pairs(resource_path("demo", "pairs.csv")), onnx_embedder,

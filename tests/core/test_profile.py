@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.profile import ReferenceProfile, merge_profiles
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile import ReferenceProfile, merge_profiles
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -97,8 +97,8 @@ def test_merge_refuses_profiles_of_different_models(corpus):
 
 
 def test_new_anchors_refit_the_ladder_and_keep_the_background(profile):
-    from calibsim_gui.core.anchors import AnchorSet
-    from calibsim_gui.core.profile_builder import with_anchors
+    from calibsim_gui.core.references.anchors import AnchorSet
+    from calibsim_gui.core.calibration.profile_builder import with_anchors
 
     anchors = AnchorSet.from_dict({"name": "mine", "levels": [
         {"name": "low", "target": 0.0}, {"name": "high", "target": 1.0}], "pairs": [
@@ -175,8 +175,8 @@ def test_merging_drops_geometry_fixes_and_says_so(corpus):
 
 
 def test_new_anchors_refit_the_ladder_under_every_geometry_fix(profile):
-    from calibsim_gui.core.anchors import builtin_anchors
-    from calibsim_gui.core.profile_builder import with_anchors
+    from calibsim_gui.core.references.anchors import builtin_anchors
+    from calibsim_gui.core.calibration.profile_builder import with_anchors
 
     anchors = builtin_anchors()
     changed = with_anchors(profile, FakeEmbedder(), type(anchors)(
@@ -188,8 +188,8 @@ def test_new_anchors_refit_the_ladder_under_every_geometry_fix(profile):
 
 
 def test_a_profile_records_its_precision_and_says_when_used_in_another(corpus, tmp_path):
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     bf16 = FakeEmbedder()
     bf16.precision = "bfloat16"
@@ -224,7 +224,7 @@ def _as_old_schema(profile, version: int) -> dict:
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_old_profile_is_refused_with_the_upgrade_command_and_upgrades_keeping_its_background(
         profile, tmp_path, version):
-    from calibsim_gui.core.profile_builder import upgrade_profile
+    from calibsim_gui.core.calibration.profile_builder import upgrade_profile
 
     old = _as_old_schema(profile, version)
     (tmp_path / "old.calibsim-profile").write_text(json.dumps(old))
@@ -256,8 +256,8 @@ SCORED = [("The cat sat on the mat.", "The cat sat on the mat."),
 def _scored(profile, tmp_path, **options):
     import pandas as pd
 
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.inputs import load_pairs
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.io.inputs import load_pairs
 
     path = tmp_path / "pairs.csv"
     pd.DataFrame(SCORED, columns=["sentence1", "sentence2"]).to_csv(path, index=False)
@@ -265,8 +265,8 @@ def _scored(profile, tmp_path, **options):
 
 
 def test_soft_cosine_is_stored_and_calibrated_with_identical_texts_on_top(profile, corpus, tmp_path):
-    from calibsim_gui.core.geometry import feature_correlation
-    from calibsim_gui.core.metrics import soft_cosine
+    from calibsim_gui.core.geometry.transforms import feature_correlation
+    from calibsim_gui.core.geometry.metrics import soft_cosine
 
     space = profile.transform("soft")
     assert space.factors_.shape == (48, 48)                  # min(64, dim) factors: S is R itself
@@ -287,7 +287,7 @@ def test_soft_cosine_is_stored_and_calibrated_with_identical_texts_on_top(profil
 def test_soft_cosine_s_round_trips_and_a_tampered_s_is_refused(profile, tmp_path):
     import base64
 
-    from calibsim_gui.core.profile import content_digest
+    from calibsim_gui.core.calibration.profile import content_digest
 
     loaded = ReferenceProfile.load(profile.save(tmp_path / "s.calibsim-profile"))
     np.testing.assert_array_equal(loaded.transform("soft").similarity(), profile.transform("soft").similarity())
@@ -321,7 +321,7 @@ def test_a_profile_without_s_names_the_command_that_builds_it(profile, tmp_path)
 
 
 def test_radial_metric_is_calibrated_with_identical_texts_on_top(profile, tmp_path):
-    from calibsim_gui.core.metrics import METRICS
+    from calibsim_gui.core.geometry.metrics import METRICS
 
     frame = _scored(profile, tmp_path, metrics=["radial"])
     a, b = (FakeEmbedder().encode_batch([p[i] for p in SCORED]).astype(np.float64) for i in (0, 1))

@@ -11,13 +11,13 @@ import textwrap
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis import _check_human
+from calibsim_gui.core.analysis.pairs import _check_human
 from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.human import HumanCalibrator, HumanFit
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.profile import DIGEST_KEY, ReferenceProfile, content_digest
-from calibsim_gui.core.profile_builder import build_profile, builtin_profile_path
-from calibsim_gui.core.sketch import ScoreSketch, read_kll_layout
+from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.calibration.profile import DIGEST_KEY, ReferenceProfile, content_digest
+from calibsim_gui.core.calibration.profile_builder import build_profile, builtin_profile_path
+from calibsim_gui.core.calibration.sketch import ScoreSketch, read_kll_layout
 from tests.fakes import FakeEmbedder, random_sentences
 
 BOUNDS = {"calibrated": (0, 1), "bg_percentile": (0, 100), "bg_surprise": (0, np.inf)}
@@ -92,7 +92,7 @@ def test_summaries_inconsistent_with_their_sketch_are_refused(edit, message):
 FLIP_SCRIPT = textwrap.dedent(r'''
     import base64, json, random, sys
     from calibsim_gui.core.errors import CalibsimError
-    from calibsim_gui.core.profile import DIGEST_KEY, ReferenceProfile, content_digest
+    from calibsim_gui.core.calibration.profile import DIGEST_KEY, ReferenceProfile, content_digest
     from tests.core.test_profile_integrity import assert_sane
 
     document = json.loads(open(sys.argv[1], encoding="utf-8").read())

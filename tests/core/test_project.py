@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from calibsim_gui.core.anchors import builtin_anchors
+from calibsim_gui.core.references.anchors import builtin_anchors
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.project import Project, ProjectInput
+from calibsim_gui.core.analysis.project import Project, ProjectInput
 
 
 def test_round_trip_with_relative_paths_survives_moving_the_folder(tmp_path):
@@ -101,7 +101,7 @@ def test_a_save_that_fails_midway_keeps_the_previous_project_and_leaves_no_tempo
 def _human_dict():
     import numpy as np
 
-    from calibsim_gui.core.human import HumanCalibrator
+    from calibsim_gui.core.calibration.human import HumanCalibrator
 
     rng = np.random.default_rng(0)
     scores = rng.uniform(-0.2, 1.0, 150)
@@ -113,7 +113,7 @@ def _human_dict():
 
 
 def test_a_project_keeps_the_human_calibration_and_the_label_choice(tmp_path):
-    from calibsim_gui.core.project import human_fit_from_dict
+    from calibsim_gui.core.analysis.project import human_fit_from_dict
 
     human = _human_dict()
     project = Project(human=human, settings={"metric": "cosine", "label_column": "score",

@@ -9,19 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.cache import EmbeddingCache, cache_key
-from calibsim_gui.core.encoding import encode_texts
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key
+from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.errors import ModelError, ProfileError
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.models import (
-    PromptSettings,
-    builtin_model_path,
-    choose_prompts,
-    inspect_model_folder,
-)
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.profile_builder import build_profile, default_profile
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.embedding.model_folders import builtin_model_path, inspect_model_folder
+from calibsim_gui.core.embedding.prompts import PromptSettings, choose_prompts
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import build_profile, default_profile
 from tests.fakes import FakeEmbedder, random_sentences
 
 E5_PROMPTS = {"query": "query: ", "document": "passage: "}
@@ -44,7 +40,7 @@ def prompted_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def prompted_embedder(prompted_folder):
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     return load_model(str(prompted_folder), device="cpu")
 
@@ -161,7 +157,7 @@ def test_builtin_model_and_profile_are_unchanged(real_embedder):
 
 @pytest.mark.slow
 def test_prompted_profile_is_refused_without_the_prompt(prompted_embedder, tmp_path):
-    from calibsim_gui.core.models import load_model
+    from calibsim_gui.core.embedding.models import load_model
 
     profile = build_profile(prompted_embedder, random_sentences(300, seed=4), n_pairs=500)
     assert profile.prompt == "query: " and profile.provenance["model"]["prompt_name"] == "query"

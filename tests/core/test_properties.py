@@ -10,20 +10,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from calibsim_gui.core.anchors import load_anchors
-from calibsim_gui.core.calibrators import (
-    Calibrator,
-    MinMaxCalibrator,
-    ReferenceScaleCalibrator,
-    PercentileCalibrator,
-    TailSurpriseCalibrator,
-    ZScoreCalibrator,
-)
+from calibsim_gui.core.references.anchors import load_anchors
+from calibsim_gui.core.calibration.calibrators import (
+    Calibrator, MinMaxCalibrator, ReferenceScaleCalibrator, PercentileCalibrator, TailSurpriseCalibrator, ZScoreCalibrator)
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.inputs import load_documents, load_pairs, read_text_file
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.project import Project
-from calibsim_gui.core.sketch import ScoreSketch
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.io.tables import read_text_file
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.analysis.project import Project
+from calibsim_gui.core.calibration.sketch import ScoreSketch
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,10 +5,10 @@ import csv
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.profile_builder import build_profile
-from calibsim_gui.core.reference_scale import REFERENCE_LANGUAGES, reference_sentences
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES, reference_sentences
 from tests.fakes import FakeEmbedder
 
 FRENCH = reference_sentences("fr")                # unrelated sentences: pairs of them score

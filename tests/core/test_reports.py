@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.analysis import score_matrix, score_pairs
-from calibsim_gui.core.calibrators import Calibrator
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.calibration.calibrators import Calibrator
 from calibsim_gui.core.errors import CalibsimError, InputError
-from calibsim_gui.core.inputs import load_documents, load_pairs
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report, write_figures, write_report
 from calibsim_gui.core.reports.content import format_number
 from tests.fakes import FakeEmbedder, random_sentences
@@ -194,7 +195,7 @@ def test_document_matrix_report_has_heatmap_and_top_pairs(profile, tmp_path):
 
 
 def test_document_matrix_reports_list_local_minmax_labelled_as_local(profile, tmp_path):
-    from calibsim_gui.core.analysis import local_minmax_rows
+    from calibsim_gui.core.analysis.matrices import local_minmax_rows
 
     docs_path = tmp_path / "docs.txt"
     docs_path.write_text("\n".join(random_sentences(12, seed=8)))
@@ -305,8 +306,8 @@ def test_labelled_pairs_get_a_precision_recall_figure_and_unlabelled_none(report
 
 
 def test_search_report_reads_the_local_min_max_as_local(profile, tmp_path):
-    from calibsim_gui.core.inputs import load_documents
-    from calibsim_gui.core.search import search
+    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.analysis.search import search
 
     texts = random_sentences(60, seed=13)
     (tmp_path / "q.txt").write_text("\n".join(texts[:4]))
@@ -379,8 +380,8 @@ def test_xlsx_sheets_keep_their_header_in_view_with_a_filter(report, tmp_path):
 
 
 def test_an_edited_ladder_is_named_written_beside_the_report_and_reproduced(pairs_path, profile, tmp_path):
-    from calibsim_gui.core.anchors import AnchorSet
-    from calibsim_gui.core.profile_builder import with_anchors
+    from calibsim_gui.core.references.anchors import AnchorSet
+    from calibsim_gui.core.calibration.profile_builder import with_anchors
 
     ladder = profile.anchors
     edited = with_anchors(profile, FakeEmbedder(),

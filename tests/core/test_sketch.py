@@ -1,6 +1,6 @@
 import numpy as np
 
-from calibsim_gui.core.sketch import ScoreSketch
+from calibsim_gui.core.calibration.sketch import ScoreSketch
 
 
 def test_merged_halves_equal_the_whole():

@@ -1,5 +1,5 @@
-from calibsim_gui.core.inputs import load_documents
-from calibsim_gui.core.text_cleaning import clean_documents, clean_html, find_html_leftovers
+from calibsim_gui.core.io.inputs import load_documents
+from calibsim_gui.core.io.text_cleaning import clean_documents, clean_html, find_html_leftovers
 
 
 def test_finds_each_kind_of_html_leftover_with_counts_and_examples():

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import precision_recall_curve
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.thresholds import find_threshold, pr_curve
+from calibsim_gui.core.analysis.thresholds import find_threshold, pr_curve
 
 
 def test_the_curve_matches_scikit_learn_with_ties():

@@ -7,7 +7,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from scipy.stats import spearmanr
 
-from calibsim_gui.core.analysis import ScoredPairs
+from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 

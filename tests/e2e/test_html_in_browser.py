@@ -13,9 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
 

@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from calibsim_gui.core.analysis import score_column, score_pairs
-from calibsim_gui.core.cache import EmbeddingCache
-from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.human import cross_validate_human
-from calibsim_gui.core.inputs import load_pairs
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.models import ModelFingerprint
-from calibsim_gui.core.profile_builder import default_profile
+from calibsim_gui.core.analysis.pairs import score_column, score_pairs
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.core.calibration.human import cross_validate_human
+from calibsim_gui.core.io.inputs import load_pairs
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint
+from calibsim_gui.core.calibration.profile_builder import default_profile
 
 pytestmark = pytest.mark.slow
 PUBLISHED_SPEARMAN = 82.03          # MTEB, all-MiniLM-L6-v2, STS-B test, raw cosine

@@ -4,10 +4,10 @@ SICK-R test, neither used to fit anything), with the real built-in model (slow).
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.evaluation import evaluate
-from calibsim_gui.core.human import load_human_pairs
-from calibsim_gui.core.profile_builder import default_profile
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.analysis.evaluation import evaluate
+from calibsim_gui.core.calibration.human import load_human_pairs
+from calibsim_gui.core.calibration.profile_builder import default_profile
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.slow
@@ -16,7 +16,7 @@ SOURCES = {"stsb": (0.0, 5.0), "sick": (1.0, 5.0)}
 
 @pytest.fixture(scope="module", params=list(SOURCES))
 def evaluation(request, real_embedder, tmp_path_factory):
-    from calibsim_gui.core.cache import EmbeddingCache
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
 
     cache = EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite")
     pairs = load_human_pairs(DATA / request.param / "test.csv", scale=SOURCES[request.param])

@@ -6,8 +6,8 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
-from calibsim_gui.core import models
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.embedding import models
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.state import AppState
 from calibsim_gui.qt.workers import wait_for_workers

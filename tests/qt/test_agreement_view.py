@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QPointF, Qt
 
-from calibsim_gui.core.analysis import score_pairs
-from calibsim_gui.core.distributions import SPEARMAN_NOTE, agreement, guess_scale, label_candidates, label_rows
-from calibsim_gui.core.inputs import load_pairs
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.analysis.distributions import (
+    SPEARMAN_NOTE, agreement, guess_scale, label_candidates, label_rows)
+from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.qt.agreement_view import AgreementView
 from calibsim_gui.qt.results_view import ResultsView
 from calibsim_gui.qt.state import AppState

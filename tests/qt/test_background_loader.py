@@ -4,8 +4,8 @@ import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.qt import background_loader
 from calibsim_gui.qt.background_loader import BackgroundLoader
 from calibsim_gui.qt.state import AppState

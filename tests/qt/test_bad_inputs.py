@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QDialog
 
 import calibsim_gui.qt.main_window as main_window
-from calibsim_gui.core import inputs
+from calibsim_gui.core.io import tables
 from tests.fakes import random_sentences
 from tests.qt.conftest import drop, shown_error
 
@@ -114,7 +114,7 @@ def test_a_dropped_bad_file_is_named_with_its_fix_and_the_window_keeps_working(
 
 def test_the_size_limit_refuses_before_reading(window, qtbot, tmp_path, monkeypatch, good_results):
     path = tmp_path / "huge.txt"
-    sparse(path, inputs.MAX_TEXT_BYTES + 1)
+    sparse(path, tables.MAX_TEXT_BYTES + 1)
     read = []
     with monkeypatch.context() as patch:
         patch.setattr(type(path), "read_bytes", lambda self: read.append(self))
@@ -312,7 +312,7 @@ def test_utf16_with_a_bom_is_read_like_utf8(window, qtbot, tmp_path):
 
 def test_an_unusable_cache_folder_is_reported_and_scoring_works_without_it(
         qtbot, tmp_path, monkeypatch, pairs_csv):
-    from calibsim_gui.core import models
+    from calibsim_gui.core.embedding import models
     from calibsim_gui.qt.main_window import MainWindow
     from calibsim_gui.qt.workers import wait_for_workers
     from tests.fakes import FakeEmbedder

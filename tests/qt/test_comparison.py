@@ -1,6 +1,6 @@
 """Comparing the scored pairs with another model: a worker scores them, a dialog shows both."""
 
-from calibsim_gui.core import models
+from calibsim_gui.core.embedding import models
 from tests.fakes import FakeEmbedder
 
 
@@ -54,7 +54,7 @@ def test_with_one_model_the_comparison_says_how_to_add_another(window, qtbot, pa
 
 
 def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pairs_csv, monkeypatch):
-    from calibsim_gui.core.anchors import AnchorSet
+    from calibsim_gui.core.references.anchors import AnchorSet
 
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_inputs([pairs_csv])
@@ -70,8 +70,8 @@ def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pa
     dialog = window.comparison_dialog
     assert "same anchor ladder" in dialog.summary.text() and "Warning" not in dialog.summary.text()
     # the second model's calibrated scores are those of its own reference refitted on the edited ladder
-    from calibsim_gui.core.analysis import score_pairs
-    from calibsim_gui.core.comparison import comparison_reference
+    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.analysis.comparison import comparison_reference
 
     expected = score_pairs(window.state.input, other, comparison_reference(other, edited),
                            metrics=["cosine"]).frame["cosine_calibrated"]

@@ -102,7 +102,7 @@ def test_export_without_results_says_what_to_do(window, monkeypatch):
 
 
 def test_dialog_names_the_edited_ladder_file_and_asks_before_replacing_it(qtbot, tmp_path, monkeypatch):
-    from calibsim_gui.core.anchors import AnchorSet, builtin_anchors
+    from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
 
     ladder = builtin_anchors()
     edited = AnchorSet(ladder.name, ladder.levels, ladder.pairs[::2])

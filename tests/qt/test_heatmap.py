@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QSplitter
 
-from calibsim_gui.core.analysis import score_matrix
-from calibsim_gui.core.inputs import load_documents
-from calibsim_gui.core.matrix_order import cluster_order, short_document_label
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.io.inputs import load_documents
+from calibsim_gui.core.analysis.matrix_order import cluster_order, short_document_label
 from calibsim_gui.qt.plots import HeatmapView
 from tests.fakes import FakeEmbedder
 

@@ -13,10 +13,10 @@ import time
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-import calibsim_gui.core.profile as core_profile
-from calibsim_gui.core.anchors import AnchorPair, builtin_anchors
-from calibsim_gui.core.profile_builder import build_profile
-from calibsim_gui.core.project import Project, ProjectInput
+import calibsim_gui.core.calibration.profile as core_profile
+from calibsim_gui.core.references.anchors import AnchorPair, builtin_anchors
+from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.analysis.project import Project, ProjectInput
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import random_sentences

@@ -1,7 +1,7 @@
 """Fitting a human calibration in the app: a worker fits it, results gain <metric>_human."""
 
 
-from calibsim_gui.core.human import HumanFit
+from calibsim_gui.core.calibration.human import HumanFit
 
 
 def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled_pairs, pairs_csv, tmp_path,

@@ -8,7 +8,8 @@ import time
 import pandas as pd
 import pytest
 
-from calibsim_gui.core import inputs, models
+from calibsim_gui.core.io import inputs
+from calibsim_gui.core.embedding import models
 from calibsim_gui.core import reports as core_reports
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences

@@ -5,8 +5,9 @@ import time
 import pandas as pd
 from PySide6.QtWidgets import QMessageBox
 
-from calibsim_gui.core import models
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs
+from calibsim_gui.core.embedding import models
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
@@ -111,7 +112,7 @@ def test_closing_during_a_run_stops_its_thread(qtbot, tmp_path, monkeypatch):
 
 
 def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(window, qtbot, tmp_path, pairs_csv):
-    from calibsim_gui.core.anchors import AnchorSet
+    from calibsim_gui.core.references.anchors import AnchorSet
 
     anchors = AnchorSet.from_dict({"name": "mine", "levels": [
         {"name": "low", "target": 0.1}, {"name": "high", "target": 1.0}], "pairs": [

@@ -3,7 +3,7 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from calibsim_gui.core.models import BUILTIN_MODEL_NAME, discover_models, fingerprint_folder
+from calibsim_gui.core.embedding.model_folders import BUILTIN_MODEL_NAME, discover_models, fingerprint_folder
 from calibsim_gui.qt import model_manager as mm
 from calibsim_gui.qt.model_manager import COLUMNS, ModelManager
 from calibsim_gui.qt.state import AppState
@@ -137,7 +137,7 @@ def test_unavailable_devices_are_disabled_with_the_reason(qtbot, devices):
 
 
 def test_devices_are_checked_for_real_in_a_worker(qtbot):
-    from calibsim_gui.core.models import available_devices
+    from calibsim_gui.core.embedding.devices import available_devices
 
     manager = make_manager(qtbot)
     items = manager.device_combo.model()

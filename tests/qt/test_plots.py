@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QPointF
 
-from calibsim_gui.core.analysis import PairChunk, score_matrix, score_pairs
-from calibsim_gui.core.inputs import load_documents, load_pairs
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import PairChunk, score_pairs
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.qt.plots import CalibratedMapPlot, DistributionPlot, HeatmapView
 from tests.fakes import FakeEmbedder, random_sentences
 

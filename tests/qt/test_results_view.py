@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
-from calibsim_gui.core.analysis import score_matrix, score_pairs
-from calibsim_gui.core.inputs import load_documents, load_pairs
-from calibsim_gui.core.profile import FORM_DESCRIPTIONS
-from calibsim_gui.core.profile_builder import build_profile
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import score_pairs
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.qt.results_view import EMPTY_HINT, SORT_ROLE, ResultsTableModel, ResultsView
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
@@ -237,8 +238,8 @@ def test_calibrated_tooltips_read_the_interval_columns_when_present(qtbot, profi
 
 
 def test_calibrated_tooltips_say_where_peoples_scores_fall_when_the_profile_has_a_band(qtbot, profile, tmp_path):
-    from calibsim_gui.core.calibrators import AgreementBand
-    from calibsim_gui.core.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.calibrators import AgreementBand
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
 
     banded = ReferenceProfile.from_dict(profile.to_dict())
     rng = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """The Space tab: diagnostics of the background sample, raw and under each geometry fix."""
 
-from calibsim_gui.core.geometry import GEOMETRIES
+from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from tests.qt.conftest import build_background
 
 

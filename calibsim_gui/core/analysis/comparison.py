@@ -14,8 +14,10 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import ScoredPairs, score_column, split_score_column
+from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_score_column
+from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.references.anchors import builtin_anchors
 
 COMPARABLE_UNITS = {
     "raw": (1.0, "the metric's own units"),
@@ -67,9 +69,6 @@ def comparison_reference(embedder, anchors=None, **options):
     Anchors are texts: each model encodes them itself, so every model is calibrated against the
     same references. `options` go to `default_profile` / `with_anchors` (cache, should_stop, ...).
     """
-    from calibsim_gui.core.anchors import builtin_anchors
-    from calibsim_gui.core.profile_builder import default_profile, with_anchors
-
     profile = default_profile(embedder, **options)
     if anchors is not None and _ladder_content(anchors) != _ladder_content(builtin_anchors()):
         profile = with_anchors(profile, embedder, anchors, **options)

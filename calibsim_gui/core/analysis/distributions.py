@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.analysis.pairs import split_score_column
+from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
+from calibsim_gui.core.geometry.metrics import METRICS
 
 MAX_BINS = 60
 MIN_BINS = 24
@@ -147,9 +149,6 @@ def label_candidates(frame, provenance: dict | None = None) -> list[str]:
     is a number. Score columns, flags and added norms are left out; the column the input was
     loaded with (``provenance["agreement"]["label"]``) comes first."""
     import pandas as pd
-
-    from calibsim_gui.core.analysis import split_score_column
-    from calibsim_gui.core.chunking import TRUNCATED_COLUMN
 
     found = []
     for name in frame.columns:

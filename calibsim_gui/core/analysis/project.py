@@ -16,11 +16,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from calibsim_gui.core.anchors import AnchorSet
-from calibsim_gui.core.atomic import write_text_atomic
+from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.files import read_user_json
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.core.references.anchors import AnchorSet
 
 FORMAT = "calibsim-project"
 SCHEMA_VERSION = 1
@@ -123,8 +125,6 @@ class Project:
 
     def _check(self) -> None:
         """Refuse values the app could not use (raised as ValueError, reported by `load`)."""
-        from calibsim_gui.core.inputs import load_documents, load_pairs
-
         for what, value, low in (("background pairs", self.background_pairs, 1),
                                  ("background seed", self.background_seed, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_COUNT:
@@ -166,8 +166,6 @@ def human_fit_from_dict(data):
 
     Raises ValueError when it is not one (`Project.load` reports it with the file's name).
     """
-    from calibsim_gui.core.human import HumanCalibrator, HumanFit
-
     if not isinstance(data, dict):
         raise ValueError("the human calibration is not a JSON object")
     validation, source = data.get("validation", {}), data.get("source", {})

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from calibsim_gui.core.analysis import run_provenance
-from calibsim_gui.core.encoding import EncodingResult, encode_texts
+from calibsim_gui.core.analysis.pairs import run_provenance
+from calibsim_gui.core.calibration.query_scale import reference_stats
+from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts
+from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import Cancelled, InputError
-from calibsim_gui.core.memory import check_budget, search_run_bytes
-from calibsim_gui.core.metrics import get_metrics
-from calibsim_gui.core.models import embedder_prompt
-from calibsim_gui.core.query_scale import reference_stats
+from calibsim_gui.core.geometry.metrics import get_metrics
+from calibsim_gui.core.io.memory import WORKING_BYTES, check_budget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,6 +38,18 @@ class SearchHits:
     provenance: dict
     notes: list[str] = field(default_factory=list)
 
+
+
+def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int) -> int:
+    """Peak estimate for a search: float32 vectors of corpus and queries with their
+    geometry-fixed float64 copies, one block of the score matrix, and the hits table.
+
+    A block's rows are sized for float32 scores but the scores are float64 (2 x BLOCK_BYTES), and
+    the ranking holds about five arrays of that size at once (scores, their negation, the
+    partition's indices and its copies): measured 9.5 x BLOCK_BYTES over 20,000 documents
+    (benchmarks/search_scale.py)."""
+    vectors = (n_queries + n_docs) * dim * (4 + 8)
+    return int(vectors + 10 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
 
 def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, progress=None,
              should_stop=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

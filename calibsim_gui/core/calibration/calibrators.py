@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
+from calibsim_gui.core.calibration.sketch import ScoreSketch
 from calibsim_gui.core.errors import NotFittedError
-from calibsim_gui.core.sketch import ScoreSketch
 
 MIN_BACKGROUND_PAIRS = 1000
 

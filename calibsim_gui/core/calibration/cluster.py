@@ -28,7 +28,20 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.background import (
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import (
+    GEOMETRY_METRICS,
+    BackgroundStatistics,
+    assemble_profile,
+    pair_sketches,
+    profile_settings,
+)
+from calibsim_gui.core.calibration.sketch import ScoreSketch
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.embedding.prompts import PromptSettings
+from calibsim_gui.core.errors import Cancelled, InputError, ProfileError
+from calibsim_gui.core.geometry.background import (
     DEFAULT_PAIRS,
     key_pairs,
     pair_key_limit,
@@ -37,20 +50,10 @@ from calibsim_gui.core.background import (
     query_sample,
     text_keys,
 )
-from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.errors import Cancelled, InputError, ProfileError
-from calibsim_gui.core.geometry import FIXES, embedding_moments, fit_geometries_from_moments
-from calibsim_gui.core.inputs import TABLE_SEPARATORS, TEXT_SUFFIXES, document_column, folder_files
-from calibsim_gui.core.profile import ReferenceProfile
-from calibsim_gui.core.profile_builder import (
-    GEOMETRY_METRICS,
-    BackgroundStatistics,
-    assemble_profile,
-    pair_sketches,
-    profile_settings,
-)
+from calibsim_gui.core.geometry.transforms import FIXES, embedding_moments, fit_geometries_from_moments
+from calibsim_gui.core.io.inputs import document_column, folder_files
+from calibsim_gui.core.io.tables import TABLE_SEPARATORS, TEXT_SUFFIXES
 from calibsim_gui.core.provenance import file_digest
-from calibsim_gui.core.sketch import ScoreSketch
 
 BLOCK_ROWS = 4096
 """Sentences per block (an encoder actor's unit of work)."""
@@ -177,8 +180,6 @@ class BlockEncoder:
 
     def __init__(self, *, model, device, precision, allow_pickle, batch_size, pair_limit,
                  query_limit, repeated, prompts=None):
-        from calibsim_gui.core.models import PromptSettings, load_model
-
         self.embedder = load_model(model, device=device, precision=precision, allow_pickle=allow_pickle,
                                    prompts=None if prompts is None else PromptSettings.from_dict(prompts),
                                    engine="torch")

@@ -14,12 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.calibrators import Calibrator, is_finite_vector
+from calibsim_gui.core.calibration.calibrators import Calibrator, is_finite_vector
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.files import read_user_json
-from calibsim_gui.core.geometry import GEOMETRIES
-from calibsim_gui.core.inputs import PairTable, load_pairs
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import GEOMETRIES
+from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.io.inputs import PairTable, load_pairs
+from calibsim_gui.core.io.output import dump_json
 
 MIN_HUMAN_PAIRS = 100
 """Fewer labelled pairs are refused: the map would follow their noise."""
@@ -348,9 +350,6 @@ class HumanFit:
 
     def save(self, path) -> Path:
         """Write one JSON file (atomically): calibrator, validation, source file and digest."""
-        from calibsim_gui.core.atomic import write_text_atomic
-        from calibsim_gui.core.output import dump_json
-
         path = Path(path)
         write_text_atomic(path, dump_json({"format": HUMAN_FORMAT, "schema_version": 1,
                                            "calibrator": self.calibrator.to_dict(),
@@ -375,31 +374,3 @@ class HumanFit:
             detail = str(exc) if type(exc) is ValueError else repr(exc)
             raise InputError(f"not a usable human calibration ({detail}).", path=path, fix=refit) from None
         return cls(calibrator, validation, source)
-
-
-def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: str = "cosine",
-                          geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
-                          should_stop=None, memory_budget: int | None = None, **columns) -> HumanFit:
-    """Score the labelled pairs in `path` with `embedder`, fit the isotonic map and check it.
-
-    The check is a 5-fold cross-validation split by sentence (no sentence in both fit and check).
-    `columns` (text_a, text_b, label, encoding) are passed to `load_human_pairs`; reading and
-    scoring are checked against `memory_budget` (bytes; None: the default budget).
-    """
-    from calibsim_gui.core.analysis import score_column, score_pairs
-    from calibsim_gui.core.metrics import METRICS
-    from calibsim_gui.core.provenance import file_digest
-
-    pairs = load_human_pairs(path, scale=scale, memory_budget=memory_budget, **columns)
-    scored = score_pairs(pairs.table, embedder, profile, metrics=[metric], geometry=geometry, cache=cache,
-                         batch_size=batch_size, progress=progress, memory_budget=memory_budget,
-                         should_stop=should_stop)
-    raw = scored.frame[score_column(metric, "raw", geometry)].to_numpy(dtype=float)[pairs.rows]
-    similarity = METRICS[metric].as_similarity(raw)
-    calibrator = HumanCalibrator(scale=scale, metric=metric, geometry=geometry,
-                                 model=embedder.fingerprint.id).fit(similarity, pairs.human)
-    validation = cross_validate_human(similarity, pairs.human, pairs.texts_a, pairs.texts_b,
-                                      scale=scale).to_dict()
-    source = {"file": str(pairs.table.path), "sha256": file_digest(pairs.table.path),
-              "pairs": int(len(pairs.rows)), "notes": list(pairs.notes)}
-    return HumanFit(calibrator, validation, source)

@@ -5,7 +5,7 @@ sketch + exact moments) and the fitted calibrators, the anchor ladder with its s
 sample of background embeddings for query-relative scores, and provenance. No pickle, no
 corpus text.
 
-Geometry fixes (`calibsim_gui.core.geometry`) are optional: for each one the profile holds the
+Geometry fixes (`calibsim_gui.core.geometry.transforms`) are optional: for each one the profile holds the
 transform fitted on the background texts and, for the metrics it was built for (cosine by
 default), the same references computed on transformed embeddings, so a score under a fix is
 calibrated against the background under the same fix. Profiles written before geometry fixes
@@ -36,24 +36,24 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.anchors import AnchorSet
-from calibsim_gui.core.atomic import write_text_atomic
-from calibsim_gui.core.calibrators import (
+from calibsim_gui.core.calibration.calibrators import (
     MIN_BACKGROUND_PAIRS,
     AgreementBand,
     Calibrator,
     MinMaxCalibrator,
-    ReferenceScaleCalibrator,
     PercentileCalibrator,
+    ReferenceScaleCalibrator,
     TailSurpriseCalibrator,
     ZScoreCalibrator,
     check_outputs,
     is_finite_number,
     is_finite_vector,
 )
+from calibsim_gui.core.calibration.sketch import ScoreSketch
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.errors import ProfileError
-from calibsim_gui.core.files import read_user_json
-from calibsim_gui.core.geometry import (
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import (
     FIXES,
     GeometryTransform,
     apply_geometry,
@@ -61,9 +61,9 @@ from calibsim_gui.core.geometry import (
     encode_array,
     get_geometries,
 )
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.models import ModelFingerprint
-from calibsim_gui.core.sketch import ScoreSketch
+from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.references.anchors import AnchorSet
 
 FORMAT = "calibsim-profile"
 SCHEMA_VERSION = 3

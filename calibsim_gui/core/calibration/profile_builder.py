@@ -1,6 +1,6 @@
 """Building reference profiles from a background corpus and an anchor ladder.
 
-`build_profile` builds one on this machine; `calibsim_gui.core.cluster` computes the background
+`build_profile` builds one on this machine; `calibsim_gui.core.calibration.cluster` computes the background
 part on a Ray cluster. Both draw the same pairs (`background.key_pairs`), fit the geometry fixes
 from the background's moments and hand a `BackgroundStatistics` to `assemble_profile`.
 """
@@ -13,8 +13,21 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.anchors import AnchorSet, builtin_anchors
-from calibsim_gui.core.background import (
+from calibsim_gui.core.calibration.calibrators import HUMAN_SHIFT, MIN_BACKGROUND_PAIRS, AgreementBand
+from calibsim_gui.core.calibration.profile import (
+    UPGRADABLE_SCHEMAS,
+    GeometryReference,
+    MetricReference,
+    ReferenceProfile,
+)
+from calibsim_gui.core.calibration.sketch import ScoreSketch
+from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.core.embedding.languages import summarise_texts
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint
+from calibsim_gui.core.embedding.prompts import embedder_prompt
+from calibsim_gui.core.errors import InputError, ProfileError
+from calibsim_gui.core.geometry.background import (
     DEFAULT_PAIRS,
     PAIR_SCHEME,
     QUERY_SCHEME,
@@ -22,10 +35,8 @@ from calibsim_gui.core.background import (
     query_sample,
     text_keys,
 )
-from calibsim_gui.core.calibrators import HUMAN_SHIFT, MIN_BACKGROUND_PAIRS, AgreementBand
-from calibsim_gui.core.encoding import encode_texts
-from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.geometry import (
+from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores
+from calibsim_gui.core.geometry.transforms import (
     FIXES,
     GEOMETRIES,
     GeometryTransform,
@@ -35,13 +46,10 @@ from calibsim_gui.core.geometry import (
     fit_geometries_from_moments,
     get_geometries,
 )
-from calibsim_gui.core.languages import summarise_texts
-from calibsim_gui.core.memory import check_budget, profile_build_bytes
-from calibsim_gui.core.models import ModelFingerprint, embedder_engine, embedder_precision, embedder_prompt
-from calibsim_gui.core.metrics import METRICS, get_metrics, pair_scores
-from calibsim_gui.core.profile import UPGRADABLE_SCHEMAS, GeometryReference, MetricReference, ReferenceProfile
+from calibsim_gui.core.io.memory import check_budget, profile_build_bytes
 from calibsim_gui.core.provenance import file_digest, library_versions
-from calibsim_gui.core.reference_scale import (
+from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
+from calibsim_gui.core.references.reference_scale import (
     N_RESAMPLES,
     REFERENCE_LANGUAGES,
     identical_score,
@@ -50,7 +58,6 @@ from calibsim_gui.core.reference_scale import (
     unrelated_medians,
 )
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.core.sketch import ScoreSketch
 
 GEOMETRY_METRICS = ("cosine",)
 """Metrics that get references under each geometry fix: cosine, the similarity the fixes were

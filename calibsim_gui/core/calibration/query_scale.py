@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from calibsim_gui.core.metrics import METRICS, Metric
+from calibsim_gui.core.geometry.metrics import METRICS, Metric
 
 
 def _bilinear_stats(metric: Metric, vectors: np.ndarray, reference: np.ndarray

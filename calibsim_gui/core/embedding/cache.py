@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
+from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
+from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.models import embedder_engine, embedder_precision, embedder_prompt
 
 _CHUNK = 900  # digests per query; stays under SQLite's oldest variable limit (999)
 _SCHEMA = """

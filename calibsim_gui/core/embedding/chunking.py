@@ -21,10 +21,10 @@ from typing import Sequence
 
 import numpy as np
 
-from calibsim_gui.core.encoding import EncodingResult, encode_texts, over_limit
+from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts, over_limit
+from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ModelError
-from calibsim_gui.core.metrics import METRICS, pair_scores
-from calibsim_gui.core.models import embedder_prompt
+from calibsim_gui.core.geometry.metrics import METRICS, pair_scores
 
 LONG_TEXTS = ("truncate", "chunk")
 CHUNK_AGGREGATES = ("max", "mean", "match")

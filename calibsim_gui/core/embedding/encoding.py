@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from calibsim_gui.core.cache import cache_key
+from calibsim_gui.core.embedding.cache import cache_key
+from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import Cancelled, InputError
-from calibsim_gui.core.models import embedder_prompt
-
-Progress = Callable[[int, int, str], None]
-ShouldStop = Callable[[], bool]
+from calibsim_gui.core.progress import Progress, ShouldStop
 
 # Tokenizers give an ASCII text at most one token per character, plus a few special tokens
 # ([CLS], [SEP], a sentencepiece word start): shorter texts need no tokenizing to know they fit.

@@ -23,14 +23,14 @@ py3langid's, short English headlines were taken for Nigerian Pidgin (25 of STS-B
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.reference_scale import REFERENCE_LANGUAGES
+from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES
 
 UNKNOWN = "unknown"
 MIN_WORDS = 3

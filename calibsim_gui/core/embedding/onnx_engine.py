@@ -5,7 +5,7 @@ imported inside the functions that need them. Pooling and normalisation are read
 folder's ``modules.json`` and done here in numpy exactly as sentence-transformers does them; the
 graph itself only maps token ids to token embeddings. Graphs come from the model folder
 (``onnx/model.onnx`` or ``model.onnx``) or are exported once into `onnx_cache_dir` by
-`calibsim_gui.core.onnx_export` (which needs torch).
+`calibsim_gui.core.embedding.onnx_export` (which needs torch).
 """
 
 from __future__ import annotations
@@ -17,11 +17,20 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import (
-    ModelFingerprint, ModelInfo, PromptedEmbedder, PromptSettings, _file_sha256, _int_or_none,
-    _json_dict, _model_files, _read_json, choose_prompts, fingerprint_entries, fingerprint_folder,
+from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.model_folders import (
+    ModelFingerprint,
+    ModelInfo,
+    file_sha256,
+    fingerprint_entries,
+    fingerprint_folder,
+    int_or_none,
+    json_dict,
+    model_files,
+    read_json,
 )
+from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
+from calibsim_gui.core.errors import ModelError
 
 ONNX_PRECISIONS = ("float32", "int8")
 FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
@@ -48,8 +57,6 @@ def onnxruntime_missing() -> str | None:
 
 def onnx_cache_dir() -> Path:
     """``$CALIBSIM_ONNX_DIR`` if set, else ``onnx/`` in the embedding cache folder."""
-    from calibsim_gui.core.cache import default_cache_dir
-
     env = os.environ.get(ONNX_DIR_ENV)
     return Path(env).expanduser() if env else default_cache_dir() / "onnx"
 
@@ -105,7 +112,7 @@ def read_module_stack(folder) -> ModuleStack:
         mode such as weightedmean or lasttoken, modules after normalisation), with the fix.
     """
     folder = Path(folder)
-    modules = _read_json(folder / "modules.json")
+    modules = read_json(folder / "modules.json")
     if not isinstance(modules, list) or not modules:
         raise ModelError(f"The ONNX engine needs {folder / 'modules.json'} to know the model's pooling. "
                          + _TORCH_FIX)
@@ -114,7 +121,7 @@ def read_module_stack(folder) -> ModuleStack:
         raise ModelError(f"The ONNX engine reproduces Transformer, Pooling and Normalize modules only; "
                          f"{folder} has {', '.join(k or '?' for k in kinds)}. " + _TORCH_FIX)
     transformer_dir = folder / str(modules[0].get("path", ""))
-    pooling = _json_dict(folder / str(modules[1].get("path", "")) / "config.json")
+    pooling = json_dict(folder / str(modules[1].get("path", "")) / "config.json")
     modes = pooling.get("pooling_mode")
     if modes is None:
         modes = [mode for key, mode in _LEGACY_POOLING_KEYS.items() if pooling.get(key)] or ["mean"]
@@ -123,11 +130,11 @@ def read_module_stack(folder) -> ModuleStack:
     if unknown or not modes:
         raise ModelError(f"The ONNX engine cannot pool with {', '.join(unknown) or 'no mode'} "
                          f"({folder / str(modules[1].get('path', ''))}). " + _TORCH_FIX)
-    st_config = _json_dict(transformer_dir / "sentence_bert_config.json")
-    max_len = _int_or_none(st_config.get("max_seq_length"))
+    st_config = json_dict(transformer_dir / "sentence_bert_config.json")
+    max_len = int_or_none(st_config.get("max_seq_length"))
     if max_len is None:     # sentence-transformers caps the tokenizer's limit at the positions
-        limits = [_int_or_none(_json_dict(transformer_dir / "tokenizer_config.json").get("model_max_length")),
-                  _int_or_none(_json_dict(transformer_dir / "config.json").get("max_position_embeddings"))]
+        limits = [int_or_none(json_dict(transformer_dir / "tokenizer_config.json").get("model_max_length")),
+                  int_or_none(json_dict(transformer_dir / "config.json").get("max_position_embeddings"))]
         max_len = min((n for n in limits if n and n > 0), default=None)
     return ModuleStack(pooling_modes=modes, include_prompt=pooling.get("include_prompt", True) is not False,
                        normalize=len(kinds) == 3, max_seq_length=max_len,
@@ -190,10 +197,10 @@ def onnx_fingerprint(info: ModelInfo) -> ModelFingerprint:
     `onnx_export.export_folder` without torch weights, the source folder's (`EXPORT_MANIFEST`),
     after checking that every file and the graph are the ones exported."""
     folder = Path(info.path)
-    files = _model_files(folder)
+    files = model_files(folder)
     if any(file.suffix in (".safetensors", ".bin") for _, file in files):
         return fingerprint_folder(folder, info.name)
-    manifest = _read_json(folder / EXPORT_MANIFEST)
+    manifest = read_json(folder / EXPORT_MANIFEST)
     graph = folder_graph(folder)
     if not isinstance(manifest, dict) or graph is None:
         raise ModelError(f"Cannot load {folder}: it holds neither weights (model.safetensors) nor an "
@@ -201,8 +208,8 @@ def onnx_fingerprint(info: ModelInfo) -> ModelFingerprint:
     try:
         source = ModelFingerprint.from_dict(manifest["source"])
         listed = {str(rel): str(sha) for rel, sha in manifest["files"].items()}
-        fine = (all(listed.get(rel) == _file_sha256(file) for rel, file in files)
-                and manifest.get("graph_sha256") == _file_sha256(graph)
+        fine = (all(listed.get(rel) == file_sha256(file) for rel, file in files)
+                and manifest.get("graph_sha256") == file_sha256(graph)
                 and fingerprint_entries(sorted(listed.items())) == source.digest)
     except (KeyError, TypeError, AttributeError, OSError) as exc:
         raise ModelError(f"{folder / EXPORT_MANIFEST} is not a calibsim export manifest ({exc}).") from exc
@@ -266,7 +273,7 @@ class OnnxEmbedder(PromptedEmbedder):
             existing = self._plain.normalizer
             self._plain.normalizer = normalizers.Sequence(
                 [normalizers.Lowercase()] + ([existing] if existing is not None else []))
-        config = _json_dict(tokenizer_dir / "tokenizer_config.json")
+        config = json_dict(tokenizer_dir / "tokenizer_config.json")
         self._plain.no_truncation()
         self._plain.no_padding()
         self._special_ids = {i for i, token in self._plain.get_added_tokens_decoder().items() if token.special}
@@ -350,55 +357,3 @@ class OnnxEmbedder(PromptedEmbedder):
         """
         encodings = self._plain.encode_batch([str(t) for t in texts], add_special_tokens=False) if texts else []
         return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
-
-
-def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,
-                    allow_pickle: bool = False) -> OnnxEmbedder:
-    """The ONNX engine for `info`'s model, exporting (and quantising) its graph on first use.
-
-    The folder's own graph (`FOLDER_GRAPHS`) is used when it has one (checked against torch once,
-    when the folder has torch weights and torch is installed: `onnx_export.check_folder_graph`);
-    otherwise the graph exported by `onnx_export.export_graph` into `onnx_cache_dir`, which
-    needs torch once.
-
-    Raises
-    ------
-    ModelError
-        When onnxruntime is missing, the precision is not float32 or int8, the folder's modules
-        cannot be reproduced, or no graph exists and torch cannot export one.
-    """
-    missing = onnxruntime_missing()
-    if missing:
-        raise ModelError(f"The ONNX engine cannot run: {missing}. Fix: pip install onnxruntime, "
-                         "or use the torch engine (--engine torch).")
-    if precision not in ONNX_PRECISIONS:
-        raise ModelError(f"The ONNX engine computes in {' or '.join(ONNX_PRECISIONS)}, not {precision}. "
-                         "Fix: use --precision float32 or int8, or the torch engine for bfloat16.")
-    if info.needs_remote_code:
-        raise ModelError(f"Refusing to load {info.path}: the model needs custom code from its folder "
-                         "(trust_remote_code), which calibsim never runs.")
-    stack = read_module_stack(info.path)
-    fingerprint = onnx_fingerprint(info)
-    graph = folder_graph(info.path)
-    if graph is None:
-        from calibsim_gui.core.onnx_export import export_graph
-
-        graph = cached_graph(fingerprint)
-        if not graph.is_file():
-            export_graph(info, graph, allow_pickle=allow_pickle)
-    elif not (Path(info.path) / EXPORT_MANIFEST).is_file():
-        from calibsim_gui.core.onnx_export import check_folder_graph
-
-        check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)
-    note = "float32 (ONNX Runtime; equal to torch float32 within 1e-5)"
-    if precision == "int8":
-        from calibsim_gui.core.onnx_export import quantize_int8
-
-        # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
-        source, graph = graph, cached_graph(fingerprint, f"int8-{_file_sha256(graph)[:16]}")
-        if not graph.is_file():
-            quantize_int8(source, graph)
-        note = "int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06)"
-    return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
-                        prompts=prompts)
-

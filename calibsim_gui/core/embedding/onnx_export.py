@@ -1,7 +1,7 @@
 """Make ONNX graphs for the ONNX engine: export from torch (checked against it), quantise to int8.
 
 torch is imported inside `export_graph` only; quantisation needs onnxruntime and onnx, not torch.
-Every file is written atomically (`calibsim_gui.core.atomic`), so an interrupted export leaves
+Every file is written atomically (`calibsim_gui.core.io.atomic`), so an interrupted export leaves
 no half-written graph for the next run to load.
 """
 
@@ -19,12 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.atomic import atomic_path, write_text_atomic
-from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.models import ModelInfo, _file_sha256, _model_files, fingerprint_folder
-from calibsim_gui.core.onnx_engine import (
-    EXPORT_MANIFEST, FOLDER_GRAPHS, OnnxEmbedder, onnx_cache_dir, read_module_stack,
+from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, fingerprint_folder, model_files
+from calibsim_gui.core.embedding.onnx_engine import (
+    EXPORT_MANIFEST,
+    FOLDER_GRAPHS,
+    OnnxEmbedder,
+    onnx_cache_dir,
+    read_module_stack,
 )
+from calibsim_gui.core.embedding.torch_engine import load_torch_model
+from calibsim_gui.core.errors import ModelError
+from calibsim_gui.core.io.atomic import atomic_path, write_text_atomic
 
 MAX_EXPORT_DIFF = 1e-5
 """Largest |difference| of an exported graph's embeddings from torch float32's; more is refused."""
@@ -62,9 +67,7 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
                          "scripts/export_onnx.py where torch is installed.") from None
     import onnxruntime
 
-    from calibsim_gui.core.models import load_model
-
-    reference = load_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle, engine="torch")
+    reference = load_torch_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle)
     transformer = reference._model[0].auto_model.eval()
     sample = reference._model.tokenizer(list(CHECK_SENTENCES[:2]), padding=True, return_tensors="pt")
     params = inspect.signature(transformer.forward).parameters
@@ -123,12 +126,10 @@ def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: boo
     ModelError
         When the graph's embeddings differ from torch's by more than `MAX_EXPORT_DIFF`.
     """
-    note = onnx_cache_dir() / "checked" / f"{fingerprint.digest[:32]}-{_file_sha256(Path(graph))[:32]}.json"
+    note = onnx_cache_dir() / "checked" / f"{fingerprint.digest[:32]}-{file_sha256(Path(graph))[:32]}.json"
     if note.is_file() or importlib.util.find_spec("torch") is None:
         return
-    from calibsim_gui.core.models import load_model
-
-    reference = load_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle, engine="torch")
+    reference = load_torch_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle)
     diff = graph_difference(info, graph, reference)
     if not diff <= MAX_EXPORT_DIFF:
         raise ModelError(f"The ONNX graph {graph} that came with the model differs from its torch weights by "
@@ -186,7 +187,7 @@ def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
         raise ModelError(f"{out} already exists and is not an empty folder. Fix: name a new folder.")
     source = Path(info.path)
     fingerprint = fingerprint_folder(source, info.name)
-    files = _model_files(source)
+    files = model_files(source)
     out.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -195,8 +196,8 @@ def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
                 (building / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(file, building / rel)
         graph = export_graph(info, building / FOLDER_GRAPHS[0], allow_pickle=allow_pickle)
-        manifest = {"source": fingerprint.to_dict(), "files": {rel: _file_sha256(file) for rel, file in files},
-                    "graph_sha256": _file_sha256(graph)}
+        manifest = {"source": fingerprint.to_dict(), "files": {rel: file_sha256(file) for rel, file in files},
+                    "graph_sha256": file_sha256(graph)}
         write_text_atomic(building / EXPORT_MANIFEST, json.dumps(manifest, indent=1) + "\n")
         if out.exists():
             out.rmdir()

@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 
-from calibsim_gui.core.background import random_pairs
-from calibsim_gui.core.encoding import Progress, ShouldStop
 from calibsim_gui.core.errors import Cancelled
-from calibsim_gui.core.geometry import GEOMETRIES, GeometryTransform, apply_geometry
-from calibsim_gui.core.hubness import hubness
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.background import random_pairs
+from calibsim_gui.core.geometry.hubness import hubness
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import GEOMETRIES, GeometryTransform, apply_geometry
+from calibsim_gui.core.progress import Progress, ShouldStop
 
 DIAGNOSTICS = {
     "mean_random_cosine": "mean cosine of random pairs of different texts (0 for an isotropic "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS
 
 CSLS_NEIGHBOURS = 10
 

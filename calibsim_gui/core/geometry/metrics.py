@@ -207,7 +207,7 @@ def soft_cosine(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Soft cosine ``u'Sv / (sqrt(u'Su) sqrt(v'Sv))`` of row-aligned pairs (Sidorov et al. 2014).
 
     The reference formula; calibrated soft cosine is cosine under the geometry fix "soft"
-    (`calibsim_gui.core.geometry.SoftCosineSpace`), whose S a profile stores.
+    (`calibsim_gui.core.geometry.transforms.SoftCosineSpace`), whose S a profile stores.
 
     Parameters
     ----------

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibsim_gui.core.background import random_pairs
-from calibsim_gui.core.diagnostics import diagnose_geometries, variance_spectrum
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.geometry import apply_geometry
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.background import random_pairs
+from calibsim_gui.core.geometry.diagnostics import diagnose_geometries, variance_spectrum
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import apply_geometry
 
 RANDOM_PAIRS = 5000
 SPECTRUM_COMPONENTS = 50

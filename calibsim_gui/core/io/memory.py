@@ -83,7 +83,7 @@ def background_pairs_bytes(n_pairs: int, dim: int) -> int:
 
 def profile_build_bytes(n_texts: int, dim: int, n_pairs: int = 0) -> int:
     """Peak estimate for a local background build: the float32 embeddings of every sentence,
-    the float64 copy their moments are summed from (`calibsim_gui.core.geometry`) and the
+    the float64 copy their moments are summed from (`calibsim_gui.core.geometry.transforms`) and the
     `n_pairs` background pairs (`background_pairs_bytes`)."""
     return int(n_texts * dim * 12 + background_pairs_bytes(n_pairs, dim) + WORKING_BYTES)
 
@@ -91,20 +91,6 @@ def profile_build_bytes(n_texts: int, dim: int, n_pairs: int = 0) -> int:
 def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
     """Peak estimate for an all-pairs run: `n_matrices` float32 n x n matrices plus vectors."""
     return int(n_docs * n_docs * 4 * n_matrices + n_docs * dim * 12 + WORKING_BYTES)
-
-
-def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int) -> int:
-    """Peak estimate for a search: float32 vectors of corpus and queries with their
-    geometry-fixed float64 copies, one block of the score matrix, and the hits table.
-
-    A block's rows are sized for float32 scores but the scores are float64 (2 x BLOCK_BYTES), and
-    the ranking holds about five arrays of that size at once (scores, their negation, the
-    partition's indices and its copies): measured 9.5 x BLOCK_BYTES over 20,000 documents
-    (benchmarks/search_scale.py)."""
-    from calibsim_gui.core.search import BLOCK_BYTES
-
-    vectors = (n_queries + n_docs) * dim * (4 + 8)
-    return int(vectors + 10 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
 
 
 def check_budget(needed: int, budget: int | None, *, what: str, fix: str, path=None) -> None:

@@ -9,8 +9,8 @@ import json
 import math
 from pathlib import Path
 
-from calibsim_gui.core.atomic import atomic_paths
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.io.atomic import atomic_paths
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 REPORT_FORMATS = {

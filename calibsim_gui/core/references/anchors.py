@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.files import parse_json
+from calibsim_gui.core.io.files import parse_json
+from calibsim_gui.core.io.tables import read_table, read_text_file
 from calibsim_gui.core.resources import resource_path
 
 FORMAT = "calibsim-anchors"
@@ -108,8 +109,6 @@ def _plain(exc: Exception) -> str:
 
 def load_anchors(path) -> AnchorSet:
     """Read anchors from a calibsim JSON file or a CSV with columns level,text_a,text_b[,target]."""
-    from calibsim_gui.core.inputs import read_table, read_text_file
-
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":

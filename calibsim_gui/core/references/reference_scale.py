@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.resources import resource_path
 
 N_RESAMPLES = 200

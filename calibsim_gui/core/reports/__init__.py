@@ -2,26 +2,30 @@
 
 The GUI's Export dialog and the CLI's ``--out`` both call `write_report`; every file is written
 to a temporary name and renamed into place, so a failure never leaves half a report.
+
+May import every other package of `calibsim_gui.core` (reports are the top layer).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from calibsim_gui.core.atomic import atomic_path, atomic_paths, write_text_atomic
 from calibsim_gui.core.errors import Cancelled, InputError
-from calibsim_gui.core.output import (
-    dump_json,
+from calibsim_gui.core.io.atomic import atomic_path, atomic_paths, write_text_atomic
+from calibsim_gui.core.io.output import (
     FIGURE_FORMATS,
     REPORT_FORMATS,
     TABLE_SUFFIXES,
     check_output_path,
+    dump_json,
     figure_path,
     figure_paths,
     write_matrix,
     write_scored_pairs,
 )
-from calibsim_gui.core.reports.content import Report, anchors_path, build_report
+from calibsim_gui.core.reports import html, pdf, tables
+from calibsim_gui.core.reports.content import Report, build_report
+from calibsim_gui.core.reports.reproduce import anchors_path
 
 __all__ = ["FIGURE_FORMATS", "REPORT_FORMATS", "Report", "build_report", "figure_paths",
            "write_figures", "write_report"]
@@ -52,8 +56,6 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     writes that ladder as ``<report stem>-anchors.json`` beside it, which its Reproduce commands
     name with ``--anchors``; the HTML, PDF, XLSX and JSON formats hold those commands.
     """
-    from calibsim_gui.core.reports import html, pdf, tables
-
     path = check_output_path(path, inputs=inputs, force=force)
     progress = progress or _no_progress
     check = _stopper(should_stop)

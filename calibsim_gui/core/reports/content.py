@@ -3,213 +3,28 @@
 from __future__ import annotations
 
 import functools
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import DocumentMatrix, ScoredPairs, local_minmax_rows, split_score_column
-from calibsim_gui.core.distributions import anchor_medians, calibrate_form
+from calibsim_gui.core.analysis.distributions import anchor_medians, calibrate_form
+from calibsim_gui.core.analysis.evaluation import evaluate
+from calibsim_gui.core.analysis.matrices import DocumentMatrix, local_minmax_rows
+from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
+from calibsim_gui.core.analysis.search import SearchHits
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.evaluation import evaluate
-from calibsim_gui.core.metrics import METRICS
-from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.space import diagnostics_table, profile_space
+from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.core.provenance import file_digest
-from calibsim_gui.core.search import SearchHits
+from calibsim_gui.core.reports.figures import report_figures
+from calibsim_gui.core.reports.reading import how_to_read
+from calibsim_gui.core.reports.reproduce import is_builtin_ladder, reproduce_commands
 
 MAX_READABLE_ROWS = 5000        # HTML/PDF tables; every row is in CSV/XLSX/JSON
 TOP_DOCUMENT_PAIRS = 50
-BUILTIN_PROFILE_PREFIX = "built-in"
-
-
-def _interval_width(provenance: dict, metric: str) -> str:
-    """The typical width of the calibrated scores' reference uncertainty, as a sentence ("" if unknown)."""
-    width = provenance.get("calibrated_interval", {}).get("per_metric", {}).get(metric, {})
-    if width.get("median_width") is None:
-        return ""
-    median, p90 = (f"{w:.3f}" if w >= 0.0005 else "below 0.001" for w in (width["median_width"],
-                                                                          width["p90_width"]))
-    return (f" Its reference uncertainty (95 %, the reference sentences resampled) is typically {median} "
-            f"wide (90 % of the pairs: {p90} or less); it says how well the scale's ends are measured, "
-            "not how people would rate the pair.")
-
-
-def _agreement_band(profile, metric: str) -> str:
-    """Where people's scores fall around a calibrated score, as a sentence ("" without a band)."""
-    band = profile.metrics[metric].band if metric in profile.metrics else None
-    if band is None:
-        return (" No human agreement band: this reference was not checked against labelled pairs "
-                "(`calibsim profile build --band-pairs FILE` measures one).")
-    rate = band.rates[0]
-    examples = "; ".join(f"at {c:.2f}, between {lo[0]:.2f} and {hi[0]:.2f}"
-                         for c in (0.25, 0.5, 0.75) for lo, hi in [band.band([c], rate)])
-    files = ", ".join(f["name"] for f in band.source_.get("files", [])) or band.source_.get("name", "labelled pairs")
-    return (f" Human agreement band: people would rate such a pair within a range holding {rate:.0%} of "
-            f"their scores ({examples}), measured on {band.n_pairs_:,} labelled pairs ({files}) with "
-            f"{band.model_}.").replace("%", " %")
-
-
-SEARCH_READINGS = {
-    "query_zscore": "How many standard deviations this document's score lies above the query's mean "
-                    "score against the reference's background texts (query side only). It says how "
-                    "unusual the hit is for this query, whatever the model's global scale, and is "
-                    "comparable between queries.",
-    "local_minmax": "0 = this query's least similar document in this corpus, 1 = its most similar. "
-                    "Caveat: it is local to one query and one corpus; the top hit always reads 1, even "
-                    "when nothing in the corpus is related, so it is NOT comparable across queries or "
-                    "corpora. Use calibrated or query_zscore to judge whether a hit is good.",
-}
-
-
-MATRIX_LOCAL_READING = (
-    "LOCAL min-max, per document: 0 = this document's least similar other document in this set, "
-    "1 = its most similar (the document itself is left out of both ends). Caveat: it is local to one "
-    "document and one set: the best match always reads 1, even when nothing in the set is related, "
-    "so it is NOT comparable across documents, sets or reports, and the matrix is not symmetric "
-    "(in the top-pairs table it is document_a's scale). Use calibrated or bg_percentile to judge "
-    "whether a pair is similar.")
-
-
-def _how_to_read(form: str, profile, provenance: dict, metric: str, kind: str = "pairs") -> str:
-    """Plain-language reading of one form, with its caveats and this report's numbers."""
-    if kind == "search" and form in SEARCH_READINGS:
-        return SEARCH_READINGS[form]
-    if kind == "matrix" and form == "local_minmax":
-        return MATRIX_LOCAL_READING
-    n_bg = profile.background_pairs
-    levels = len(profile.anchors.levels)
-    text = {
-        "raw": f"The model's own {metric} score. Its scale belongs to this model: the same pair can "
-               "score 0.9 with one model and 0.3 with another, so a raw number alone does not say "
-               "whether a pair is similar. Read it against the anchor levels and the background in this report.",
-        "calibrated": "Similarity on people's 0-1 scale: where the pair lies on the straight line from a "
-                      "typical pair of unrelated sentences (measured on the model, in the pair's language "
-                      "where calibsim has reference sentences in it) to identical text, less the "
-                      f"{profile.metrics[metric].calibrators['calibrated'].shift:.3f} by which people rate "
-                      "below that line, fading out so that identical text stays 1 (see the calibrated map; the anchor ladder's "
-                      f"{levels} levels check it)."
-                      f"{_interval_width(provenance, metric)}{_agreement_band(profile, metric)} Caveat: "
-                      "annotators differ (STS-B's rate the same pairs lower than SICK-R's), so read it "
-                      "as the typical person's score, within its band.",
-        "anchor_minmax": "0 at the median score of the lowest anchor level, 1 at the highest; values "
-                         "outside 0-1 lie beyond the anchors. Caveat: only two anchor levels set the scale.",
-        "bg_minmax": f"0 at the least similar of the {n_bg:,} random background pairs, 1 at the most "
-                     "similar. Caveat: the extremes of a random sample move when the background changes.",
-        "bg_zscore": "How many standard deviations a score lies above the mean random background pair. "
-                     "Caveat: background scores are not normally distributed, so a z-score of 3 is not "
-                     "a 0.1 % tail probability; use the percentile or surprise for that.",
-        "bg_surprise": "-log10 of the probability that a random background pair scores at least this "
-                       "high: 2 means 1 in 100, 3 means 1 in 1,000. Beyond the sample the upper tail is "
-                       "fitted (generalised Pareto), so very high scores keep their order. Caveat: values "
-                       f"above log10({n_bg:,}) = {np.log10(max(n_bg, 1)):.1f} come from the fitted tail.",
-        "query_zscore": "A local scale: the pair's score compared with each text's own scores against "
-                        "1,000 background texts (mean of the two z-scores). It says how unusual the "
-                        "second text is for the first, whatever the model's global scale.",
-        "human": "Expected human similarity on a 0-1 scale: a monotone (isotonic) map fitted to pairs "
-                 "that people scored. Caveat: it carries the judges' scale and the kind of text they "
-                 "judged; its cross-validated error is in the provenance.",
-        "csls": "Cosine corrected for hubness (CSLS): twice the cosine minus each text's mean cosine to "
-                "its 10 nearest background texts, so texts that are close to everything ('hubs') do "
-                "not look similar to everything.",
-    }.get(form)
-    if form == "bg_percentile":
-        sat = provenance.get("background_saturation", {}).get(metric, {})
-        halfwidth = sat.get("percentile_halfwidth",
-                            getattr(profile.metrics[metric].calibrators.get("bg_percentile"),
-                                    "halfwidth_", float("nan")))
-        text = (f"The percent of the {n_bg:,} random background pairs that score lower (ties count "
-                f"half). Caveat: its resolution is limited by the background size: every percentile is "
-                f"uncertain by ±{halfwidth:.2f} points (95 %), and above the 99th percentile it cannot "
-                "separate pairs well.")
-        if "share_beyond_p99" in sat:
-            text += (f" Here {sat['share_beyond_p99']:.1%} of the pairs score above the background's "
-                     "99th percentile; rank those with calibrated or bg_surprise.")
-    return text or FORM_DESCRIPTIONS.get(form, form)
-
-
-def is_builtin_ladder(anchors) -> bool:
-    """True when `anchors` holds exactly the built-in ladder's levels and pairs (whatever its name)."""
-    from calibsim_gui.core.anchors import builtin_anchors
-
-    def content(ladder):
-        d = ladder.to_dict()
-        return d["levels"], d["pairs"]
-
-    return content(anchors) == content(builtin_anchors())
-
-
-def anchors_path(report_path) -> Path:
-    """Where a report's anchor ladder is written: ``<report stem>-anchors.json`` beside it."""
-    report_path = Path(report_path)
-    return report_path.with_name(f"{report_path.stem}-anchors.json")
-
-
-def _reproduce(result, profile, input_name: str, metrics: list[str],
-               anchors_file: Path | None = None, form: str = "calibrated") -> list[str]:
-    """Command lines that re-create this report's numbers from the same inputs.
-
-    A ladder other than the built-in one is named by `anchors_file` (written beside the report
-    by `write_report`; ``<report>-anchors.json`` when the report has no file yet).
-    """
-    prov = result.provenance
-    model = prov["model"]["name"]
-    model_opt = [] if model == "all-MiniLM-L6-v2" else ["--model", model]
-    precision = str(prov["model"].get("precision") or "float32")
-    if precision != "float32":                 # as chosen (e.g. by auto): the same numbers again
-        model_opt += ["--precision", precision] + (["--engine", "onnx"] if precision == "int8" else [])
-    commands, profile_opt, anchors_opt = [], [], []
-    if not is_builtin_ladder(profile.anchors):
-        anchors_opt = ["--anchors", Path(anchors_file).name if anchors_file
-                       else "report-anchors.json"]
-    name = str(profile.provenance.get("name", ""))
-    if not name.startswith(BUILTIN_PROFILE_PREFIX):
-        out = name if name.endswith(".calibsim-profile") else "reference.calibsim-profile"
-        background = profile.provenance.get("background") or {}
-        build = ["calibsim", "profile", "build", *model_opt, "--out", out]
-        if background.get("files"):
-            build += ["--background", *[f["name"] for f in background["files"]],
-                      "--pairs", str(background.get("pairs")), "--seed", str(background.get("seed"))]
-            columns = set((background.get("text_columns") or {}).values())
-            if len(columns) == 1:
-                build += ["--column", columns.pop()]
-        build += anchors_opt
-        anchors_opt = []
-        commands.append(shlex.join(build))
-        profile_opt = ["--profile", out]
-    profile_opt += anchors_opt
-    if isinstance(result, SearchHits):
-        search = prov["search"]
-        cmd = ["calibsim", "search", *[Path(f).name for f in search["queries"]["files"]], "--corpus",
-               *[Path(f).name for f in search["corpus"]["files"]], *model_opt, *profile_opt,
-               "--top-k", str(search["top_k"]), "--metric", search["metric"]]
-        if search["geometry"] != "none":
-            cmd += ["--geometry", search["geometry"]]
-        cmd += ["--out", "report.html"]
-    elif isinstance(result, ScoredPairs):
-        cmd = ["calibsim", "score", input_name, *model_opt, *profile_opt]
-        if set(metrics) != set(METRICS):
-            cmd += ["--metrics", ",".join(metrics)]
-        long = prov.get("long_texts") or {}
-        if long.get("mode") == "chunk":
-            cmd += ["--long-texts", "chunk", "--chunk-aggregate", str(long["aggregate"]),
-                    "--chunk-overlap", str(long["overlap"])]
-        cmd += ["--out", "report.html"]
-    else:
-        files = [Path(f).name for f in prov["documents"]["files"]]
-        cmd = ["calibsim", "matrix", *files, *model_opt, *profile_opt, "--metric", result.metric]
-        if result.ids and all(":" not in i for i in result.ids):     # ids "<file>", not "<file>:<line>"
-            cmd.append("--per-file")
-        matrix_form = form if form in result.matrices else next(
-            (f for f in result.matrices if f != "raw"), "calibrated")
-        if matrix_form != "calibrated":
-            cmd += ["--form", matrix_form]
-        if getattr(result, "geometry", "none") != "none":
-            cmd += ["--geometry", result.geometry]
-        cmd += ["--out", "report.html"]
-    commands.append(shlex.join(cmd))
-    return commands
 
 
 def _result_metrics(result) -> list[str]:
@@ -415,7 +230,7 @@ class Report:
 
     def evaluation_table(self) -> tuple[pd.DataFrame, str] | None:
         """The featured metric's score columns checked against the human labels (as by
-        `calibsim evaluate`, see `calibsim_gui.core.evaluation`) and a note on how to read them;
+        `calibsim evaluate`, see `calibsim_gui.core.analysis.evaluation`) and a note on how to read them;
         None when the input has no usable labels."""
         if not self.provenance.get("agreement"):
             return None
@@ -487,7 +302,7 @@ class Report:
             forms = list(self.matrices)
         else:
             forms = [(split_score_column(c) or (None, "local_minmax"))[1] for c in self.featured_columns()]
-        return [(form, _how_to_read(form, self.profile, self.provenance, self.metric, self.kind))
+        return [(form, how_to_read(form, self.profile, self.provenance, self.metric, self.kind))
                 for form in dict.fromkeys(forms)]
 
     def notes(self) -> list[str]:
@@ -495,7 +310,7 @@ class Report:
 
     def reproduce(self) -> list[str]:
         name = self.input_files[0].name if self.input_files else "input"
-        return _reproduce(self.result, self.profile, name, self.metrics, self.anchors_file, self.form)
+        return reproduce_commands(self.result, self.profile, name, self.metrics, self.anchors_file, self.form)
 
     def reproduce_note(self) -> str:
         """What the Reproduce commands need, in words."""
@@ -558,17 +373,12 @@ class Report:
     def space(self):
         """Diagnostics of the reference's background sample, raw and under each geometry fix
         (a `SpaceReport`), or None when the reference has no background sample."""
-        from calibsim_gui.core.space import profile_space
-
         if self.profile.query_reference is None or len(self.profile.query_reference) < 3:
             return None
         return profile_space(self.profile)
 
     def space_table(self) -> pd.DataFrame | None:
         """The diagnostics as a readable table: one row per measure, one column per geometry."""
-        from calibsim_gui.core.geometry import GEOMETRIES
-        from calibsim_gui.core.space import diagnostics_table
-
         if self.space is None:
             return None
         names = list(self.space.diagnostics)
@@ -579,8 +389,6 @@ class Report:
     @functools.cached_property
     def figures(self) -> list:
         """The report's figures (drawn on first use: CSV, XLSX and JSON never need them)."""
-        from calibsim_gui.core.reports.figures import report_figures
-
         return report_figures(self)
 
 

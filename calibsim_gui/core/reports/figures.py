@@ -1,7 +1,7 @@
 """Report figures drawn with matplotlib's object API (no pyplot, no GUI backend).
 
 The distributions show the same arrays as the app's Distributions tab
-(`calibsim_gui.core.distributions`): random background pairs as a density, your pairs as
+(`calibsim_gui.core.analysis.distributions`): random background pairs as a density, your pairs as
 counts, and the anchor levels as dashed lines; raw on the left, calibrated on the right. The
 calibrated map is the Anchors tab's: the fitted curve, its 95 % band and the anchor pairs.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibsim_gui.core.distributions import (
+from calibsim_gui.core.analysis.distributions import (
     LEVEL_COLORS,
     anchor_medians,
     background_items,
@@ -22,7 +22,9 @@ from calibsim_gui.core.distributions import (
     histograms,
     similarity_label,
 )
-from calibsim_gui.core.metrics import METRICS
+from calibsim_gui.core.analysis.thresholds import find_threshold, pr_curve, same_meaning
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.geometry.metrics import METRICS
 
 BACKGROUND_COLOR = "#4c78a8"
 USER_COLOR = "#f58518"
@@ -182,9 +184,6 @@ def precision_recall_figure(report) -> ReportFigure | None:
     labels; see `core.thresholds.same_meaning`), with the cut at 90 % precision marked. None
     without labels of both kinds."""
     from matplotlib.figure import Figure
-
-    from calibsim_gui.core.errors import InputError
-    from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning
 
     agreement = report.provenance.get("agreement")
     frame = report.result.frame

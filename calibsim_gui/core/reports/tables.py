@@ -11,9 +11,10 @@ import os
 import numpy as np
 import pandas as pd
 
-from calibsim_gui.core.analysis import LOCAL_MINMAX_ROWS, split_score_column
-from calibsim_gui.core.output import dump_json, jsonable
-from calibsim_gui.core.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.analysis.matrices import LOCAL_MINMAX_ROWS
+from calibsim_gui.core.analysis.pairs import split_score_column
+from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.io.output import dump_json, jsonable
 
 JSON_SCHEMA_VERSION = 2          # 2: adds calibrators, anchors and column descriptions
 

@@ -1,0 +1,167 @@
+"""The way in: `load_model` chooses an engine (torch or ONNX Runtime) and loads a model folder.
+
+Refusals (code in the folder, pickled weights) come first; torch and onnxruntime are imported
+only by the engine that runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from calibsim_gui.core.embedding import devices, onnx_engine
+from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
+from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, resolve_model
+from calibsim_gui.core.embedding.onnx_engine import (
+    EXPORT_MANIFEST,
+    ONNX_PRECISIONS,
+    OnnxEmbedder,
+    cached_graph,
+    folder_graph,
+    onnx_fingerprint,
+    onnx_refusal,
+    read_module_stack,
+)
+from calibsim_gui.core.embedding.onnx_export import check_folder_graph, export_graph, quantize_int8
+from calibsim_gui.core.embedding.prompts import PromptSettings
+from calibsim_gui.core.embedding.torch_engine import load_torch_model
+from calibsim_gui.core.errors import ModelError
+
+
+def choose_engine(engine: str = "auto", device: str = "auto", precision: str = DEFAULT_PRECISION) -> str:
+    """The engine that `engine` names: ``"torch"`` or ``"onnx"``.
+
+    ``"auto"`` gives ONNX Runtime on the CPU when it is installed and the precision is float32
+    or int8, and torch when the device is (or ``auto`` resolves to) cuda or mps, when bfloat16
+    or precision ``auto`` is asked, or when onnxruntime is missing. Without torch installed it
+    gives ONNX whatever the precision (the desktop bundle; ``auto`` precision is float32 there).
+
+    Raises
+    ------
+    ModelError
+        When the engine is unknown, or cannot run with that device or precision.
+    """
+    if engine not in ENGINES:
+        raise ModelError(f"Unknown engine {engine!r}. Use {', '.join(ENGINES)}.")
+    if precision not in PRECISIONS:
+        raise ModelError(f"Unknown precision {precision!r}. Use {', '.join(PRECISIONS)}.")
+    device = (device or "auto").strip().lower()
+    no_torch = importlib.util.find_spec("torch") is None
+    if engine == "auto":
+        if onnx_engine.onnxruntime_missing() is not None:
+            engine = "torch"
+        elif no_torch:
+            engine = "onnx"
+        elif precision in ("auto", "bfloat16"):
+            engine = "torch"
+        elif device == "auto":
+            engine = "onnx" if devices.cpu_only_torch() or devices.resolve_device("auto") == "cpu" else "torch"
+        else:
+            engine = "onnx" if device == "cpu" else "torch"
+    if engine == "torch" and no_torch:
+        raise ModelError("This calibsim has no torch: it runs models with ONNX Runtime on the CPU. "
+                         "Fix: use --engine onnx (or auto); for GPUs, install calibsim from source.")
+    if engine == "onnx" and device not in ("auto", "cpu"):
+        raise ModelError(f"The ONNX engine runs on the CPU, not {device}. "
+                         "Fix: use --device cpu, or --engine torch for the GPU.")
+    if engine == "torch" and precision == "int8":
+        raise ModelError("int8 runs on the ONNX engine only. Fix: add --engine onnx (CPU).")
+    if engine == "onnx" and precision == "bfloat16":
+        raise ModelError("bfloat16 runs on the torch engine only. Fix: add --engine torch, or use "
+                         "--precision int8 for a faster ONNX run.")
+    return engine
+
+
+def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
+               allow_pickle: bool = False, prompts: PromptSettings | None = None,
+               engine: str = "auto"):
+    """Load a model offline, after refusing folders that would run code or unpickle data.
+
+    Parameters
+    ----------
+    info_or_spec : ModelInfo or str or None
+        A model from `discover_models`, or anything `resolve_model` accepts.
+    device : str
+        See `resolve_device`.
+    precision : {"float32", "auto", "bfloat16", "int8"}
+        ``"float32"`` (the default) gives the same numbers on every machine. ``"auto"`` trades
+        that for speed: bfloat16 where the device has native bfloat16 (`bfloat16_support`)
+        and the model keeps its accuracy (the built-in model was verified on STS-B; any other
+        model must move the built-in anchor pairs' cosines by at most
+        `BFLOAT16_MAX_ANCHOR_CHANGE`, checked at load), else float32. ``"int8"``: the ONNX
+        engine's dynamically quantised graph (never picked by ``"auto"``).
+    allow_pickle : bool
+        Allow weights stored only as pickles (``*.bin``), which can run code when loaded.
+    prompts : PromptSettings, optional
+        The prompts to encode with; defaults to the folder's (`choose_prompts`).
+    engine : {"auto", "torch", "onnx"}
+        See `choose_engine`; ``auto`` also uses torch for a folder the ONNX engine cannot
+        reproduce (`onnx_engine.onnx_refusal`). Both engines give one fingerprint, so profiles
+        built with one fit the other.
+
+    Returns
+    -------
+    SentenceTransformerEmbedder or calibsim_gui.core.embedding.onnx_engine.OnnxEmbedder
+
+    Raises
+    ------
+    ModelError
+        If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
+        device is unusable, the precision or engine unknown or not usable together, or the
+        model fails to load.
+    """
+    chosen = choose_engine(engine, device, precision)
+    info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
+    if chosen == "onnx":
+        if engine == "auto" and precision != "int8" and onnx_refusal(info.path) is not None:
+            return load_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
+                              prompts=prompts, engine="torch")
+        return load_onnx_model(info, precision="float32" if precision == "auto" else precision,
+                               prompts=prompts, allow_pickle=allow_pickle)
+    return load_torch_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
+                            prompts=prompts)
+
+
+def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,
+                    allow_pickle: bool = False) -> OnnxEmbedder:
+    """The ONNX engine for `info`'s model, exporting (and quantising) its graph on first use.
+
+    The folder's own graph (`FOLDER_GRAPHS`) is used when it has one (checked against torch once,
+    when the folder has torch weights and torch is installed: `onnx_export.check_folder_graph`);
+    otherwise the graph exported by `onnx_export.export_graph` into `onnx_cache_dir`, which
+    needs torch once.
+
+    Raises
+    ------
+    ModelError
+        When onnxruntime is missing, the precision is not float32 or int8, the folder's modules
+        cannot be reproduced, or no graph exists and torch cannot export one.
+    """
+    missing = onnx_engine.onnxruntime_missing()
+    if missing:
+        raise ModelError(f"The ONNX engine cannot run: {missing}. Fix: pip install onnxruntime, "
+                         "or use the torch engine (--engine torch).")
+    if precision not in ONNX_PRECISIONS:
+        raise ModelError(f"The ONNX engine computes in {' or '.join(ONNX_PRECISIONS)}, not {precision}. "
+                         "Fix: use --precision float32 or int8, or the torch engine for bfloat16.")
+    if info.needs_remote_code:
+        raise ModelError(f"Refusing to load {info.path}: the model needs custom code from its folder "
+                         "(trust_remote_code), which calibsim never runs.")
+    stack = read_module_stack(info.path)
+    fingerprint = onnx_fingerprint(info)
+    graph = folder_graph(info.path)
+    if graph is None:
+        graph = cached_graph(fingerprint)
+        if not graph.is_file():
+            export_graph(info, graph, allow_pickle=allow_pickle)
+    elif not (Path(info.path) / EXPORT_MANIFEST).is_file():
+        check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)
+    note = "float32 (ONNX Runtime; equal to torch float32 within 1e-5)"
+    if precision == "int8":
+        # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
+        source, graph = graph, cached_graph(fingerprint, f"int8-{file_sha256(graph)[:16]}")
+        if not graph.is_file():
+            quantize_int8(source, graph)
+        note = "int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06)"
+    return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
+                        prompts=prompts)
