@@ -10,6 +10,7 @@ run: $(STAMP)
 	$(VENV)/bin/calibsim
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra --durations=15
 
 install: $(STAMP)

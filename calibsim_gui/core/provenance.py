@@ -9,8 +9,9 @@ from pathlib import Path
 
 import calibsim_gui
 
-_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "datasketches", "torch",
-              "sentence-transformers", "transformers", "onnxruntime", "tokenizers")
+RESULT_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "datasketches", "torch",
+                    "sentence-transformers", "transformers", "onnxruntime", "tokenizers")
+"""The libraries that shape a result's numbers: their versions go into every provenance."""
 TORCH_ENGINE_LIBRARIES = ("torch", "sentence-transformers", "transformers")
 """The torch engine's libraries: absent from the desktop bundle, which runs ONNX Runtime only."""
 
@@ -18,7 +19,7 @@ TORCH_ENGINE_LIBRARIES = ("torch", "sentence-transformers", "transformers")
 def library_versions() -> dict[str, str]:
     """calibsim's version and those of the libraries that shape its numbers."""
     versions = {"calibsim": calibsim_gui.__version__, "python": platform.python_version()}
-    for name in _LIBRARIES:
+    for name in RESULT_LIBRARIES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

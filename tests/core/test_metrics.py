@@ -48,7 +48,7 @@ def test_unknown_metric_is_named():
 
 
 def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
-    from calibsim_gui.core.geometry.transforms import metrics
+    from calibsim_gui.core.geometry import metrics
 
     a, b = vectors
     whole = pair_scores(a, b)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis.pairs import search as search_module
+from calibsim_gui.core.analysis import search as search_module
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.io.inputs import Document, DocumentSet
 from calibsim_gui.core.calibration.profile_builder import build_profile

@@ -61,7 +61,7 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
 
 
 def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_files, monkeypatch):
-    from calibsim_gui.core.analysis.pairs import search as core_search
+    from calibsim_gui.core.analysis import search as core_search
 
     queries, corpus, _ = search_files
     view = window.search
