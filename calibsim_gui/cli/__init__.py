@@ -1273,6 +1273,3 @@ def main(argv=None) -> int:
         print("calibsim: stopped by the user", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
