@@ -82,4 +82,3 @@ def run(args) -> int:
                            keep_formulas=args.keep_formulas)
         print(f"wrote {args.out}")
     return 0
-

@@ -72,4 +72,3 @@ def run(args) -> int:
                                           "geometries": space.diagnostics}))
         print(f"wrote {out}")
     return 0
-

@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from calibsim_gui.core.evaluation import evaluate, evaluation_html
+    from calibsim_gui.core.evaluation import evaluate
     from calibsim_gui.core.human import HumanFit, load_human_pairs
 
     scales = args.scale or [(0.0, 5.0)]
@@ -80,25 +80,31 @@ def run(args) -> int:
             common.say(args, f"note: {note}")
         _print_evaluation(evaluation, results, pairs.table.path)
         runs.append((pairs.table.path, results, evaluation))
-    if not args.out:
-        return 0
+    if args.out:
+        _write_evaluation(out, runs)
+        print(f"wrote {out}")
+    return 0
+
+
+def _write_evaluation(out, runs) -> None:
+    """Write the evaluation of every (file, results, evaluation) run as HTML or JSON."""
+    from calibsim_gui.core.evaluation import evaluation_html
+
     if out.suffix.lower() == ".html":
         references = {m: f"references: {s.provenance['references']['profile']}" for m, s in runs[0][1].items()}
         write_text_atomic(out, evaluation_html([(path.name, ev) for path, _, ev in runs], models=references))
-    else:
-        # provenance shared by every file's run of a model is written once; the rest per file
-        shared = {model: {k: v for k, v in scored.provenance.items()
-                          if all(dump_json(r[model].provenance.get(k)) == dump_json(v) for _, r, _ in runs)}
-                  for model, scored in runs[0][1].items()}
-        write_text_atomic(out, dump_json({
-            "format": "calibsim-evaluation", "schema_version": 2,
-            "files": [{"input": {"file": str(path), "sha256": file_digest(path)}, **ev.to_dict(),
-                       "provenance": {m: {k: v for k, v in s.provenance.items() if k not in shared[m]}
-                                      for m, s in results.items()}}
-                      for path, results, ev in runs],
-            "provenance": shared}))
-    print(f"wrote {out}")
-    return 0
+        return
+    # provenance shared by every file's run of a model is written once; the rest per file
+    shared = {model: {k: v for k, v in scored.provenance.items()
+                      if all(dump_json(r[model].provenance.get(k)) == dump_json(v) for _, r, _ in runs)}
+              for model, scored in runs[0][1].items()}
+    write_text_atomic(out, dump_json({
+        "format": "calibsim-evaluation", "schema_version": 2,
+        "files": [{"input": {"file": str(path), "sha256": file_digest(path)}, **ev.to_dict(),
+                   "provenance": {m: {k: v for k, v in s.provenance.items() if k not in shared[m]}
+                                  for m, s in results.items()}}
+                  for path, results, ev in runs],
+        "provenance": shared}))
 
 
 def _print_evaluation(evaluation, results, path) -> None:
@@ -125,4 +131,3 @@ def _print_evaluation(evaluation, results, path) -> None:
             pairs = diff["by_pair"]
             detail = "" if len(pairs) == 1 else "  (" + ", ".join(f"{k} {v:.3f}" for k, v in pairs.items()) + ")"
             print(f"  {column:<30} {diff['mean_abs_diff']:.3f}{detail}")
-

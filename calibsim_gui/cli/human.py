@@ -59,4 +59,3 @@ def run(args) -> int:
         print(f"warning: {warning}")
     print(f"wrote {out}; use it with `calibsim score PAIRS --human {out}`")
     return 0
-

@@ -56,4 +56,3 @@ def run(args) -> int:
         progress.close()
     common.say(args, f"{len(result.ids)} x {len(result.ids)} documents, {args.metric} raw and {args.form}")
     return common.write_outputs(args, result, profile, inputs=inputs, metric=args.metric, form=args.form)
-

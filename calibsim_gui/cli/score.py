@@ -109,4 +109,3 @@ def _print_score_summary(scored) -> None:
               f"percentile; percentiles are +/-{sat['percentile_halfwidth']:.2f} points (95%)")
     for note in scored.notes:
         print(f"note: {note}")
-

@@ -85,4 +85,3 @@ def _print_search_summary(hits, *, per_query: int = 3, queries: int = 10) -> Non
 def _short(text, width: int = 70) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[:width - 1] + "…"
-

@@ -39,11 +39,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
-
     from calibsim_gui.core.human import load_human_pairs
     from calibsim_gui.core.metrics import get_metrics
-    from calibsim_gui.core.thresholds import find_threshold, pr_curve, same_meaning, threshold_in_raw_units
+    from calibsim_gui.core.thresholds import same_meaning
 
     if args.out:
         out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile) if p],
@@ -71,23 +69,9 @@ def run(args) -> int:
     results = {}
     for form, column in columns.items():
         values = scored.frame[column].to_numpy(dtype=float)[pairs.rows]
-        similarity = metric.as_similarity(values) if form == "raw" else values
-        found = find_threshold(similarity, same, criterion=criterion, target=target)
-        found_dict = (threshold_in_raw_units(found, metric.higher_is_similar) if form == "raw"
-                      else {**found.to_dict(), "rule": "score >= threshold"})
-        results[form] = {"column": column, **found_dict,
-                         "curve": pr_curve(similarity[np.isfinite(similarity)],
-                                           same[np.isfinite(similarity)]).to_dict()}
-    print("  " + "column".ljust(28) + "threshold".rjust(11) + "95% interval".rjust(20)
-          + "precision".rjust(11) + "recall".rjust(8) + "F1".rjust(7))
-    for form, r in results.items():
-        low, high = r["interval"]
-        op = "<=" if r["rule"].startswith("distance") else ">="
-        print("  " + r["column"].ljust(28) + f"{op} {r['threshold']:.4f}".rjust(11)
-              + f"{low:.4f} - {high:.4f}".rjust(20) + f"{r['precision']:.3f}".rjust(11)
-              + f"{r['recall']:.3f}".rjust(8) + f"{r['f1']:.3f}".rjust(7))
-        if r["unreachable"]:
-            print(f"  note: {r['unreachable']} of {r['n_boot']} resamples could not reach the target")
+        results[form] = {"column": column, **_threshold(values, same, metric, raw=form == "raw",
+                                                        criterion=criterion, target=target)}
+    _print_thresholds(results)
     cal = results["calibrated"]
     print(f"\nOn the calibrated scale the threshold is {cal['threshold']:.3f} (0 = a typical unrelated "
           "pair, 1 = identical text): it carries across models, since each model's own calibration "
@@ -107,3 +91,31 @@ def run(args) -> int:
         print(f"wrote {out}")
     return 0
 
+
+def _threshold(values, same, metric, *, raw: bool, criterion: str, target) -> dict:
+    """The threshold of one score column (raw `values` in the metric's units), its interval and
+    its precision-recall curve."""
+    import numpy as np
+
+    from calibsim_gui.core.thresholds import find_threshold, pr_curve, threshold_in_raw_units
+
+    similarity = metric.as_similarity(values) if raw else values
+    found = find_threshold(similarity, same, criterion=criterion, target=target)
+    found_dict = (threshold_in_raw_units(found, metric.higher_is_similar) if raw
+                  else {**found.to_dict(), "rule": "score >= threshold"})
+    return {**found_dict,
+            "curve": pr_curve(similarity[np.isfinite(similarity)], same[np.isfinite(similarity)]).to_dict()}
+
+
+def _print_thresholds(results: dict) -> None:
+    """One row per score column: threshold, interval, precision, recall, F1."""
+    print("  " + "column".ljust(28) + "threshold".rjust(11) + "95% interval".rjust(20)
+          + "precision".rjust(11) + "recall".rjust(8) + "F1".rjust(7))
+    for r in results.values():
+        low, high = r["interval"]
+        op = "<=" if r["rule"].startswith("distance") else ">="
+        print("  " + r["column"].ljust(28) + f"{op} {r['threshold']:.4f}".rjust(11)
+              + f"{low:.4f} - {high:.4f}".rjust(20) + f"{r['precision']:.3f}".rjust(11)
+              + f"{r['recall']:.3f}".rjust(8) + f"{r['f1']:.3f}".rjust(7))
+        if r["unreachable"]:
+            print(f"  note: {r['unreachable']} of {r['n_boot']} resamples could not reach the target")
