@@ -10,7 +10,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from calibsim_gui.core.models import available_devices, discover_models     # loads numpy
+    from calibsim_gui.core.models import available_devices, discover_models
 
     rows = [(m.name, m.source, m.dimension or "?", m.max_seq_length or "?",
              f"{m.size_bytes / 1e6:.0f} MB", str(m.path)) for m in discover_models(args.folder)]

@@ -81,7 +81,7 @@ def whole_number(low: int, high: int):
 
 def batch_size(text: str) -> int:
     """An argparse type: a batch size that `encode_texts` accepts."""
-    from calibsim_gui.core.encoding import MAX_BATCH_SIZE, check_batch_size     # loads numpy
+    from calibsim_gui.core.encoding import MAX_BATCH_SIZE, check_batch_size
 
     try:
         return check_batch_size(int(text))
