@@ -7,12 +7,13 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
+from calibsim_gui.cli import common
 from tests.fakes import FakeEmbedder, random_sentences
 
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch):
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())
 
 
 @pytest.fixture
@@ -229,7 +230,7 @@ def test_score_under_a_geometry_fix_adds_its_columns(pairs, background, tmp_path
 
 def test_compare_two_models_side_by_side(pairs, tmp_path, monkeypatch, capsys):
     other = FakeEmbedder(dimension=32, name="fake-small")
-    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: other if args.model == "small" else FakeEmbedder())
     out = tmp_path / "comparison.csv"
     assert cli.main(["compare", str(pairs), "--model", "builtin", "--model", "small", "--out", str(out)]) == 0
     text = capsys.readouterr().out
@@ -379,7 +380,7 @@ def test_compare_with_one_ladder_for_every_model_and_a_profile_per_model(pairs, 
     from calibsim_gui.core.references.anchors import builtin_anchors
 
     other = FakeEmbedder(dimension=32, name="fake-small")
-    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: other if args.model == "small" else FakeEmbedder())
     ladder = builtin_anchors().to_dict()
     ladder["pairs"] = ladder["pairs"][::2]
     anchors = tmp_path / "ladder.json"
@@ -391,14 +392,14 @@ def test_compare_with_one_ladder_for_every_model_and_a_profile_per_model(pairs, 
     assert "same anchor ladder" in text and f"{len(ladder['pairs'])} pairs" in text
     with_ladder = pd.read_csv(out)
     # each model's calibrated scores equal `calibsim score --anchors` with that model
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())
     single = tmp_path / "single.csv"
     assert cli.main(["score", str(pairs), "--anchors", str(anchors), "--metrics", "cosine",
                      "--out", str(single), "-q"]) == 0
     column = next(c for c in with_ladder.columns if c.startswith("cosine_calibrated [fake-bow"))
     assert with_ladder[column].to_numpy() == pytest.approx(pd.read_csv(single)["cosine_calibrated"], abs=1e-6)
 
-    monkeypatch.setattr(cli, "_load_model", lambda args: other if args.model == "small" else FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: other if args.model == "small" else FakeEmbedder())
     profile = tmp_path / "bg.calibsim-profile"
     assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1000",
                      "--anchors", str(anchors), "--out", str(profile), "-q"]) == 0

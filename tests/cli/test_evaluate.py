@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
+from calibsim_gui.cli import common
 from tests.fakes import FakeEmbedder, random_sentences
 
 PUBLISHED_SPEARMAN = 82.03          # MTEB, all-MiniLM-L6-v2, STS-B test, raw cosine
@@ -16,7 +17,7 @@ PUBLISHED_SPEARMAN = 82.03          # MTEB, all-MiniLM-L6-v2, STS-B test, raw co
 @pytest.fixture
 def fake_models(monkeypatch):
     """`--model NAME` loads a fake embedder named NAME (a different model for every name)."""
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder(
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder(
         dimension=48 if args.model is None else 32, name=args.model or "fake-bow"))
 
 

@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 DRIVER = textwrap.dedent("""
     import os, sys, time
     from calibsim_gui import cli
+    from calibsim_gui.cli import common
     from tests.fakes import FakeEmbedder
 
     class SlowFake(FakeEmbedder):
@@ -41,7 +42,7 @@ DRIVER = textwrap.dedent("""
             time.sleep(float(os.environ.get("FAKE_DELAY", "0")))
             return super().encode_batch(texts)
 
-    cli._load_model = lambda args: SlowFake()
+    common.load_model = lambda args: SlowFake()
     marker = os.environ.get("HOLD_BEFORE_RENAME")
     if marker:                         # stop inside the atomic write, after the temporary is complete
         replace = os.replace
@@ -183,9 +184,10 @@ CONTROL_TEXTS = ["bell\x07 and \x01 start of heading", "vertical\x0btab", "line\
 ])
 def test_texts_with_control_characters_reach_every_output_format(tmp_path, monkeypatch, suffix, capsys):
     from calibsim_gui import cli
+    from calibsim_gui.cli import common
     from tests.fakes import FakeEmbedder
 
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())
     pairs = tmp_path / "odd.csv"
     pd.DataFrame({"sentence1": CONTROL_TEXTS, "sentence2": CONTROL_TEXTS[::-1]}).to_csv(pairs, index=False)
     out = tmp_path / f"scored{suffix}"

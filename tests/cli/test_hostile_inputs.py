@@ -24,13 +24,14 @@ MODEL_LOADED = "FAKE MODEL LOADED"
 DRIVER = textwrap.dedent(f"""
     import sys
     from calibsim_gui import cli
+    from calibsim_gui.cli import common
     from tests.fakes import FakeEmbedder
 
     def load_model(args):
         print({MODEL_LOADED!r}, file=sys.stderr)
         return FakeEmbedder()
 
-    cli._load_model = load_model
+    common.load_model = load_model
     sys.exit(cli.main(sys.argv[1:]))
 """)
 

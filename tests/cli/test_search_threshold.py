@@ -7,12 +7,13 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
+from calibsim_gui.cli import common
 from tests.fakes import FakeEmbedder, random_sentences
 
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch):
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_search_never_writes_over_an_input_and_keeps_existing_files(corpus, tmp_
 
 def test_search_over_the_memory_budget_is_refused_before_the_model(corpus, capsys, monkeypatch):
     queries, docs, _ = corpus
-    monkeypatch.setattr(cli, "_load_model", lambda args: pytest.fail("the model was loaded"))
+    monkeypatch.setattr(common, "load_model", lambda args: pytest.fail("the model was loaded"))
     assert cli.main(["search", str(docs), "--corpus", str(docs), "--memory-budget", "1K", "-q"]) == 2
     assert "memory budget" in capsys.readouterr().err
 

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
+from calibsim_gui.cli import common
 from tests.fakes import FakeEmbedder, random_sentences
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch):
-    monkeypatch.setattr(cli, "_load_model", lambda args: FakeEmbedder())
+    monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())
 
 
 def write_pairs(path, n):
@@ -54,10 +55,11 @@ def profile(background, tmp_path):
 FULL_DISK = textwrap.dedent("""
     import json, resource, signal, sys
     from calibsim_gui import cli
+    from calibsim_gui.cli import common
     from tests.fakes import FakeEmbedder
     import matplotlib.pyplot, reportlab.platypus, openpyxl     # loaded before the limit
 
-    cli._load_model = lambda args: FakeEmbedder()
+    common.load_model = lambda args: FakeEmbedder()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
     sys.exit(cli.main(sys.argv[2:]))

@@ -1,0 +1,162 @@
+"""What the commands share when they run: progress, messages, the model and its references,
+memory and output checks, and writing results."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.io.output import check_output_path, figure_paths, sidecar_path
+from calibsim_gui.core.references.anchors import load_anchors
+
+
+class Progress:
+    """A tqdm bar on stderr driven by the core's progress(done, total, message) callback."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.bar = quiet, None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self.quiet or total == 0:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, file=sys.stderr, desc="encoding")
+        else:
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def say(args, text: str = "") -> None:
+    """Print `text` on stderr unless --quiet."""
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def load_model(args):
+    """The model of --model, loaded as --device, --engine, --precision and the prompts ask."""
+    from calibsim_gui.core.embedding.devices import embedder_engine
+    from calibsim_gui.core.embedding.model_folders import resolve_model
+    from calibsim_gui.core.embedding.models import load_model
+    from calibsim_gui.core.embedding.prompts import choose_prompts
+
+    engine = {"local": "auto", "ray": "torch"}.get(args.engine, args.engine)
+    if args.precision == "int8" and engine == "torch":
+        raise InputError(f"--precision int8 runs on the ONNX engine only, not with --engine {args.engine}"
+                         + (" (Ray workers run torch)." if args.engine == "ray" else "."),
+                         fix="use --engine onnx, or --precision float32")
+    info = resolve_model(args.model)
+    prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),
+                             query_prompt=getattr(args, "query_prompt", None),
+                             doc_prompt=getattr(args, "doc_prompt", None),
+                             no_prompt=getattr(args, "no_prompt", False))
+    say(args, f"loading model {info.name} ({info.source}) ...")
+    embedder = load_model(info, device=args.device, precision=args.precision,
+                          allow_pickle=args.allow_pickle, prompts=prompts, engine=engine)
+    say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
+              + (" (picked by --device auto)" if args.device == "auto" else "")
+              + f" with the {embedder_engine(embedder)} engine"
+              + (" (picked by --engine auto)" if engine == "auto" else "")
+              + f" in {embedder.precision_note}"
+              + ("" if not prompts.symmetric else f", prompt {prompts.describe()}"))
+    return embedder
+
+
+def check_input_memory(args, inputs, *, pairs: int = 0) -> None:
+    """Refuse inputs (and `pairs` background pairs) over the memory budget from the files' sizes
+    alone, before any file is read or a model loaded."""
+    from calibsim_gui.core.io.inputs import check_read_budget, input_files
+
+    dim = 0
+    if pairs:
+        from calibsim_gui.core.embedding.model_folders import resolve_model
+
+        dim = resolve_model(args.model).dimension or 0
+    check_read_budget(input_files(inputs), args.memory_budget, pairs=pairs, dim=dim)
+
+
+def embedding_cache(args):
+    """The embedding cache, or None with --no-cache."""
+    if args.no_cache:
+        return None
+    from calibsim_gui.core.embedding.cache import EmbeddingCache
+
+    return EmbeddingCache()
+
+
+def reference_profile(args, embedder, cache):
+    """The reference of --profile (default: the built-in one), refitted on --anchors if given."""
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
+    from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
+
+    if args.profile:
+        profile = ReferenceProfile.load(args.profile)
+        profile.check_model(embedder.fingerprint, source=args.profile, prompt=embedder.prompt)
+    else:
+        profile = default_profile(embedder, cache=cache, batch_size=args.batch_size)
+    anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
+    if anchors:
+        ladder = anchors if not isinstance(anchors, (str, Path)) else load_anchors(anchors)
+        profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
+    return profile
+
+
+def model_and_references(args):
+    """The model, the embedding cache and the reference profile a scoring command runs with."""
+    embedder = load_model(args)
+    cache = embedding_cache(args)
+    return embedder, cache, reference_profile(args, embedder, cache)
+
+
+def score_table(args, table, *, human=(), norms: bool = False, interval: bool = False):
+    """Load the model and its reference and score `table` as `calibsim score` does.
+
+    Returns
+    -------
+    (ScoredPairs, ReferenceProfile)
+    """
+    from calibsim_gui.core.analysis.pairs import score_pairs
+
+    embedder, cache, profile = model_and_references(args)
+    geometry = tuple(dict.fromkeys(["none", *args.geometry]))
+    progress = Progress(args.quiet)
+    try:
+        scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
+                             human=human, norms=norms, interval=interval, cache=cache,
+                             batch_size=args.batch_size, progress=progress,
+                             memory_budget=args.memory_budget,
+                             long_texts=getattr(args, "long_texts", "truncate"),
+                             chunk_aggregate=getattr(args, "chunk_aggregate", "match"),
+                             chunk_overlap=getattr(args, "chunk_overlap", 32))
+    finally:
+        progress.close()
+    return scored, profile
+
+
+def check_outputs(args, inputs) -> None:
+    """Refuse a bad --out (or a figure file that is an input or, without --force, exists)
+    before any model is loaded."""
+    check_output_path(args.out, inputs=inputs, force=args.force)
+    for figure in figure_paths(args.out) if args.figures else ():
+        check_output_path(figure, inputs=inputs, force=args.force, formats=None)
+
+
+def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated") -> int:
+    """Write --out (format by extension) and, with --figures, the figures beside it."""
+    from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
+
+    report = build_report(result, profile, metric=metric, form=form)
+    written = write_report(report, args.out, force=args.force, inputs=inputs,
+                           keep_formulas=args.keep_formulas)
+    extra = f" and {sidecar_path(written)}" if written.suffix.lower() in TABLE_SUFFIXES else ""
+    print(f"wrote {written}{extra}")
+    if args.figures:
+        for path in write_figures(report, written, force=args.force):
+            print(f"wrote {path}")
+    return 0
