@@ -198,6 +198,7 @@ class MainWindow(QMainWindow):
         self.title_timer.start()
 
     # ------------------------------------------------------------------ the parts' entry points
+    # The window's own API (for the app, the autosave, scripts and tests); its parts do the work.
 
     @property
     def cache(self):
