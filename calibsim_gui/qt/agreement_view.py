@@ -14,9 +14,15 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
-from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.core.analysis.distributions import (
-    SPEARMAN_NOTE, Agreement, agreement, guess_scale, label_candidates, label_values)
+    SPEARMAN_NOTE,
+    Agreement,
+    agreement,
+    guess_scale,
+    label_candidates,
+    label_values,
+)
+from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.plots import style_plot
 

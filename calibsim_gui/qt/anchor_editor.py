@@ -33,11 +33,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.references.anchors import (
-    AnchorLevel, AnchorPair, AnchorSet, builtin_anchors, load_anchors)
-from calibsim_gui.core.io.atomic import atomic_path, write_text_atomic
 from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.io.atomic import atomic_path, write_text_atomic
+from calibsim_gui.core.references.anchors import (
+    AnchorLevel,
+    AnchorPair,
+    AnchorSet,
+    builtin_anchors,
+    load_anchors,
+)
 from calibsim_gui.qt.plots import CalibratedMapPlot
 
 LEVEL, TEXT_A, TEXT_B = range(3)

@@ -38,7 +38,9 @@ def run_app(argv=None, *, screenshot_dir: str | None = None, files=()) -> int:
     elif files:
         from PySide6.QtCore import QTimer
 
-        QTimer.singleShot(0, lambda: window.open_files(list(files)))
+        opener = QTimer(window, singleShot=True, interval=0)
+        opener.timeout.connect(lambda: window.open_files(list(files)))
+        opener.start()
     window.show()
     code = app.exec()
     return tour.exit_code if tour is not None else code

@@ -37,8 +37,9 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.calibration.calibrators import MIN_BACKGROUND_PAIRS
-from calibsim_gui.core.embedding.languages import describe as describe_languages, profile_languages
 from calibsim_gui.core.calibration.profile import SUFFIX
+from calibsim_gui.core.embedding.languages import describe as describe_languages
+from calibsim_gui.core.embedding.languages import profile_languages
 from calibsim_gui.qt.messages import BACKGROUND_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 

@@ -11,8 +11,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QDialogButtonBox,
+    QFileDialog,
     QHeaderView,
     QLabel,
     QPushButton,

@@ -24,12 +24,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.errors import ModelError
 from calibsim_gui.core.embedding.devices import (
-    DEFAULT_PRECISION, available_devices, embedder_engine, embedder_precision)
+    DEFAULT_PRECISION,
+    available_devices,
+    embedder_engine,
+    embedder_precision,
+)
 from calibsim_gui.core.embedding.model_folders import (
-    ModelInfo, discover_models, fingerprint_folder, inspect_model_folder)
+    ModelInfo,
+    discover_models,
+    fingerprint_folder,
+    inspect_model_folder,
+)
 from calibsim_gui.core.embedding.prompts import PromptSettings, choose_prompts
+from calibsim_gui.core.errors import ModelError
 from calibsim_gui.qt.workers import TaskRunner
 
 SETTINGS_KEY = "models/folders"

@@ -28,13 +28,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis.matrices import DocumentMatrix
-from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
 from calibsim_gui.core.analysis.distributions import (
-    LEVEL_COLORS, CalibratedMap, anchor_medians, background_items, calibrate_form, calibrated_map, histograms, label_rows, similarity_label)
+    LEVEL_COLORS,
+    CalibratedMap,
+    anchor_medians,
+    background_items,
+    calibrate_form,
+    calibrated_map,
+    histograms,
+    label_rows,
+    similarity_label,
+)
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.matrix_order import cluster_order, short_document_label
-from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.state import form_label
 

@@ -29,13 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_score_column
-from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
-from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
-from calibsim_gui.core.geometry.transforms import GEOMETRIES
-from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
+from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
 
 SORT_ROLE = Qt.ItemDataRole.UserRole

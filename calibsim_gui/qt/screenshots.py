@@ -30,11 +30,15 @@ class ScreenshotTour:
         self.app = app or QApplication.instance()
         self.out.mkdir(parents=True, exist_ok=True)
         self.timings: dict[str, float] = {}
-        QTimer.singleShot(0, self._window_shown)       # first event-loop turn: the window is up
+        self.shown_timer = QTimer(window, singleShot=True, interval=0)   # first event-loop turn: the window is up
+        self.shown_timer.timeout.connect(self._window_shown)
+        self.shown_timer.start()
         self.exit_code = 1
         window.state.profile_changed.connect(self._maybe_open_pairs)
         window.results_shown.connect(self._on_results)
-        QTimer.singleShot(TIMEOUT_S * 1000, self._give_up)
+        self.give_up_timer = QTimer(window, singleShot=True, interval=TIMEOUT_S * 1000)
+        self.give_up_timer.timeout.connect(self._give_up)
+        self.give_up_timer.start()
 
     def _window_shown(self) -> None:
         self.timings["window_shown_s"] = round(time.perf_counter() - PROCESS_START, 3)

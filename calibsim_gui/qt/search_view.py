@@ -45,8 +45,8 @@ TIPS = {"raw": "the model's own score", "calibrated": "0 = a typical unrelated p
 def run_search(query_paths, corpus_paths, embedder, profile, *, top_k: int, metric: str,
                geometry: str, cache, memory_budget, progress, should_stop):
     """Read queries and corpus, then `search` (in a worker); progress in thousandths."""
-    from calibsim_gui.core.io.inputs import load_documents
     from calibsim_gui.core.analysis.search import search
+    from calibsim_gui.core.io.inputs import load_documents
 
     progress(0, 1000, "reading queries and corpus")
     queries = load_documents(query_paths, memory_budget=memory_budget)

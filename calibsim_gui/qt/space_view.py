@@ -39,8 +39,8 @@ def _diagnose(profile, *, progress, should_stop):
 def _diagnose_labelled(profile, embedder, paths, *, progress, should_stop):
     """Diagnose documents of several files, each file one label (cluster structure beside isotropy)."""
     from calibsim_gui.core.embedding.encoding import encode_texts
-    from calibsim_gui.core.io.inputs import load_documents
     from calibsim_gui.core.geometry.space import profile_space
+    from calibsim_gui.core.io.inputs import load_documents
 
     docs = load_documents(paths)
     embeddings = encode_texts(embedder, docs.texts, progress=progress, should_stop=should_stop).embeddings

@@ -10,7 +10,6 @@ from PySide6.QtCore import QObject, Signal
 
 from calibsim_gui.core.geometry.metrics import METRICS
 
-
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
 # and the column names of tables and files.
 FORM_LABELS = {

@@ -22,9 +22,13 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.analysis.thresholds import (
-    find_threshold, pr_curve, same_meaning, threshold_in_raw_units)
+    find_threshold,
+    pr_curve,
+    same_meaning,
+    threshold_in_raw_units,
+)
+from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 

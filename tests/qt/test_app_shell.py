@@ -12,8 +12,9 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui import cli
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt import main_window as main_window_module
-from calibsim_gui.qt.main_window import MainWindow, format_seconds, plural
+from calibsim_gui.qt import actions, projects, task_status
+from calibsim_gui.qt.main_window import MainWindow
+from calibsim_gui.qt.messages import format_seconds, plural
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.qt.conftest import drop
 from tests.qt.test_interruptions import SlowEmbedder, many_pairs
@@ -120,7 +121,7 @@ def test_save_in_the_question_saves_the_project_then_quits(window, qtbot, pairs_
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         drop(window, [pairs_csv])
     answers.append("save")
-    monkeypatch.setattr(main_window_module.QFileDialog, "getSaveFileName",
+    monkeypatch.setattr(projects.QFileDialog, "getSaveFileName",
                         lambda *a, **k: (str(tmp_path / "kept"), ""))
     assert window.close()
     assert (tmp_path / "kept.calibsim").exists()
@@ -191,7 +192,7 @@ def test_scoring_shows_the_file_time_left_and_a_done_message(window, qtbot, tmp_
     assert window.results.hint.text() == "Scoring many.csv…"
     steps = []
     window.score_runner.partial.connect(lambda chunk: steps.append(chunk.done))
-    monkeypatch.setattr(main_window_module, "ALERT_AFTER_S", 0.0)
+    monkeypatch.setattr(task_status, "ALERT_AFTER_S", 0.0)
     monkeypatch.setattr(window, "isActiveWindow", lambda: False)
     alerts = []
     monkeypatch.setattr(window, "notify_done", alerts.append)
@@ -281,9 +282,9 @@ def test_ctrl_tab_and_ctrl_number_switch_tabs(window, qtbot):
     window.step_tab(-1)
     window.step_tab(-1)
     assert window.tabs.currentIndex() == window.tabs.count() - 1
-    keys = {s.key().toString() for s in window.findChildren(main_window_module.QShortcut)}
+    keys = {s.key().toString() for s in window.findChildren(actions.QShortcut)}
     assert {"Ctrl+Tab", "Ctrl+Shift+Tab", "Ctrl+1", "Ctrl+9", "Esc"} <= keys
-    shortcut = next(s for s in window.findChildren(main_window_module.QShortcut)
+    shortcut = next(s for s in window.findChildren(actions.QShortcut)
                     if s.key().toString() == "Ctrl+3")
     shortcut.activated.emit()
     assert window.tabs.currentIndex() == 2

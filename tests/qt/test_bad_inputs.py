@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PySide6.QtWidgets import QDialog
 
-import calibsim_gui.qt.main_window as main_window
 from calibsim_gui.core.io import tables
+from calibsim_gui.qt import preferences, projects, session
 from tests.fakes import random_sentences
 from tests.qt.conftest import drop, shown_error
 
@@ -44,8 +44,8 @@ class CancelColumns:
 
 @pytest.fixture(autouse=True)
 def answered_dialogs(monkeypatch):
-    monkeypatch.setattr(main_window, "DocumentModeDialog", OnePerLine)
-    monkeypatch.setattr(main_window, "ColumnMappingDialog", CancelColumns)
+    monkeypatch.setattr(session, "DocumentModeDialog", OnePerLine)
+    monkeypatch.setattr(session, "ColumnMappingDialog", CancelColumns)
 
 
 def zip_bytes(tmp_path) -> bytes:
@@ -134,7 +134,7 @@ def test_a_run_over_the_memory_budget_is_refused_and_the_budget_is_shown_and_rem
     assert "reading 1 file of" in message and "needs about" in message   # from its size, unread
     assert "Settings ▸ Memory budget" in message
     assert window.state.results is None
-    assert window.settings.value(main_window.MEMORY_BUDGET_KEY, type=int) == 1_000_000
+    assert window.settings.value(preferences.MEMORY_BUDGET_KEY, type=int) == 1_000_000
     window.set_memory_budget(None)
     assert "(default)" in window.memory_label.text()
     good_results()
@@ -261,7 +261,7 @@ def test_a_project_with_moved_files_asks_for_them_and_then_scores(window, qtbot,
     pairs_csv.rename(moved)
     window.state.set_input(None)
     asked = []
-    monkeypatch.setattr(main_window.QFileDialog, "getOpenFileName",
+    monkeypatch.setattr(projects.QFileDialog, "getOpenFileName",
                         lambda parent, title, folder, *a: (asked.append(title), (str(moved), ""))[1])
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_project(str(project))
@@ -276,7 +276,7 @@ def test_a_project_whose_moved_file_is_not_located_says_what_is_missing(window, 
     window.input_spec = {"paths": [str(tmp_path / "gone.csv")], "kind": "pairs", "options": {}}
     window.write_project(str(project))
     window.input_spec = None
-    monkeypatch.setattr(main_window.QFileDialog, "getOpenFileName", lambda *a: ("", ""))
+    monkeypatch.setattr(projects.QFileDialog, "getOpenFileName", lambda *a: ("", ""))
     window._last_error = None
     window.open_project(str(project))
     message = shown_error(window, qtbot, timeout=3_000)

@@ -139,7 +139,7 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
 
 
 def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_path, monkeypatch):
-    import calibsim_gui.qt.main_window as main_window
+    import calibsim_gui.qt.session as session
 
     asked = {}
 
@@ -148,12 +148,12 @@ def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_p
             asked.update(columns=columns, rows=len(preview))
 
         def exec(self):
-            return main_window.QDialog.DialogCode.Accepted
+            return session.QDialog.DialogCode.Accepted
 
         def mapping(self):
             return {"text_a": "left text", "text_b": "other", "label": None}
 
-    monkeypatch.setattr(main_window, "ColumnMappingDialog", Answer)
+    monkeypatch.setattr(session, "ColumnMappingDialog", Answer)
     path = tmp_path / "odd.csv"
     pd.DataFrame({"left text": random_sentences(6, seed=1), "other": random_sentences(6, seed=2),
                   "note": random_sentences(6, seed=3)}).to_csv(path, index=False)

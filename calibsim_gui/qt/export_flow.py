@@ -1,0 +1,70 @@
+"""File ▸ Export report: ask where and how, then write the report in the export runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QDialog
+
+from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.qt.export_dialog import ExportDialog
+
+
+def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop):
+    """Build the report and write it (plus its figures when asked); returns the files written."""
+    report = reports.build_report(results, profile, metric=metric, form=form)
+    written = [reports.write_report(report, path, force=force, inputs=report.input_files, progress=progress,
+                            should_stop=should_stop)]
+    if figures:
+        written += reports.write_figures(report, path, force=force)
+    return written
+
+
+class ExportFlow(QObject):
+    """The Export dialog over the current results; remembers the format, folder and figures."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.state = window.state
+        self.settings = window.settings
+
+    def ask(self) -> None:
+        """Ask where and how (Export dialog), then write the report in a worker."""
+        results, profile, state = self.state.results, self.state.profile, self.state
+        if results is None or profile is None:
+            self.window.show_error("Nothing to export", "Score a pairs file or a document set first.")
+            return
+        metrics = ([results.metric] if isinstance(results, DocumentMatrix) else
+                   [m for m in METRICS if f"{m}_raw" in results.frame.columns])
+        dialog = ExportDialog(default_path=self.default_path(), metrics=metrics,
+                              forms=state.forms(), metric=state.metric, form=state.form,
+                              figures=self.settings.value("export/figures", False, type=bool), parent=self.window,
+                              anchors=profile.anchors)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.window.start_export(**dialog.options())
+
+    def default_path(self) -> str:
+        suffix = self.settings.value("export/format", ".html")
+        folder = self.settings.value("export/folder", "")
+        stem = "calibsim-report"
+        spec = self.window.input_spec
+        if spec:
+            first = Path(spec["paths"][0])
+            stem, folder = f"{first.stem}-report", folder or str(first.parent)
+        return str(Path(folder or Path.home()) / f"{stem}{suffix}")
+
+    def start(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
+        """Write the current results to `path` (format by extension) in the export worker."""
+        self.settings.setValue("export/format", Path(path).suffix.lower())
+        self.settings.setValue("export/folder", str(Path(path).parent))
+        self.settings.setValue("export/figures", figures)
+        self.window.export_runner.start(export_report, self.state.results, self.state.profile, path=path,
+                                        metric=metric, form=form, figures=figures, force=force)
+
+    def exported(self, written) -> None:
+        extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
+        self.window.status_label.setText(f"Exported {written[0]}{extra}")
