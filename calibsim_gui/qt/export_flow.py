@@ -16,8 +16,8 @@ from calibsim_gui.qt.export_dialog import ExportDialog
 def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop):
     """Build the report and write it (plus its figures when asked); returns the files written."""
     report = reports.build_report(results, profile, metric=metric, form=form)
-    written = [reports.write_report(report, path, force=force, inputs=report.input_files, progress=progress,
-                            should_stop=should_stop)]
+    written = [reports.write_report(report, path, force=force, inputs=report.input_files,
+                                    progress=progress, should_stop=should_stop)]
     if figures:
         written += reports.write_figures(report, path, force=force)
     return written
