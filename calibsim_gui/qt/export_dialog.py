@@ -93,8 +93,8 @@ class ExportDialog(QDialog):
     def _anchors_file(self) -> Path | None:
         """The edited ladder's file beside the report (None: built-in ladder, or a CSV/TSV table)."""
         path = self.path()
-        if not self.custom_anchors or path.suffix.lower() in TABLE_SUFFIXES:
-            return None
+        if not self.custom_anchors or not path.name or path.suffix.lower() in TABLE_SUFFIXES:
+            return None            # no file named yet (a folder such as "/" while typing), or a table
         return anchors_path(path)
 
     def _update_anchors_note(self) -> None:
@@ -110,7 +110,7 @@ class ExportDialog(QDialog):
 
     def _format_chosen(self) -> None:
         text = self.path_edit.text().strip()
-        if text:
+        if Path(text).name:
             self.path_edit.setText(str(Path(text).with_suffix(self.format_combo.currentData())))
 
     def _sync_format_from_path(self) -> None:

@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 
 from calibsim_gui.qt.export_dialog import ExportDialog
@@ -118,3 +119,18 @@ def test_dialog_names_the_edited_ladder_file_and_asks_before_replacing_it(qtbot,
                          forms=["calibrated"], metric="cosine", form="calibrated", anchors=ladder)
     qtbot.addWidget(plain)
     assert plain.anchors_note.isHidden() and plain.existing_files() == []
+
+
+@pytest.mark.parametrize("typed", ["/", "", "  "])
+def test_typing_a_path_that_names_no_file_yet_keeps_the_dialog_working(qtbot, tmp_path, typed):
+    from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
+
+    ladder = builtin_anchors()
+    dialog = ExportDialog(default_path=str(tmp_path / "report.html"), metrics=["cosine"], forms=["calibrated"],
+                          metric="cosine", form="calibrated", anchors=AnchorSet("edited", ladder.levels, ladder.pairs[::2]))
+    qtbot.addWidget(dialog)
+    dialog.path_edit.setText(typed)                 # raised ValueError: PosixPath('/') has an empty name
+    dialog.format_combo.setCurrentIndex(1)          # choosing a format adds no suffix to a folder
+    assert dialog.anchors_note.isHidden() and dialog.path_edit.text() == typed
+    dialog.path_edit.setText(str(tmp_path / "typed.html"))
+    assert "typed-anchors.json" in dialog.anchors_note.text()
