@@ -117,6 +117,7 @@ class _HistogramPanel:
         plot.scene().addItem(self.counts_box)
         plot.getAxis("right").linkToView(self.counts_box)
         self.counts_box.setXLink(plot)
+        self.counts_box.setLimits(yMin=0)          # counts: a bin of 3 pairs never sinks below the axis
         plot.vb.sigResized.connect(self._sync_boxes)
 
         fill = QColor(BACKGROUND_COLOR)
@@ -234,7 +235,12 @@ class _HistogramPanel:
         if span != self._range:
             self._range = span
             self.plot.setXRange(*span, padding=0.02)
-        self.counts_box.enableAutoRange(axis=pg.ViewBox.YAxis)
+        self.fit_counts()
+
+    def fit_counts(self) -> None:
+        """The count axis from 0 to just above the fullest bin (set now, not at the next paint)."""
+        counts = self.shown["user"][1]
+        self.counts_box.setYRange(0, 1.05 * max(1.0, float(np.max(counts, initial=0))), padding=0)
 
     def _label_side(self, line: pg.InfiniteLine) -> None:
         """Put a line's label on its left near the plot's right edge, else on its right."""
@@ -533,7 +539,7 @@ class DistributionPlot(QWidget):
 
     def reset_view(self, panel: _HistogramPanel) -> None:
         panel.plot.enableAutoRange(axis=pg.ViewBox.YAxis)
-        panel.counts_box.enableAutoRange(axis=pg.ViewBox.YAxis)
+        panel.fit_counts()
         if panel._range is not None:
             panel.plot.setXRange(*panel._range, padding=0.02)
 

@@ -179,6 +179,16 @@ def test_hover_reads_the_bin_under_the_mouse(plot, state, scored, qtbot):
     assert plot.raw_panel.hover_text(edges[-1] + 10) == ""
 
 
+def test_count_axes_start_at_zero_so_small_bins_are_drawn(plot, state, scored, qtbot):
+    state.set_results(scored)
+    _shown(qtbot, plot)
+    for panel in (plot.raw_panel, plot.cal_panel):
+        bottom, top = panel.counts_box.viewRange()[1]
+        assert bottom == 0 and top >= panel.shown["user"][1].max()
+        panel.counts_box.setYRange(-5, 3, padding=0)                  # a zoom cannot go below 0 either
+        assert panel.counts_box.viewRange()[1][0] == 0
+
+
 def test_selected_marker_is_labelled_with_its_value(plot, state, scored):
     state.set_results(scored)
     state.select_row(4)
