@@ -68,13 +68,29 @@ def test_json_holds_rows_and_calibrators_that_reproduce_every_column(report, tmp
 
 def test_xlsx_has_results_at_full_precision_and_provenance(report, tmp_path):
     out = write_report(report, tmp_path / "r.xlsx")
-    sheets = pd.read_excel(out, sheet_name=None, dtype={"score": str, "sentence1": str, "sentence2": str})
+    sheets = pd.read_excel(out, sheet_name=None, dtype={"sentence1": str, "sentence2": str})
     assert list(sheets)[:2] == ["results", "provenance"]
-    pd.testing.assert_frame_equal(sheets["results"], report.result.frame, check_dtype=False, rtol=1e-12)
+    expected = report.result.frame.assign(score=pd.to_numeric(report.result.frame["score"]))
+    pd.testing.assert_frame_equal(sheets["results"], expected, check_dtype=False, rtol=1e-12)
     provenance = dict(zip(sheets["provenance"]["key"], sheets["provenance"]["value"]))
     assert provenance["provenance.model.digest"] == report.provenance["model"]["digest"]
     assert any(key.startswith("reproduce") for key in provenance)
     assert set(sheets["calibrators"]["metric"]) == set(METRICS)
+
+
+def test_xlsx_keeps_numbers_as_numbers_and_ids_with_leading_zeros_as_text(profile, tmp_path):
+    path = tmp_path / "scored.csv"
+    pd.DataFrame({"id": ["007", "010"], "score": ["4.5", ""], "sentence1": ["a cat", "12"],
+                  "sentence2": ["a dog", "a bird"]}).to_csv(path, index=False)
+    report = build_report(score_pairs(load_pairs(path), FakeEmbedder(), profile), profile)
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(write_report(report, tmp_path / "r.xlsx"))["results"]
+    header = [cell.value for cell in sheet[1]]
+    score, ident, first = (sheet.cell(2, header.index(name) + 1) for name in ("score", "id", "sentence1"))
+    assert (score.value, score.data_type) == (4.5, "n")            # was the text "4.5"
+    assert sheet.cell(3, header.index("score") + 1).value is None   # a missing score stays empty
+    assert (ident.value, ident.data_type) == ("007", "s") and first.data_type == "s"
 
 
 def test_xlsx_keeps_formula_like_texts_as_text(profile, tmp_path):

@@ -106,6 +106,23 @@ def _cell_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.map(clean).rename(columns=clean)
 
 
+def numbers_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns that hold only numbers (and blanks), such as an input's human scores, as
+    numbers; a column with a number written with a leading zero ("007", an id) stays text."""
+    out = frame.copy()
+    for column in frame.columns:
+        values = frame[column]
+        if not pd.api.types.is_string_dtype(values) or not values.map(lambda v: isinstance(v, str)).all():
+            continue
+        stripped = values.str.strip()
+        filled = stripped != ""
+        parsed = pd.to_numeric(stripped.where(filled), errors="coerce")
+        if (filled.any() and parsed[filled].notna().all() and np.isfinite(parsed[filled]).all()
+                and not stripped[filled].str.match(r"^[+-]?0\d").any()):
+            out[column] = parsed
+    return out
+
+
 def _serialisation_errors() -> tuple:
     """What openpyxl raises for a failed write when it writes through lxml (not an OSError)."""
     try:
@@ -145,7 +162,8 @@ def _close_quietly(exc: BaseException) -> None:
 def _write_sheets(report, path) -> None:
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         if report.kind != "matrix":
-            _cell_safe(report.result.frame).to_excel(writer, sheet_name="results", index=False)
+            results = _cell_safe(numbers_as_numbers(report.result.frame))
+            results.to_excel(writer, sheet_name="results", index=False)
         else:
             ids = report.result.ids
             for form, matrix in report.matrices.items():
