@@ -127,6 +127,9 @@ def test_profile_merge_adds_up_background_pairs(background, tmp_path, capsys):
     merged = tmp_path / "merged.calibsim-profile"
     assert cli.main(["profile", "merge", *halves, "--out", str(merged)]) == 0
     assert "1000 background pairs" in capsys.readouterr().out
+    twice = tmp_path / "twice.calibsim-profile"
+    assert cli.main(["profile", "merge", halves[0], halves[0], "--out", str(twice)]) == 2
+    assert "count the same background pairs twice" in capsys.readouterr().err and not twice.exists()
 
 
 def test_matrix_writes_a_square_table(tmp_path):

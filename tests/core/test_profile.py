@@ -89,6 +89,23 @@ def test_merge_of_two_halves_is_exact_and_order_independent(corpus):
             assert abs(x.quantile(q) - y.quantile(q)) <= 1e-9 + 2 * x.rank_error() * x.std * 10
 
 
+def test_merge_refuses_a_background_counted_twice(corpus, tmp_path):
+    emb = FakeEmbedder()
+    a = build_profile(emb, corpus[:1000], n_pairs=300, seed=1)
+    with pytest.raises(ProfileError, match="same background pairs twice: .* the very same background"):
+        merge_profiles(a, ReferenceProfile.from_dict(a.to_dict()))       # one profile given twice
+    news, copy = tmp_path / "news.txt", tmp_path / "copy.txt"
+    for path in (news, copy):
+        path.write_text("the same news\n")
+    b = build_profile(emb, corpus[1000:2000], n_pairs=300, seed=2, sources=[news])
+    c = build_profile(emb, corpus[2000:3000], n_pairs=300, seed=3, sources=[copy])
+    with pytest.raises(ProfileError, match="same background file .sha256"):
+        merge_profiles(b, c)
+    with pytest.raises(ProfileError, match="same background file"):          # also through a merged part
+        merge_profiles(merge_profiles(a, b), c)
+    assert merge_profiles(a, b).background_pairs == 600
+
+
 def test_merge_refuses_profiles_of_different_models(corpus):
     a = build_profile(FakeEmbedder(), corpus[:500], n_pairs=200)
     b = build_profile(FakeEmbedder(name="other"), corpus[500:1000], n_pairs=200)

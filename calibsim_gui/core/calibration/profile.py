@@ -479,6 +479,30 @@ class ReferenceProfile:
         return cls.from_dict(data, path=path)
 
 
+def background_digests(provenance: dict) -> set[str]:
+    """The sha256 of every background file a profile was built from, merged parts included."""
+    files = (provenance.get("background") or {}).get("files") or []
+    digests = {f["sha256"] for f in files if isinstance(f, dict) and isinstance(f.get("sha256"), str)}
+    for part in provenance.get("merged_from") or []:
+        if isinstance(part, dict):
+            digests |= background_digests(part)
+    return digests
+
+
+def _check_disjoint(first: ReferenceProfile, second: ReferenceProfile, second_name: str) -> None:
+    """Refuse two profiles whose backgrounds share texts, as far as their content tells: the same
+    background file in both, or the very same background (a profile given twice)."""
+    shared = background_digests(first.provenance) & background_digests(second.provenance)
+    exact = ("n", "mean", "m2", "min", "max", "top")        # the sketch's exact parts (not its KLL bytes)
+    same = all({k: first.metrics[m].background.to_dict()[k] for k in exact}
+               == {k: second.metrics[m].background.to_dict()[k] for k in exact} for m in first.metrics)
+    if shared or same:
+        why = (f"both were built from the same background file (sha256 {sorted(shared)[0][:12]}…)" if shared
+               else f"{second_name} holds the very same background as the first profile")
+        raise ProfileError(f"merging would count the same background pairs twice: {why}. Merge profiles "
+                           "built from different parts of a corpus, each given once.")
+
+
 def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> ReferenceProfile:
     """One profile from two built with the same model, anchors and metrics on different texts.
 
@@ -497,6 +521,7 @@ def merge_profiles(first: ReferenceProfile, second: ReferenceProfile) -> Referen
                            f"{second.precision}); build both with the same --precision.")
     if set(first.metrics) != set(second.metrics) or not (first.has_background and second.has_background):
         raise ProfileError("both profiles need background statistics for the same metrics.")
+    _check_disjoint(first, second, second_name)
     metrics = {}
     for name, ref in first.metrics.items():
         background = ScoreSketch.from_dict(ref.background.to_dict())
