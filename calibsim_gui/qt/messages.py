@@ -39,6 +39,7 @@ APP_WORDING = (
     (r"or add --force to replace it", "or choose to replace it"),
     (r"choose --metric (\w+)", r"choose the metric \1"),
     (r"choose --form from", "choose a calibrated form from"),
+    (r"use --precision (\w+) \(or rebuild", r"choose Precision \1 on the Model tab (or rebuild"),
 )
 
 

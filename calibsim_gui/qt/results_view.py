@@ -37,6 +37,7 @@ from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
+from calibsim_gui.qt.messages import for_the_app
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
@@ -731,7 +732,7 @@ class ResultsView(QWidget):
         self.summary.setText(" · ".join(parts))
 
     def _show_notes(self, notes) -> None:
-        self.notes.setText("\n".join(f"• {note}" for note in notes))
+        self.notes.setText("\n".join(f"• {for_the_app(note)}" for note in notes))
         self.notes_button.setText(f"Notes ({len(notes)})")
         self.notes_button.setVisible(bool(notes))
         self._toggle_notes(self.notes_button.isChecked())

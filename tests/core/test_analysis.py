@@ -428,3 +428,14 @@ def test_local_minmax_rows_by_hand_and_in_the_document_matrix(tmp_path, profile)
         np.testing.assert_allclose(np.delete(local[i], i),
                                    (others - others.min()) / (others.max() - others.min()), atol=1e-6)
     assert "NOT comparable" in result.provenance["columns"]["local_minmax"]
+
+
+def test_saturation_note_names_the_metric_and_the_columns_it_means(tmp_path, profile):
+    texts = random_sentences(40, seed=21)
+    path = tmp_path / "same.csv"
+    pd.DataFrame({"sentence1": texts, "sentence2": texts}).to_csv(path, index=False)   # all identical
+    scored = score_pairs(load_pairs(path), FakeEmbedder(), profile, metrics=["cosine", "manhattan"])
+    note = next(n for n in scored.notes if "99th percentile" in n)
+    assert note.startswith("cosine: 100% of pairs score above the background's 99th percentile of cosine")
+    assert "cosine_bg_percentile cannot separate them; rank them with cosine_calibrated or cosine_bg_surprise" in note
+    assert not any("<metric>" in n for n in scored.notes)

@@ -165,6 +165,17 @@ def test_summary_reports_agreement_and_notes_fold_out(view, scored):
     assert view.notes.isVisibleTo(view) and "empty" in view.notes.text()
 
 
+def test_notes_name_the_windows_controls_not_command_line_flags(view, scored):
+    from dataclasses import replace
+
+    note = view.state.profile.warnings(precision="int8")[0]
+    assert "use --precision float32" in note                          # the core's words, for the CLI
+    view.state.set_results(replace(scored, notes=[note]))
+    shown = view.notes.text()
+    assert "choose Precision float32 on the Model tab (or rebuild the profile in int8)" in shown
+    assert "--precision" not in shown
+
+
 def test_no_results_shows_the_drop_hint(view):
     view.state.set_results(None)
     assert view.stack.currentWidget() is view.hint and view.hint.text() == EMPTY_HINT

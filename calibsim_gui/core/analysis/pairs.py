@@ -457,12 +457,14 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                                           if f.startswith("calibrated_band")})
     if saturation:
         provenance["background_saturation"] = saturation
-        worst = max(saturation.items(), key=lambda kv: kv[1]["share_beyond_p99"])
-        if worst[1]["share_beyond_p99"] > 0.05:
+        worst, share = max(((k, v["share_beyond_p99"]) for k, v in saturation.items()), key=lambda kv: kv[1])
+        if share > 0.05:
+            name, _, g = worst.partition("@")
             notes.append(
-                f"{worst[1]['share_beyond_p99']:.0%} of pairs score above the background's 99th "
-                f"percentile ({worst[0]}); the plain percentile cannot separate them — use "
-                "<metric>_calibrated or <metric>_bg_surprise to rank them")
+                f"{name}{f' after {g}' if g else ''}: {share:.0%} of pairs score above the background's "
+                f"99th percentile of {name}, so {score_column(name, 'bg_percentile', g or 'none')} cannot "
+                f"separate them; rank them with {score_column(name, 'calibrated', g or 'none')} or "
+                f"{score_column(name, 'bg_surprise', g or 'none')}")
     if table.label is not None:
         provenance["agreement"] = _agreement(frame[table.label], columns)
     provenance["notes"] = notes
