@@ -59,7 +59,8 @@ _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+    """Four significant digits; float noise around 0 (a distance of 1e-09 for identical texts) is 0."""
+    return f"{0.0 if abs(value) < 5e-5 else value:.4g}"
 
 
 class _Command(QUndoCommand):

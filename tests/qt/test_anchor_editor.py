@@ -40,6 +40,20 @@ def ladder(anchors):
     return anchors.levels, anchors.pairs
 
 
+def test_float_noise_of_identical_texts_reads_as_zero(qtbot, profile):
+    from calibsim_gui.core.calibration.profile import ReferenceProfile
+
+    noisy = ReferenceProfile.from_dict(profile.to_dict())
+    identical = [row for row, p in enumerate(noisy.anchors.pairs) if p.text_a == p.text_b]
+    noisy.metrics["euclidean"].anchor_scores[identical] = 1.2e-09       # what a real model's float32 gives
+    state = AppState()
+    state.set_model(FakeEmbedder(), None)
+    state.set_profile(noisy, "noisy")
+    editor = make_editor(qtbot, state)
+    assert identical and {text(editor, row, column(editor, "euclidean")) for row in identical} == {"0"}
+    assert not any("e-" in (text(editor, row, column(editor, "euclidean")) or "") for row in identical)
+
+
 def test_shows_the_profiles_anchors_with_raw_scores_in_each_metrics_orientation(qtbot, state, profile):
     editor = make_editor(qtbot, state)
     pairs = profile.anchors.pairs
