@@ -239,6 +239,7 @@ def test_document_matrix_reports_list_local_minmax_labelled_as_local(profile, tm
     (97.345, "bg_percentile", "97.3 %"), (2.4149, "bg_zscore", "+2.41"), (-0.5, "query_zscore", "-0.50"),
     (0.912345, "raw", "0.9123"), (0.91234, "calibrated", "0.912"), (float("nan"), "raw", "–"),
     (3, None, "3"), (2.5, None, "2.5"), ("text", None, "text"),
+    (-1.2e-09, "raw", "0.0000"), (-0.0004, "calibrated", "0.000"), (1e-05, "bg_zscore", "0.00"),
 ])
 def test_numbers_are_formatted_for_reading(value, form, text):
     assert format_number(value, form) == text

@@ -421,15 +421,13 @@ def format_number(value, form: str | None) -> str:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         return str(value)
     value = float(value)
-    if form == "bg_percentile":
-        return f"{value:.1f} %"
-    if form in ("bg_zscore", "query_zscore"):
-        return f"{value:+.2f}"
-    if form == "raw":
-        return f"{value:.4f}"
-    if form is not None:
-        return f"{value:.3f}"
-    return f"{value:g}" if value != int(value) or abs(value) >= 1e15 else f"{int(value)}"
+    if form is None:
+        return f"{value:g}" if value != int(value) or abs(value) >= 1e15 else f"{int(value)}"
+    spec = {"bg_percentile": ".1f", "bg_zscore": "+.2f", "query_zscore": "+.2f", "raw": ".4f"}.get(form, ".3f")
+    text = f"{value:{spec}}"
+    if float(text) == 0:                    # float noise (-1e-09) reads 0, with no sign
+        text = f"{0.0:{spec.lstrip('+')}}"
+    return text + (" %" if form == "bg_percentile" else "")
 
 
 def readable(frame: pd.DataFrame) -> pd.DataFrame:
