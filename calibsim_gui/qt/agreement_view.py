@@ -79,6 +79,9 @@ def agreement_summary(result: Agreement) -> str:
             f"MAE {result.mae:.3f} · RMSE {result.rmse:.3f} · Spearman ×100 {result.spearman_x100:.1f}")
 
 
+HOVER_HINT = "Hover over a point to see its pair; click it to select the row"
+
+
 class AgreementView(QWidget):
     """A scatter of human scores (0-1, x) against calibrated scores (y) with the diagonal, the
     errors on the 0-1 scale and why Spearman cannot tell raw from calibrated. Hovering a point
@@ -92,7 +95,7 @@ class AgreementView(QWidget):
         self.summary = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.note = QLabel(SPEARMAN_NOTE, wordWrap=True, textFormat=Qt.TextFormat.PlainText)
-        self.hover = QLabel("Hover over a point to see its pair; click it to select the row",
+        self.hover = QLabel(HOVER_HINT,
                             textFormat=Qt.TextFormat.PlainText)
         self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
@@ -140,6 +143,7 @@ class AgreementView(QWidget):
     def refresh(self) -> None:
         """Recompute the agreement for the chosen labels and metric (no rescoring)."""
         self.result = result = current_agreement(self.state)
+        self.hover.setText(HOVER_HINT)            # a pair read from the previous results is gone
         if result is None:
             self.points.setData([], [])
             self._rows = np.zeros(0, dtype=np.int64)

@@ -262,6 +262,9 @@ class _HistogramPanel:
         return float(self.selected.value()) if self.selected.isVisible() else None
 
 
+DISTRIBUTIONS_HINT = "Hover over a plot to read its values; right-click for its menu"
+
+
 class DistributionPlot(QWidget):
     """Raw and calibrated score distributions: your pairs against the background and anchors.
 
@@ -294,8 +297,7 @@ class DistributionPlot(QWidget):
                                      "edges): the Results table shows only those pairs. Click "
                                      "again to show every pair")
         self.range_button.toggled.connect(self._range_toggled)
-        self.hover = QLabel("Hover over a plot to read its values; right-click for its menu",
-                            textFormat=Qt.TextFormat.PlainText)
+        self.hover = QLabel(DISTRIBUTIONS_HINT, textFormat=Qt.TextFormat.PlainText)
         self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         self.canvas = pg.GraphicsLayoutWidget()
@@ -383,6 +385,7 @@ class DistributionPlot(QWidget):
         self._soon.start()
 
     def _results_changed(self) -> None:
+        self.hover.setText(DISTRIBUTIONS_HINT)        # counts read during the run are gone
         self._partial.clear()
         self._timer.stop()
         self._soon.start()

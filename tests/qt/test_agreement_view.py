@@ -127,6 +127,17 @@ def test_selection_is_linked_between_table_and_scatter(views, qtbot):
     assert view.hover.text().startswith(f"row {int(spot[0].data()) + 1}:")
 
 
+def test_new_results_clear_the_pair_read_from_the_old_ones(views, scored):
+    from calibsim_gui.qt.agreement_view import HOVER_HINT
+
+    state, _table_view, view = views
+    state.set_labels("rating", (0, 10))
+    state.select_row(3)
+    assert view.hover.text().startswith("row 4:")
+    state.set_results(scored[1])                       # rescored: no row is selected any more
+    assert view.hover.text() == HOVER_HINT and view.selected_point() is None
+
+
 def test_loaded_label_is_used_without_choosing(qtbot, profile, tmp_path):
     texts = random_sentences(20, seed=5)
     path = tmp_path / "pairs.csv"

@@ -189,6 +189,18 @@ def test_count_axes_start_at_zero_so_small_bins_are_drawn(plot, state, scored, q
         assert panel.counts_box.viewRange()[1][0] == 0
 
 
+def test_new_results_clear_the_counts_read_from_the_old_ones(plot, state, scored, qtbot):
+    from calibsim_gui.qt.plots import DISTRIBUTIONS_HINT
+
+    state.set_results(scored)
+    _shown(qtbot, plot)
+    edges, _counts = plot.plot_data()["raw_user"]
+    plot._mouse_moved(plot.raw_panel.plot.vb.mapViewToScene(QPointF((edges[0] + edges[1]) / 2, 0.1)))
+    assert "your pairs" in plot.hover.text()
+    state.set_results(scored)
+    assert plot.hover.text() == DISTRIBUTIONS_HINT
+
+
 def test_selected_marker_is_labelled_with_its_value(plot, state, scored):
     state.set_results(scored)
     state.select_row(4)
