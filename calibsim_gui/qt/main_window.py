@@ -148,7 +148,7 @@ class MainWindow(QMainWindow):
         self.models.load_requested.connect(session.model_requested)
         self.anchors.anchors_applied.connect(session.apply_anchors)
         self.background.build_requested.connect(session.build_background)
-        self.background.profile_open_requested.connect(session.open_profile)
+        self.background.profile_open_requested.connect(session.profile_requested)
         self.background.builtin_requested.connect(session.builtin_requested)
         state.results_changed.connect(self._results_changed)
         state.input_changed.connect(session.update_results_hint)

@@ -10,7 +10,7 @@ import gc
 from pathlib import Path
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QDialog, QFileDialog
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix, score_matrix
 from calibsim_gui.core.analysis.pairs import iter_score_pairs
@@ -23,7 +23,7 @@ from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there
 from calibsim_gui.core.io.inputs import ColumnsNotFound, PairTable, load_documents
 from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
-from calibsim_gui.qt.messages import plural
+from calibsim_gui.qt.messages import for_the_app, plural
 from calibsim_gui.qt.results_view import EMPTY_HINT
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
@@ -106,11 +106,19 @@ class Session(QObject):
 
     def builtin_requested(self) -> None:
         """Background tab ▸ Use built-in reference: it replaces an edited anchor ladder, so ask."""
+        if self.anchor_edits_may_go("using the built-in reference (it replaces your anchor ladder with "
+                                    "the built-in one)"):
+            self.use_builtin_reference()
+
+    def profile_requested(self, path: str) -> None:
+        """Background tab ▸ Open profile: its ladder replaces an edited one, so ask."""
+        if self.anchor_edits_may_go(f"opening {Path(path).name} (its anchor ladder replaces yours)"):
+            self.open_profile(path)
+
+    def anchor_edits_may_go(self, action: str) -> bool:
+        """True when there are no anchor edits (applied or not) or the user lets `action` drop them."""
         edited = self.window.anchors.pending_edits() is not None or "edited anchors" in self.state.profile_label
-        if edited and not self.window.confirm_discard("using the built-in reference (it replaces your anchor "
-                                                      "ladder with the built-in one)", ["your anchor edits"]):
-            return
-        self.use_builtin_reference()
+        return not edited or self.window.confirm_discard(action, ["your anchor edits"])
 
     def model_requested(self, info_or_spec, device: str = "auto") -> None:
         """Model tab ▸ Load: a human calibration belongs to one model, so ask before dropping it."""
@@ -131,10 +139,29 @@ class Session(QObject):
         # them paused the window for up to 270 ms during runs. Exempt what exists now.
         gc.freeze()
         self.window.score_runner.cancel()          # its results are the previous model's
+        previous = (self.state.profile, self.state.profile_label, self.profile_path, self.built_from)
         self.state.set_model(embedder, embedder.info)
         self.profile_path = None
-        self.use_builtin_reference()
+        if self.window.projects.pending_project is not None or not self.keep_references(embedder, *previous):
+            self.use_builtin_reference()
         self.window.projects.continue_project()
+
+    def keep_references(self, embedder, profile, label: str, path, built_from) -> bool:
+        """Keep references that are not the built-in ones (an opened or built profile, edited
+        anchors) when the model loaded is the same model: another engine or precision of it.
+        Otherwise say why they go, and return False (the built-in ones are used)."""
+        if profile is None or label == "built-in":
+            return False
+        try:
+            profile.check_model(embedder.fingerprint, source=f"the reference “{label}”",
+                                prompt=str(getattr(embedder, "prompt", "") or ""))
+        except CalibsimError as exc:
+            self.window.show_message(QMessageBox.Icon.Information, "References replaced",
+                                     f"The built-in reference replaces “{label}”, which does not fit "
+                                     f"the model now loaded.", for_the_app(str(exc)))
+            return False
+        self.start_references(lambda progress, should_stop: (profile, label), path=path, built_from=built_from)
+        return True
 
     def use_builtin_reference(self) -> None:
         embedder = self.state.embedder

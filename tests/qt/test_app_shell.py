@@ -140,6 +140,21 @@ def test_built_in_reference_over_edited_anchors_asks_first(window, qtbot, asking
         window.background.builtin_requested.emit()
 
 
+def test_opening_a_profile_over_edited_anchors_asks_first(window, qtbot, asking, profile, tmp_path):
+    asked, answers = asking
+    path = tmp_path / "news.calibsim-profile"
+    profile.save(path)
+    assert window.anchors.model.setData(window.anchors.model.index(0, 1), "a wholly new anchor text")
+    answers.append("cancel")
+    window.background.profile_open_requested.emit(str(path))
+    assert asked and "opening news.calibsim-profile" in asked[0][0] and not window.profile_runner.running
+    assert window.anchors.pending_edits() is not None          # the edits are still there
+    answers.append("discard")
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+        window.background.profile_open_requested.emit(str(path))
+    assert window.state.profile_label == path.name
+
+
 def test_opening_another_file_asks_nothing_and_keeps_the_human_calibration(window, qtbot, pairs_csv, asking,
                                                                           tmp_path):
     """Results are re-created from the files; anchors and a human fit survive a new input."""

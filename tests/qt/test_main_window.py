@@ -236,3 +236,21 @@ def test_a_model_loads_with_the_engine_and_precision_chosen_on_the_model_tab(win
     with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
         window.load_model(None, "cpu")
     assert calls[-1]["engine"] == "onnx" and calls[-1]["precision"] == "int8"
+
+
+def test_an_opened_profile_survives_loading_the_same_model_again(window, qtbot, tmp_path, profile, monkeypatch):
+    """Another engine or precision of one model keeps its fingerprint, so its references stay."""
+    path = tmp_path / "news.calibsim-profile"
+    profile.save(path)
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+        window.open_profile(str(path))
+    assert window.state.profile_label == path.name
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+        window.load_model("built-in")                       # the same (fake) model, reloaded
+    assert window.state.profile_label == path.name and window.profile_path == str(path)
+
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder(name="other"))
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+        window.load_model("other")                          # another model: the built-in reference, said why
+    assert window.state.profile_label == "built-in"
+    assert "does not fit the model now loaded" in window._last_error.text()
