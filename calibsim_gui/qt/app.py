@@ -33,7 +33,6 @@ def run_app(argv=None, *, screenshot_dir: str | None = None, files=()) -> int:
     if screenshot_dir is not None:
         from calibsim_gui.qt.screenshots import ScreenshotTour
 
-        window.resize(1180, 760)
         tour = ScreenshotTour(window, screenshot_dir, app=app)
     elif files:
         from PySide6.QtCore import QTimer
@@ -41,6 +40,8 @@ def run_app(argv=None, *, screenshot_dir: str | None = None, files=()) -> int:
         opener = QTimer(window, singleShot=True, interval=0)
         opener.timeout.connect(lambda: window.open_files(list(files)))
         opener.start()
-    window.show()
+    window.show()                 # on a screen smaller than the window, it is fitted to the screen
+    if tour is not None:
+        window.resize(1180, 760)  # the screenshots' size, whatever the screen
     code = app.exec()
     return tour.exit_code if tour is not None else code

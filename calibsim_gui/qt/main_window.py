@@ -325,6 +325,24 @@ class MainWindow(QMainWindow):
         self.menus.dark_action.setChecked(dark)
         palettes.apply(QApplication.instance(), dark)
 
+    def fit_to_screen(self) -> None:
+        """Keep the whole window, frame and status bar (progress, Cancel) included, on its screen:
+        a geometry saved on a larger screen is shrunk and moved inside the available area."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        room = screen.availableGeometry()
+        frame = self.frameGeometry()
+        extra_w, extra_h = frame.width() - self.width(), frame.height() - self.height()
+        width, height = min(self.width(), room.width() - extra_w), min(self.height(), room.height() - extra_h)
+        if (width, height) != (self.width(), self.height()):
+            self.resize(width, height)                  # not below the window's minimum size
+        frame = self.frameGeometry()
+        x = max(room.left(), min(frame.x(), room.right() + 1 - frame.width()))
+        y = max(room.top(), min(frame.y(), room.bottom() + 1 - frame.height()))
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
+
     def first_size(self) -> tuple[int, int]:
         """80 % of the screen, at least 1024×700 (but never more than the screen holds)."""
         screen = self.screen() or QGuiApplication.primaryScreen()
@@ -343,6 +361,11 @@ class MainWindow(QMainWindow):
         if paths:
             event.acceptProposedAction()
             self.open_inputs(paths)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not event.spontaneous():
+            self.fit_to_screen()                 # the frame is known once shown
 
     def closeEvent(self, event) -> None:
         """Ask about unsaved work; then stop every run and wait for its thread before closing.

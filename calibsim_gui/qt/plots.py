@@ -118,6 +118,7 @@ class _HistogramPanel:
         plot.getAxis("right").linkToView(self.counts_box)
         self.counts_box.setXLink(plot)
         self.counts_box.setLimits(yMin=0)          # counts: a bin of 3 pairs never sinks below the axis
+        plot.vb.setLimits(yMin=0)                  # density too, so both axes' 0 is the bottom line
         plot.vb.sigResized.connect(self._sync_boxes)
 
         fill = QColor(BACKGROUND_COLOR)

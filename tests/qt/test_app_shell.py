@@ -332,3 +332,20 @@ def test_open_files_scores_a_pairs_file(window, qtbot, pairs_csv, tmp_path):
         window.open_files([pairs_csv, tmp_path / "missing.csv"])
     assert window.state.input.path == pairs_csv
     assert "missing.csv" in window._last_error.text()
+
+
+def test_a_geometry_saved_on_a_larger_screen_is_restored_inside_this_one(qtbot):
+    big = MainWindow(load_default_model=False, autosave=False)
+    qtbot.addWidget(big)
+    room = big.screen().availableGeometry()
+    big.setGeometry(room.x() + 300, room.y() + 200, room.width() + 900, room.height() + 700)
+    big.settings.setValue("window/geometry", big.saveGeometry())        # as saved on a 4K screen
+    again = MainWindow(load_default_model=False, autosave=False)
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitExposed(again)
+    frame, status = again.frameGeometry(), again.statusBar()
+    assert room.top() <= frame.top() and frame.bottom() <= room.bottom()      # the status bar is on screen
+    assert room.top() <= status.mapToGlobal(status.rect().bottomLeft()).y() <= room.bottom()
+    assert frame.left() >= room.left() and (frame.right() <= room.right()    # as wide as the screen
+                                            or again.width() == again.minimumSizeHint().width())
