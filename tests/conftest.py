@@ -48,8 +48,9 @@ def shared_onnx_graphs(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path_factory, monkeypatch):
-    """Each test keeps autosaved sessions in its own folder, never the user's."""
+    """Each test keeps autosaved sessions and saved profiles in its own folders, never the user's."""
     monkeypatch.setenv("CALIBSIM_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("CALIBSIM_DATA_DIR", str(tmp_path_factory.mktemp("data")))
 
 
 @pytest.fixture(autouse=True)

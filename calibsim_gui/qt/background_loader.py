@@ -8,8 +8,10 @@ only asks for it (`build_requested`) and shows the profile in use.
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 
+import platformdirs
 from PySide6.QtCore import QSettings, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -66,6 +68,17 @@ def ask_corpus_folder(parent, start: str) -> str:
 def ask_profile_to_open(parent, start: str) -> str:
     return QFileDialog.getOpenFileName(parent, "Open reference profile", start,
                                        f"calibsim profiles (*{SUFFIX});;All files (*)")[0]
+
+
+def profiles_folder() -> str:
+    """Where profiles are saved unless the user chose a folder before: ``profiles/`` in the
+    app's data folder (override: ``CALIBSIM_DATA_DIR``), never an input's folder."""
+    folder = Path(os.environ.get("CALIBSIM_DATA_DIR") or platformdirs.user_data_dir("calibsim", appauthor=False))
+    try:
+        (folder / "profiles").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return str(Path.home())
+    return str(folder / "profiles")
 
 
 def ask_profile_to_save(parent, start: str) -> str:
@@ -330,7 +343,8 @@ class BackgroundLoader(QWidget):
         profile = self.state.profile
         if profile is None or not profile.has_background:
             return
-        start = Path(self._last_dir(), f"{profile.fingerprint.name}-background{SUFFIX}")
+        folder = self.settings.value("profiles/last_dir", "") or profiles_folder()
+        start = Path(folder, f"{Path(profile.fingerprint.name).name}-background{SUFFIX}")
         path = ask_profile_to_save(self, str(start))
         if not path:
             return
@@ -339,7 +353,7 @@ class BackgroundLoader(QWidget):
         except OSError as exc:
             self._say("error", f"Could not save the profile to {path}: {exc.strerror or exc}.")
             return
-        self._remember_dir(Path(path).parent)
+        self.settings.setValue("profiles/last_dir", str(Path(path).parent))
         self._say("info", f"Saved the profile to {path}.")
 
     # ------------------------------------------------------------------ drag and drop

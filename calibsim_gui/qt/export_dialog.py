@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import QSettings, QStandardPaths
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,6 +24,13 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths
 from calibsim_gui.core.reports.reproduce import anchors_path, is_builtin_ladder
 from calibsim_gui.qt.state import form_label
+
+
+def report_folder(settings: QSettings) -> str:
+    """Where a report is proposed: the last export folder, else the user's Documents (their home
+    when the system names none); never an input's folder unless the user chose it."""
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return str(settings.value("export/folder", "") or documents or Path.home())
 
 
 class ExportDialog(QDialog):

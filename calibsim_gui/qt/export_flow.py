@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QDialog
 from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.geometry.metrics import METRICS
-from calibsim_gui.qt.export_dialog import ExportDialog
+from calibsim_gui.qt.export_dialog import ExportDialog, report_folder
 
 
 def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop):
@@ -48,14 +48,13 @@ class ExportFlow(QObject):
             self.window.start_export(**dialog.options())
 
     def default_path(self) -> str:
+        """``<input>-report.<last format>`` in the last export folder, else in Documents: never
+        in an input's folder unless the user chose it."""
         suffix = self.settings.value("export/format", ".html")
-        folder = self.settings.value("export/folder", "")
-        stem = "calibsim-report"
+        folder = report_folder(self.settings)
         spec = self.window.input_spec
-        if spec:
-            first = Path(spec["paths"][0])
-            stem, folder = f"{first.stem}-report", folder or str(first.parent)
-        return str(Path(folder or Path.home()) / f"{stem}{suffix}")
+        stem = f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report"
+        return str(Path(folder) / f"{stem}{suffix}")
 
     def start(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
         """Write the current results to `path` (format by extension) in the export worker."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -313,13 +313,14 @@ class SearchView(QWidget):
     # ------------------------------------------------------------------ export
 
     def export(self) -> None:
-        from calibsim_gui.qt.export_dialog import ExportDialog
+        from calibsim_gui.qt.export_dialog import ExportDialog, report_folder
 
         if self.hits is None:
             return
         metric = self.hits.provenance["search"]["metric"]
-        first = Path(self.queries.paths()[0]) if self.queries.count() else Path.home() / "search"
-        dialog = ExportDialog(default_path=str(first.parent / f"{first.stem}-search.html"), metrics=[metric],
+        stem = Path(self.queries.paths()[0]).stem if self.queries.count() else "search"
+        folder = Path(report_folder(QSettings()))
+        dialog = ExportDialog(default_path=str(folder / f"{stem}-search.html"), metrics=[metric],
                               forms=["calibrated"], metric=metric, form="calibrated", parent=self)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.start_export(**dialog.options())

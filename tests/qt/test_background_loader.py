@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -152,13 +153,19 @@ def test_save_profile_writes_a_profile_that_loads(qtbot, loader, built, tmp_path
     loader.state.set_profile(built, "built")
     assert loader.save_button.isEnabled()
     target = tmp_path / "mine.calibsim-profile"
-    monkeypatch.setattr(background_loader, "ask_profile_to_save", lambda parent, start: str(target))
+    starts = []
+    monkeypatch.setattr(background_loader, "ask_profile_to_save",
+                        lambda parent, start: starts.append(start) or str(target))
+    loader.settings.setValue("background/last_dir", str(tmp_path / "corpus"))     # the news files' folder
 
     qtbot.mouseClick(loader.save_button, Qt.MouseButton.LeftButton)
+    assert Path(starts[0]).parent == Path(os.environ["CALIBSIM_DATA_DIR"]) / "profiles"   # not the corpus'
     saved = ReferenceProfile.load(target)
     assert saved.background_pairs == 800
     assert saved.provenance["background"]["seed"] == 5
     assert str(target) in loader.message.text()
+    qtbot.mouseClick(loader.save_button, Qt.MouseButton.LeftButton)
+    assert Path(starts[1]).parent == tmp_path                  # then where the user saved the last one
 
 
 def test_open_and_builtin_buttons_ask_the_main_window(qtbot, loader, tmp_path, monkeypatch):

@@ -2,9 +2,9 @@
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
-import pytest
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 
@@ -17,6 +17,16 @@ def scored_window(window, qtbot, pairs_csv):
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         drop(window, [pairs_csv])
     return window
+
+
+def test_first_export_goes_to_documents_not_the_inputs_folder(scored_window, pairs_csv, tmp_path):
+    from PySide6.QtCore import QStandardPaths
+
+    default = Path(scored_window.exports.default_path())
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    assert default.parent == Path(documents) != pairs_csv.parent and default.name == "pairs-report.html"
+    scored_window.settings.setValue("export/folder", str(tmp_path / "reports"))
+    assert Path(scored_window.exports.default_path()).parent == tmp_path / "reports"   # the last one used
 
 
 def dialog_for(tmp_path, name="report.html", figures=False):
