@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths
+from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths, sidecar_path
 from calibsim_gui.core.reports.reproduce import anchors_path, is_builtin_ladder
 from calibsim_gui.qt.state import form_label
 
@@ -140,9 +140,10 @@ class ExportDialog(QDialog):
             self._sync_format_from_path()
 
     def existing_files(self) -> list[Path]:
-        """Files the export would replace."""
+        """Files the export would replace, side files included (all under one question)."""
         path = self.path()
-        candidates = [path] + (figure_paths(path) if self.figures_check.isChecked() else [])
+        candidates = [path] + ([sidecar_path(path)] if path.suffix.lower() in TABLE_SUFFIXES else [])
+        candidates += figure_paths(path) if self.figures_check.isChecked() else []
         candidates += [p for p in (self._anchors_file(),) if p is not None]
         return [p for p in candidates if p.exists()]
 

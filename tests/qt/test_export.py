@@ -63,6 +63,18 @@ def test_dialog_asks_before_replacing_and_stays_open_on_no(qtbot, tmp_path, monk
     assert dialog.result() == QDialog.DialogCode.Accepted and dialog.options()["force"] is True
 
 
+def test_one_question_covers_a_tables_provenance_side_file(qtbot, tmp_path, monkeypatch):
+    (tmp_path / "scores.csv.provenance.json").write_text("{}")        # the table itself was deleted
+    dialog = dialog_for(tmp_path, name="scores.csv")
+    qtbot.addWidget(dialog)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda parent, title, text: asked.append(text) or QMessageBox.StandardButton.Yes)
+    dialog.accept()
+    assert len(asked) == 1 and "scores.csv.provenance.json" in asked[0]
+    assert dialog.options()["force"] is True            # so the write replaces it without asking again
+
+
 def test_dialog_refuses_an_unknown_extension(qtbot, tmp_path, monkeypatch):
     dialog = dialog_for(tmp_path, name="report.docx")
     qtbot.addWidget(dialog)
