@@ -49,6 +49,7 @@ LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
 _FIELDS = ("level", "text_a", "text_b")
 PENDING = "…"
+MIN_LEVEL_PAIRS = 2            # a level's median needs at least two pairs (the built-in has 15 or more)
 _PENDING_TIP = "A new pair: apply the ladder (Ctrl+Return) to score it."
 _STALE_TIP = ("Score of this pair from the references in use. The ladder has edits that are not "
               "applied yet: Apply (Ctrl+Return) to recalibrate with them.")
@@ -294,6 +295,17 @@ class AnchorTableModel(QAbstractTableModel):
                         f"edit the {field} of level {old.name}")
         return None
 
+    def remove_level(self, row: int) -> str | None:
+        """Delete level `row` and its pairs as one undoable step; returns why it was refused, or None."""
+        if len(self.levels) <= 2:
+            return "A ladder needs at least two levels: add another before deleting this one."
+        gone = self.levels[row]
+        pairs = tuple(p for p in self.pairs if p.level != gone.name)
+        levels = tuple(lv for lv in self.levels if lv is not gone)
+        self.set_ladder(AnchorSet(self.name, levels, pairs),
+                        f"delete level {gone.name} and its {len(self.pairs) - len(pairs)} pair(s)")
+        return None
+
     def replace_ladder(self, anchors: AnchorSet) -> None:
         """Show `anchors` without recording an undo step."""
         self.beginResetModel()
@@ -471,6 +483,8 @@ class AnchorEditor(QWidget):
         self.levels_table.verticalHeader().hide()
         self.levels_table.verticalHeader().setDefaultSectionSize(22)
         self.levels_table.setWordWrap(False)
+        self._levels_scroll = 0
+        self.levels_model.modelAboutToBeReset.connect(self._keep_levels_scroll)
         self.levels_model.modelReset.connect(self._fit_level_columns)
 
         self.level_name = QLineEdit(placeholderText="name, e.g. near_duplicate")
@@ -481,10 +495,15 @@ class AnchorEditor(QWidget):
         add_level = QPushButton("Add level")
         add_level.setToolTip("Add a level with this name and target (0 = unrelated, 1 = identical)")
         add_level.clicked.connect(self.add_level)
+        self.delete_level_button = QPushButton("Delete level")
+        self.delete_level_button.setToolTip("Delete the selected level and its pairs (Ctrl+Z undoes it)")
+        self.delete_level_button.clicked.connect(self.delete_level)
 
         self.message = QLabel(wordWrap=True)
-        self.message.setStyleSheet("color: #b00020;")
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.level_message = QLabel(wordWrap=True)          # beside the level fields it is about
+        for label in (self.message, self.level_message):
+            label.setStyleSheet("color: #b00020;")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warning = QLabel(wordWrap=True)
         self.warning.setStyleSheet("background: #fff3cd; color: #5c4400; padding: 4px;"
                                    " border: 1px solid #e0c56e; border-radius: 3px;")
@@ -519,12 +538,14 @@ class AnchorEditor(QWidget):
                                            "model and use it", "Ctrl+Return", self.apply)
 
         form = QHBoxLayout()
-        for widget in (self.level_name, self.level_label, self.level_target, add_level):
+        for widget in (self.level_name, self.level_label, self.level_target, add_level,
+                       self.delete_level_button):
             form.addWidget(widget)
         levels_box = QGroupBox("Levels")
         levels_layout = QVBoxLayout(levels_box)
         levels_layout.addWidget(self.levels_table)
         levels_layout.addLayout(form)
+        levels_layout.addWidget(self.level_message)
         self.calibrated_map = CalibratedMapPlot(state)
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(levels_box)
@@ -546,11 +567,12 @@ class AnchorEditor(QWidget):
 
         self.model.ladder_changed.connect(self._update_status)
         self.model.ladder_changed.connect(self._update_preview)
-        self.levels_model.problem.connect(self._show_message)
+        self.levels_model.problem.connect(self._show_level_message)
         state.profile_changed.connect(self._on_profile_changed)
         state.view_changed.connect(self._update_warning)
         state.view_changed.connect(self._update_preview)
         self._show_message("")
+        self._show_level_message("")
         self._on_profile_changed()
         self._fit_columns()
         self._fit_level_columns()
@@ -564,6 +586,8 @@ class AnchorEditor(QWidget):
     def apply(self) -> AnchorSet | None:
         """Validate the ladder and emit `anchors_applied`; an invalid ladder shows why."""
         anchors = self._validated()
+        if anchors is not None and self._thin_levels(anchors):
+            return None
         if anchors is not None:
             self._show_message("")
             self.anchors_applied.emit(anchors)
@@ -673,12 +697,12 @@ class AnchorEditor(QWidget):
         """Add the level typed in the form; an invalid one shows why and changes nothing."""
         name = self.level_name.text().strip()
         if not name:
-            self._show_message("Give the new level a name.")
+            self._show_level_message("Give the new level a name.")
             return False
         try:
             target = float(self.level_target.text().replace(",", "."))
         except ValueError:
-            self._show_message(f"The target of level “{name}” must be a number between 0 and 1.")
+            self._show_level_message(f"The target of level “{name}” must be a number between 0 and 1.")
             return False
         levels = [vars(lv) for lv in self.model.levels]
         levels.append({"name": name, "label": self.level_label.text().strip() or name,
@@ -688,14 +712,24 @@ class AnchorEditor(QWidget):
             checked = AnchorSet.from_dict({"name": self.model.name, "levels": levels, "pairs": [
                 {"level": lv["name"], "text_a": "a", "text_b": "b"} for lv in levels]})
         except InputError as exc:
-            self._show_message(f"Cannot add the level “{name}”: {exc}")
+            self._show_level_message(f"Cannot add the level “{name}”: {exc}")
             return False
         self.model.set_ladder(dataclasses.replace(self.anchor_set(), levels=checked.levels),
                               f"add level {name}")
         for field in (self.level_name, self.level_label, self.level_target):
             field.clear()
-        self._show_message("")
+        self._show_level_message("")
         return True
+
+    def delete_level(self) -> bool:
+        """Delete the level selected in the Levels table, with its pairs (undoable)."""
+        current = self.levels_table.currentIndex()
+        if not current.isValid():
+            self._show_level_message("Select a level in the Levels table to delete it.")
+            return False
+        refused = self.model.remove_level(current.row())
+        self._show_level_message(refused or "")
+        return refused is None
 
     # ------------------------------------------------------------------ internals
 
@@ -723,6 +757,16 @@ class AnchorEditor(QWidget):
         except InputError as exc:
             self._show_message(f"The ladder is not valid: {exc}")
             return None
+
+    def _thin_levels(self, anchors: AnchorSet) -> bool:
+        """Say so beside the levels when a level has too few pairs to be scored (True)."""
+        counts = Counter(p.level for p in anchors.pairs)
+        thin = [lv.name for lv in anchors.levels if counts[lv.name] < MIN_LEVEL_PAIRS]
+        self._show_level_message(
+            f"Level{'s' if len(thin) > 1 else ''} {', '.join(f'“{n}”' for n in thin)} "
+            f"{'have' if len(thin) > 1 else 'has'} fewer than {MIN_LEVEL_PAIRS} pairs, too few for a "
+            "median to stand for the level: add pairs, or delete the level." if thin else "")
+        return bool(thin)
 
     def _choose_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import anchors", "",
@@ -795,11 +839,20 @@ class AnchorEditor(QWidget):
         for column in (TEXT_A, TEXT_B):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
 
+    def _keep_levels_scroll(self) -> None:
+        self._levels_scroll = self.levels_table.horizontalScrollBar().value()
+
     def _fit_level_columns(self) -> None:
+        """Columns fitted to their contents; an edit leaves the table scrolled where it was."""
         header = self.levels_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)      # the label
+        self.levels_table.horizontalScrollBar().setValue(self._levels_scroll)
 
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
         self.message.setVisible(bool(text))
+
+    def _show_level_message(self, text: str) -> None:
+        self.level_message.setText(text)
+        self.level_message.setVisible(bool(text))

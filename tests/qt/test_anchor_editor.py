@@ -217,20 +217,49 @@ def test_a_level_target_outside_0_1_is_refused_with_a_message(qtbot, state):
     editor.level_name.setText("near_duplicate")
     editor.level_target.setText("1.5")
     assert not editor.add_level()
-    assert "outside 0..1" in editor.message.text()
+    assert "outside 0..1" in editor.level_message.text()               # beside the level's fields
     editor.level_target.setText("high")
     assert not editor.add_level()
-    assert "must be a number" in editor.message.text()
+    assert "must be a number" in editor.level_message.text()
     assert editor.model.levels == levels
 
     editor.level_target.setText("0.95")
     assert editor.add_level()
-    assert not editor.message.isVisibleTo(editor)
+    assert not editor.level_message.isVisibleTo(editor)
     names = [lv.name for lv in editor.model.levels]
     assert names[-2:] == ["near_duplicate", "identical"]            # ordered by target
     assert editor.levels_model.rowCount() == len(levels) + 1
     editor.undo_action.trigger()
     assert editor.model.levels == levels
+
+
+def test_a_level_can_be_deleted_with_its_pairs_and_undone(qtbot, state):
+    editor = make_editor(qtbot, state)
+    before = ladder(editor.anchor_set())
+    doomed = editor.model.levels[1]
+    editor.levels_table.setCurrentIndex(editor.levels_model.index(1, 0))
+    assert editor.delete_level()
+    assert doomed not in editor.model.levels
+    assert all(p.level != doomed.name for p in editor.model.pairs)
+    editor.undo_action.trigger()
+    assert ladder(editor.anchor_set()) == before
+
+
+def test_levels_with_no_pair_or_one_pair_are_refused_beside_the_levels(qtbot, state):
+    editor = make_editor(qtbot, state)
+    editor.level_name.setText("near_duplicate")
+    editor.level_target.setText("0.95")
+    assert editor.add_level()                                        # a level without pairs yet
+    with qtbot.assertNotEmitted(editor.anchors_applied):
+        assert editor.apply() is None
+    assert "“near_duplicate” has fewer than 2 pairs" in editor.level_message.text()
+    editor.table.selectRow(0)
+    editor.add_pair()
+    row = editor.table.currentIndex().row()
+    for col, value in ((TEXT_A, "a cat sat"), (TEXT_B, "a cat sat down"), (LEVEL, "near_duplicate")):
+        assert editor.model.setData(editor.model.index(row, col), value)
+    assert editor.apply() is None                                    # one pair: still too few
+    assert "fewer than 2 pairs" in editor.level_message.text()
 
 
 def test_warns_when_the_ladder_is_not_monotone_for_the_current_metric(qtbot, state):
@@ -343,13 +372,13 @@ def test_levels_are_edited_in_place_through_undo(qtbot, state, profile):
     assert model.index(0, 2).data() == "0.05"
 
     assert not model.setData(model.index(0, 2), "high")
-    assert editor.message.text() == ("The target of level “unrelated” must be a number between 0 "
-                                      "(unrelated) and 1 (identical), not “high”.")
+    assert editor.level_message.text() == ("The target of level “unrelated” must be a number between 0 "
+                                            "(unrelated) and 1 (identical), not “high”.")
     assert not model.setData(model.index(0, 0), levels[1].name)
-    assert f"already called “{levels[1].name}”" in editor.message.text()
+    assert f"already called “{levels[1].name}”" in editor.level_message.text()
     assert model.setData(model.index(1, 2), "0.99")                    # re-sorted by target
     assert editor.model.levels[-2].name == levels[1].name
-    assert not editor.message.isVisibleTo(editor)
+    assert not editor.level_message.isVisibleTo(editor)
 
     while editor.undo_stack.canUndo():
         editor.undo_action.trigger()
