@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 from calibsim_gui.core.analysis.distributions import (
     SPEARMAN_NOTE,
@@ -57,10 +57,15 @@ def chosen_label(state) -> str | None:
 
 
 def calibrated_column(state) -> str | None:
-    """The 0-1 column compared with human scores: ``<metric>_calibrated``."""
+    """The 0-1 column compared with human scores: ``<metric>_<compared form>`` (calibrated, or
+    human once fitted), else ``<metric>_calibrated``."""
     results = state.results
-    column = f"{state.metric}_calibrated"
-    return column if isinstance(results, ScoredPairs) and column in results.frame else None
+    if not isinstance(results, ScoredPairs):
+        return None
+    for column in (f"{state.metric}_{state.compared_form}", f"{state.metric}_calibrated"):
+        if column in results.frame:
+            return column
+    return None
 
 
 def current_agreement(state) -> Agreement | None:
@@ -119,11 +124,25 @@ class AgreementView(QWidget):
                                   reset=lambda plot: plot.setRange(xRange=(-0.05, 1.05),
                                                                    yRange=(-0.05, 1.05), padding=0))
 
+        self.form_combo = QComboBox()
+        self.form_combo.addItem("calibrated score", "calibrated")
+        self.form_combo.addItem("human calibration (fitted)", "human")
+        self.form_combo.setToolTip("The score compared with people's: calibsim's calibrated score, or "
+                                   "the human calibration fitted on labelled pairs (File ▸ Fit human "
+                                   "calibration); the disagreement column follows")
+        self.form_combo.currentIndexChanged.connect(
+            lambda: self.state.set_compared_form(self.form_combo.currentData()))
+        choice = QHBoxLayout()
+        choice.addWidget(QLabel("Compare people with the"))
+        choice.addWidget(self.form_combo)
+        choice.addStretch(1)
+
         self.hint = QLabel(NO_LABELS_HINT, alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.hint.setEnabled(False)
         page = QWidget()
         inner = QVBoxLayout(page)
         inner.setContentsMargins(0, 0, 0, 0)
+        inner.addLayout(choice)
         inner.addWidget(self.summary)
         inner.addWidget(self.note)
         inner.addWidget(self.canvas, 1)
@@ -150,6 +169,7 @@ class AgreementView(QWidget):
             self.stack.setCurrentWidget(self.hint)
             self._show_selected()
             return
+        self._show_form_choice()
         ok = np.isfinite(result.human) & np.isfinite(result.calibrated)
         self._rows = np.flatnonzero(ok)
         self.points.setData(x=result.human[ok], y=result.calibrated[ok], data=self._rows)
@@ -158,6 +178,16 @@ class AgreementView(QWidget):
         self.summary.setText(agreement_summary(result))
         self.stack.setCurrentIndex(1)
         self._show_selected()
+
+    def _show_form_choice(self) -> None:
+        """The human calibration can be chosen once its column exists; the choice shown is the one used."""
+        column = calibrated_column(self.state) or ""
+        fitted = f"{self.state.metric}_human" in self.state.results.frame
+        model = self.form_combo.model()
+        model.item(1).setEnabled(fitted)
+        self.form_combo.blockSignals(True)
+        self.form_combo.setCurrentIndex(1 if column.endswith("_human") else 0)
+        self.form_combo.blockSignals(False)
 
     def point_text(self, row: int) -> str:
         """The hover line for frame row `row`: the two texts and both scores."""
@@ -168,7 +198,8 @@ class AgreementView(QWidget):
         low, high = result.scale
         label = result.human[row] * (high - low) + low
         return (f"row {row + 1}: “{texts[0]}” × “{texts[1]}” · {result.label} {label:g} "
-                f"(→ {result.human[row]:.2f}) · calibrated {result.calibrated[row]:.3f} · "
+                f"(→ {result.human[row]:.2f}) · {self.form_combo.currentText().split(' (')[0]} "
+                f"{result.calibrated[row]:.3f} · "
                 f"disagreement {result.disagreement[row]:.3f}")
 
     def _hovered(self, _item, points, _event) -> None:

@@ -622,7 +622,8 @@ class ResultsView(QWidget):
 
     def _fill_column_sets(self) -> None:
         metric, form = self.state.metric, self.state.form
-        labels = {"focus": f"Raw + {form} ({metric})", "metric": f"{metric}, all forms",
+        human = "" if self.state.human is None else " + human"
+        labels = {"focus": f"Raw + {form}{human} ({metric})", "metric": f"{metric}, all forms",
                   "all": "All columns"}
         wanted = self.columns_combo.currentData() or "focus"
         self.columns_combo.blockSignals(True)
@@ -640,7 +641,7 @@ class ResultsView(QWidget):
         for column, name in enumerate(self.model.column_names):
             parts = split_score_column(name)
             show = (parts is None or chosen == "all" or self.showing_documents
-                    or (parts[0] == metric and (chosen == "metric" or parts[1] in ("raw", form))))
+                    or (parts[0] == metric and (chosen == "metric" or parts[1] in ("raw", form, "human"))))
             self.table.setColumnHidden(column, not show)
         self._order_columns()
         self._size_columns()

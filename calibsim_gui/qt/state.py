@@ -12,6 +12,7 @@ from calibsim_gui.core.geometry.metrics import METRICS
 
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
 # and the column names of tables and files.
+COMPARED_FORMS = ("calibrated", "human")
 FORM_LABELS = {
     "raw": "raw score", "calibrated": "calibrated (0-1)",
     "calibrated_lo": "reference uncertainty, low", "calibrated_hi": "reference uncertainty, high",
@@ -59,6 +60,9 @@ class AppState(QObject):
     label_column, label_scale : str or None, (low, high) or None
         The input column read as human scores and its scale, chosen in the results view
         (None: the column the input was loaded with, on a guessed scale).
+    compared_form : str
+        The form compared with the human scores (Agreement tab, ``disagreement``): "calibrated",
+        or "human" once a human calibration is fitted.
     score_range : (column, low, high) or None
         A range of one score column brushed on a histogram: the table shows only those rows.
     """
@@ -90,6 +94,7 @@ class AppState(QObject):
         self.selected_row = None
         self.label_column = None
         self.label_scale = None
+        self.compared_form = "calibrated"
         self.score_range = None
 
     def set_model(self, embedder, info) -> None:
@@ -150,6 +155,13 @@ class AppState(QObject):
         if row != self.selected_row:
             self.selected_row = row
             self.selection_changed.emit()
+
+    def set_compared_form(self, form: str) -> None:
+        """Compare human scores with ``<metric>_<form>``: "calibrated" or "human" (the fitted map)."""
+        if form not in COMPARED_FORMS:
+            raise ValueError(f"unknown compared form {form!r}")
+        self.compared_form = form
+        self.labels_changed.emit()
 
     def set_labels(self, column: str | None, scale=None) -> None:
         """Read `column` as human scores on `scale` (low, high); nothing is scored again."""

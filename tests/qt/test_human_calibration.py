@@ -25,3 +25,27 @@ def test_a_bad_scale_is_explained(window, labelled_pairs, monkeypatch):
     monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
     window.fit_human(str(labelled_pairs), "five")
     assert "low,high" in shown[0]
+
+
+def test_a_fitted_human_calibration_is_shown_and_can_be_compared_with_people(window, qtbot, labelled_pairs,
+                                                                            pairs_csv):
+    import numpy as np
+
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])
+    agreement, table = window.agreement, window.results
+    assert not agreement.form_combo.model().item(1).isEnabled()            # nothing fitted yet
+    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+        window.fit_human(str(labelled_pairs), "0,5")
+    names = table.model.column_names
+    assert not table.table.isColumnHidden(names.index("cosine_human"))      # in the default columns
+    assert "+ human" in table.columns_combo.currentText()
+    assert agreement.form_combo.model().item(1).isEnabled()
+    calibrated = agreement.result.calibrated.copy()
+    agreement.form_combo.setCurrentIndex(1)                                  # compare with the human map
+    assert window.state.compared_form == "human"
+    frame = window.state.results.frame
+    np.testing.assert_allclose(agreement.result.calibrated, frame["cosine_human"].to_numpy(dtype=float))
+    assert not np.allclose(agreement.result.calibrated, calibrated, equal_nan=True)
+    assert "cosine_human" in agreement.plot.getAxis("left").labelText
+    np.testing.assert_allclose(table.model.frame["disagreement"], agreement.result.disagreement)  # follows
