@@ -7,10 +7,15 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
+from calibsim_gui.core.analysis.distributions import guess_scale, label_values
 from calibsim_gui.core.analysis.human_fit import fit_human_calibration
 from calibsim_gui.core.calibration.human import HUMAN_SUFFIX, HumanFit
 from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.qt.agreement_view import chosen_label
 from calibsim_gui.qt.messages import plural
+
+SCALE_PRESETS = ((0, 5), (1, 5), (0, 1), (0, 100), (1, 7), (0, 10))
+"""The scales people's similarity scores usually come on (STS 0-5, SICK 1-5, ...)."""
 
 
 class HumanFlow(QObject):
@@ -32,16 +37,26 @@ class HumanFlow(QObject):
                                               "Pairs (*.csv *.tsv *.jsonl);;All files (*)")
         if not path:
             return
-        scale, ok = QInputDialog.getText(self.window, "Scale of the human scores",
-                                         "The scale the pairs were scored on (low,high):", text="0,5")
+        scale, ok = QInputDialog.getItem(self.window, "Scale of the human scores",
+                                         "The scale the pairs were scored on (pick one, or type low,high):",
+                                         self.scale_choices(), 0, True)
         if ok:
             self.window.fit_human(path, scale)
+
+    def scale_choices(self) -> list[str]:
+        """The usual scales, the one guessed from the human scores in view (if any) first."""
+        choices = [f"{low:g}–{high:g}" for low, high in SCALE_PRESETS]
+        label = chosen_label(self.state)
+        if label is not None:
+            guessed = "{:g}–{:g}".format(*guess_scale(label_values(self.state.results.frame[label])))
+            choices = [guessed] + [c for c in choices if c != guessed]
+        return choices
 
     def fit(self, path: str, scale_text: str, metric: str = "cosine") -> None:
         """Fit a human calibration of the current model on `path` (labelled pairs) in a worker."""
         state, window = self.state, self.window
         try:
-            low, high = (float(v) for v in scale_text.split(","))
+            low, high = (float(v) for v in scale_text.replace("–", ",").split(","))
         except ValueError:
             window.show_error("Scale not understood", f"{scale_text!r}: write the scale as low,high, e.g. 0,5.")
             return

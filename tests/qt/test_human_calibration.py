@@ -49,3 +49,22 @@ def test_a_fitted_human_calibration_is_shown_and_can_be_compared_with_people(win
     assert not np.allclose(agreement.result.calibrated, calibrated, equal_nan=True)
     assert "cosine_human" in agreement.plot.getAxis("left").labelText
     np.testing.assert_allclose(table.model.frame["disagreement"], agreement.result.disagreement)  # follows
+
+
+def test_the_scale_is_picked_from_presets_the_guessed_one_first(window, qtbot, labelled_pairs, pairs_csv,
+                                                                monkeypatch):
+    from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+    offered = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(labelled_pairs), ""))
+    monkeypatch.setattr(QInputDialog, "getItem",
+                        lambda parent, title, text, items, current, editable: offered.append(items) or ("", False))
+    window.human.choose_pairs()
+    assert offered[0][:4] == ["0–5", "1–5", "0–1", "0–100"]                 # nothing in view: STS first
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([pairs_csv])                                      # scores 0..5 in view
+    window.human.choose_pairs()
+    assert offered[1][0] == "0–5" and len(set(offered[1])) == len(offered[1])
+    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+        window.fit_human(str(labelled_pairs), "0–5")                         # a preset as offered
+    assert "cosine_human" in window.state.results.frame
