@@ -92,3 +92,14 @@ def build_background(window, qtbot, tmp_path, *, sentences, pairs, seed):
     qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
     with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
         window.build_background(window.background.documents(), pairs, seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test of the window fails when anything printed a Python traceback on stderr (a worker
+    or slot that failed without telling the user), even if its assertions passed."""
+    report = yield
+    if report.when == "call" and report.passed and "Traceback (most recent call last)" in report.capstderr:
+        report.outcome = "failed"
+        report.longrepr = f"a traceback was printed on stderr:\n{report.capstderr}"
+    return report
