@@ -40,7 +40,7 @@ from calibsim_gui.core.analysis.distributions import (
     similarity_label,
 )
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
-from calibsim_gui.core.analysis.matrix_order import cluster_order, short_document_label
+from calibsim_gui.core.analysis.matrix_order import colour_range, short_document_label, similarity_order
 from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
@@ -50,8 +50,6 @@ from calibsim_gui.qt.state import form_label
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
 MAX_TICKED_DOCUMENTS = 40
 MAX_CLUSTERED_DOCUMENTS = 3000        # clustering more on the GUI thread would take seconds
-FIXED_LEVELS = {"calibrated": (0.0, 1.0), "anchor_minmax": (0.0, 1.0), "bg_minmax": (0.0, 1.0),
-                "bg_percentile": (0.0, 100.0)}      # bounded forms keep one colour scale everywhere
 BACKGROUND_COLOR = QColor(76, 120, 168)
 USER_COLOR = QColor(245, 133, 24)
 SELECTED_COLOR = QColor(214, 39, 40)
@@ -942,9 +940,7 @@ class HeatmapView(QWidget):
         if kind not in self._orders:
             n = len(results.ids)
             if kind == "clustered":
-                raw = results.matrices["raw"]
-                self._orders[kind] = cluster_order(
-                    raw if METRICS[results.metric].higher_is_similar else -raw)
+                self._orders[kind] = similarity_order(results.matrices, METRICS[results.metric].higher_is_similar)
             else:
                 self._orders[kind] = np.arange(n)
         return self._orders[kind]
@@ -997,7 +993,7 @@ class HeatmapView(QWidget):
         matrix = results.matrices[form]
         self._matrix = matrix[np.ix_(self.order, self.order)]
         n = len(self._matrix)
-        lo, hi = self._data_levels(FIXED_LEVELS.get(form))
+        lo, hi = colour_range(self._matrix, form)
         cmap = pg.colormap.get("viridis")
         if form == "raw" and not METRICS[results.metric].higher_is_similar:
             cmap = cmap.getSubset(1.0, -1.0)  # distances: bright still means similar
@@ -1014,17 +1010,6 @@ class HeatmapView(QWidget):
             self._set_ticks()
             self._fill_documents()
         self.plot.autoRange(padding=0)
-
-    def _data_levels(self, bounds=None) -> tuple[float, float]:
-        """Colour range of the off-diagonal scores (the diagonal would only stretch it), kept
-        inside `bounds` for bounded forms."""
-        n = len(self._matrix)
-        off = self._matrix[~np.eye(n, dtype=bool)] if n > 1 else self._matrix.ravel()
-        off = off[np.isfinite(off)]
-        lo, hi = (float(off.min()), float(off.max())) if len(off) else (bounds or (0.0, 1.0))
-        if bounds is not None:
-            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
-        return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
     def _mouse_moved(self, pos) -> None:
         n = len(self._matrix)

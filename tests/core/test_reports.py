@@ -210,6 +210,22 @@ def test_document_matrix_report_has_heatmap_and_top_pairs(profile, tmp_path):
     assert data["format"] == "calibsim-matrix" and data["ids"] == result.ids
 
 
+def test_report_heatmap_is_the_apps_clustered_order_and_off_diagonal_colours(profile, tmp_path):
+    from calibsim_gui.core.reports.figures import heatmap_data
+
+    pets = ["a cat sat on the mat", "the cat sat on a mat", "a small cat sat on the mat"]
+    money = ["stock markets fell sharply", "the stock market fell sharply today", "markets fell as stocks sank"]
+    path = tmp_path / "mixed.txt"
+    path.write_text("\n".join([pets[0], money[0], pets[1], money[1], pets[2], money[2]]))
+    result = score_matrix(load_documents([path]), FakeEmbedder(), profile, forms=("calibrated",))
+    form, ids, matrix, (low, high) = heatmap_data(build_report(result, profile))
+    topics = ["pets" if result.texts[result.ids.index(i)] in pets else "money" for i in ids]
+    assert topics in (["pets"] * 3 + ["money"] * 3, ["money"] * 3 + ["pets"] * 3)   # not input order
+    off = matrix[~np.eye(6, dtype=bool)]
+    assert form == "calibrated" and (low, high) == (max(off.min(), 0.0), min(off.max(), 1.0))
+    assert high < 1.0 - 1e-6 or off.max() >= 1.0                        # the diagonal's 1 is left out
+
+
 def test_document_matrix_reports_list_local_minmax_labelled_as_local(profile, tmp_path):
     from calibsim_gui.core.analysis.matrices import local_minmax_rows
 

@@ -1,4 +1,5 @@
-"""Reading a document set's N x N matrix: a clustered order of its documents and short labels."""
+"""Reading a document set's N x N matrix: a clustered order of its documents, the colour range
+that shows it, and short labels (the app's heatmap and the report's use the same)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import numpy as np
 LABEL_WORDS = 5                  # words of a document's text in its short label
 LABEL_CHARS = 34                 # a short label is cut to this many characters
 OPTIMAL_ORDER_MAX = 400          # optimal leaf ordering is O(n^3): only for small sets
+FORM_BOUNDS = {"calibrated": (0.0, 1.0), "anchor_minmax": (0.0, 1.0), "bg_minmax": (0.0, 1.0),
+               "bg_percentile": (0.0, 100.0)}      # bounded forms keep their colour range inside these
 
 
 def cluster_order(similarity: np.ndarray, *, method: str = "average") -> np.ndarray:
@@ -40,6 +43,26 @@ def cluster_order(similarity: np.ndarray, *, method: str = "average") -> np.ndar
     if n <= OPTIMAL_ORDER_MAX:
         tree = optimal_leaf_ordering(tree, condensed)
     return leaves_list(tree)
+
+
+def similarity_order(matrices: dict, higher_is_similar: bool) -> np.ndarray:
+    """`cluster_order` of a document matrix's raw scores, oriented "higher = more similar"."""
+    raw = np.asarray(matrices["raw"], dtype=np.float64)
+    return cluster_order(raw if higher_is_similar else -raw)
+
+
+def colour_range(matrix: np.ndarray, form: str) -> tuple[float, float]:
+    """The range of the off-diagonal scores (each document with itself would only stretch it),
+    kept inside the form's bounds (`FORM_BOUNDS`) for bounded forms."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    bounds = FORM_BOUNDS.get(form)
+    n = len(matrix)
+    off = matrix[~np.eye(n, dtype=bool)] if n > 1 else matrix.ravel()
+    off = off[np.isfinite(off)]
+    lo, hi = (float(off.min()), float(off.max())) if len(off) else (bounds or (0.0, 1.0))
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
 def short_document_label(doc_id: str, text: str | None = None) -> str:

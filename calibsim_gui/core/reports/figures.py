@@ -22,6 +22,7 @@ from calibsim_gui.core.analysis.distributions import (
     histograms,
     similarity_label,
 )
+from calibsim_gui.core.analysis.matrix_order import colour_range, similarity_order
 from calibsim_gui.core.analysis.thresholds import find_threshold, pr_curve, same_meaning
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.geometry.metrics import METRICS
@@ -119,27 +120,34 @@ def distribution_figure(report) -> ReportFigure:
     return _render(fig, "distribution", f"{metric}: raw and {form} distributions", caption)
 
 
-def heatmap_figure(report) -> ReportFigure:
-    """The document matrix in the featured form, with a colour bar."""
-    from matplotlib.figure import Figure
-
+def heatmap_data(report) -> tuple[str, list[str], np.ndarray, tuple[float, float]]:
+    """The heatmap as the app shows it: the featured form, the document ids and the matrix in
+    clustered order, and the colour range of the scores between different documents."""
     matrices = report.result.matrices
     form = report.form if report.form in matrices else "raw"
-    matrix = matrices[form]
-    ids = report.result.ids
+    order = similarity_order(matrices, METRICS[report.metric].higher_is_similar)
+    matrix = np.asarray(matrices[form])[np.ix_(order, order)]
+    return form, [report.result.ids[i] for i in order], matrix, colour_range(matrix, form)
+
+
+def heatmap_figure(report) -> ReportFigure:
+    """The document matrix in the featured form, as the app's heatmap shows it: documents in
+    clustered order, colours spanning the off-diagonal scores, with a colour bar."""
+    from matplotlib.figure import Figure
+
+    form, ids, matrix, (low, high) = heatmap_data(report)
     fig = Figure(figsize=(7.5, 6.5), layout="constrained")
     ax = fig.subplots()
-    bounded = {"calibrated": (0, 1), "anchor_minmax": (0, 1), "bg_minmax": (0, 1),
-               "bg_percentile": (0, 100)}.get(form, (None, None))
-    image = ax.imshow(matrix, cmap="viridis", vmin=bounded[0], vmax=bounded[1],
-                      interpolation="nearest")
+    image = ax.imshow(matrix, cmap="viridis", vmin=low, vmax=high, interpolation="nearest")
     fig.colorbar(image, ax=ax, label=f"{report.metric} {form}")
     if len(ids) <= 40:
         ax.set_xticks(range(len(ids)), ids, rotation=90, fontsize=6)
         ax.set_yticks(range(len(ids)), ids, fontsize=6)
     ax.set_title(f"{len(ids):,} documents: {report.metric} {form}", fontsize=10)
     caption = (f"Every document against every other, {report.metric} {form}"
-               + (" (higher = more similar)." if form != "raw" else f" ({METRICS[report.metric].orientation})."))
+               + (" (higher = more similar)" if form != "raw" else f" ({METRICS[report.metric].orientation})")
+               + "; similar documents next to each other (clustered order), colours spanning the scores "
+                 "between different documents.")
     return _render(fig, "heatmap", f"Document heatmap ({report.metric} {form})", caption)
 
 
