@@ -84,6 +84,16 @@ def test_binary_files_renamed_txt_are_refused(tmp_path, raw):
     assert "corpus.txt" in str(caught.value)
 
 
+@pytest.mark.parametrize("encoding, raw", [
+    (None, ("fine text\n" * 2000).encode() + b"then a NUL \x00 here\n"),         # past the first 8 KB
+    ("utf-16-le", ("fine text\n" * 2000 + "then a NUL \x00 here\n").encode("utf-16-le")),
+])
+def test_a_nul_anywhere_in_a_text_file_is_refused_with_its_line(tmp_path, encoding, raw):
+    path = write(tmp_path / "late.txt", raw)
+    with pytest.raises(InputError, match=r"late.txt, line 2001: holds a NUL character"):
+        read_text_file(path, encoding=encoding)
+
+
 def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
     path = write(tmp_path / "huge.txt", "x" * 2048)
     monkeypatch.setattr(tables, "MAX_TEXT_BYTES", 1024)

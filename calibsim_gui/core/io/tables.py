@@ -56,6 +56,7 @@ def read_text_file(path, encoding: str | None = None) -> str:
     bom_encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
     if bom_encoding is None and not _is_wide(encoding):
         _refuse_binary(path, data[:_SNIFF_BYTES])
+        _refuse_nul(path, data.find(b"\x00"), data)        # anywhere in the file, not just its head
     try:
         text = data.decode(encoding or bom_encoding or "utf-8")
     except LookupError:
@@ -78,7 +79,17 @@ def read_text_file(path, encoding: str | None = None) -> str:
             fix="if it came from Excel or Windows, add --encoding cp1252 "
             "(or --encoding latin-1), or re-save it as UTF-8.",
         ) from None
+    _refuse_nul(path, text.find("\x00"), text)               # a wide encoding's U+0000
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _refuse_nul(path: Path, at: int, content) -> None:
+    """A NUL character (at index `at` of `content`, -1: none) is no text: refuse, naming its line."""
+    if at >= 0:
+        newline = b"\n" if isinstance(content, bytes) else "\n"
+        raise InputError("holds a NUL character, so it is binary data, not text.", path=path,
+                         line=content.count(newline, 0, at) + 1,
+                         fix="export the texts again as UTF-8 .txt, .csv or .jsonl")
 
 
 def _read_bytes(path: Path) -> bytes:
