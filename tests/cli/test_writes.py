@@ -195,3 +195,18 @@ def test_a_cache_that_fills_up_is_a_warning_and_the_scores_are_right(pairs, tmp_
     assert "Traceback" not in err
     assert (tmp_path / "full.csv").read_bytes() == (tmp_path / "clean.csv").read_bytes()
 
+
+
+@pytest.mark.parametrize("folder_problem", ["missing", "read-only"])
+def test_an_output_folder_that_cannot_take_the_file_is_refused_before_any_work(
+        pairs, tmp_path, capsys, monkeypatch, folder_problem):
+    out = tmp_path / "nowhere" / "scores.csv"
+    if folder_problem == "read-only":
+        out.parent.mkdir()
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **k: False if Path(p) == out.parent
+                            else real_access(p, mode, **k))        # as for a non-root user after chmod 555
+    monkeypatch.setattr(common, "load_model", lambda args: pytest.fail("the model was loaded"))
+    assert cli.main(["score", str(pairs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out.parent) in err and ("does not exist" if folder_problem == "missing" else "cannot be written") in err

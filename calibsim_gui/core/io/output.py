@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
@@ -51,7 +52,19 @@ def check_output_path(path, *, inputs=(), force: bool = False, formats=REPORT_FO
         if target.exists() and not force:
             raise InputError("the output file exists already.", path=target,
                              fix="choose another output name, or add --force to replace it")
+    _check_folder(path)
     return path
+
+
+def _check_folder(path: Path) -> None:
+    """Refuse, before any work, an output whose folder is missing or cannot be written."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(f"the folder {folder} does not exist.", path=path,
+                         fix="create the folder first, or choose another output name")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"the folder {folder} cannot be written to.", path=path,
+                         fix="choose a folder you can write to")
 
 
 def _input_at(target: Path, inputs) -> Path | None:
