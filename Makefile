@@ -30,4 +30,6 @@ $(STAMP): pyproject.toml packaging/constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --upgrade pip
 	$(VENV)/bin/python -m pip install -c packaging/constraints-cpu.txt -e '.[test]'
+	# the built-in model's fast engine, exported and checked once, so a user's first score is fast
+	$(VENV)/bin/calibsim models --prepare || echo "calibsim: the fast engine was not prepared; scoring uses torch"
 	touch $(STAMP)
