@@ -17,8 +17,8 @@ def prepare(folders) -> int:
     reuse it), saying what it did; 2 if a model's fast engine cannot be prepared."""
     import time
 
-    from calibsim_gui.core.embedding.models import load_onnx_model
     from calibsim_gui.core.embedding.model_folders import resolve_model
+    from calibsim_gui.core.embedding.models import load_onnx_model
     from calibsim_gui.core.errors import ModelError
 
     status = 0

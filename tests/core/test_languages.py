@@ -219,3 +219,23 @@ def test_chinese_and_japanese_pairs_warn_about_an_english_reference(english_prof
     assert any("of the texts are Japanese (ja)" in n for n in notes)
     assert any("calibsim profile build --background zh.txt" in n for n in notes)
     assert scored.provenance["languages"]["cross_language_pairs"] == len(rows)
+
+
+def test_the_detector_model_is_decompressed_once_and_a_damaged_copy_is_rewritten(monkeypatch, tmp_path):
+    """py3langid's model is read from an uncompressed copy in the cache (first use writes it);
+    a copy with flipped bytes fails its CRC and is replaced, never read as a model."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+    from calibsim_gui.core.embedding import languages
+
+    monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path))
+    packaged = MODEL_DIR / MODEL_FILE
+    first = languages._model_arrays(packaged)
+    (copy,) = (tmp_path / "langid").glob("*.npz")
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0xFF                           # inside the largest array
+    copy.write_bytes(bytes(data))
+    again = languages._model_arrays(packaged)
+    assert all((again[name] == first[name]).all() for name in first)
+    assert languages._model_arrays(packaged)["ptc"].shape == first["ptc"].shape
+    assert copy.read_bytes() != bytes(data)                 # written again, whole

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibsim_gui.core.analysis.correlation import spearman
 from calibsim_gui.core.analysis.pairs import split_score_column
 from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
 from calibsim_gui.core.geometry.metrics import METRICS
@@ -245,9 +246,7 @@ def agreement(labels, calibrated, scale, label: str = "") -> Agreement:
     rmse = float(np.sqrt(np.mean(disagreement[ok] ** 2))) if n else float("nan")
     rho = float("nan")
     if n > 2 and np.ptp(human[ok]) > 0 and np.ptp(calibrated[ok]) > 0:
-        from scipy.stats import spearmanr
-
-        rho = float(spearmanr(calibrated[ok], human[ok]).statistic) * 100
+        rho = spearman(calibrated[ok], human[ok]) * 100
     return Agreement(label, (low, high), human, calibrated, disagreement, n, mae, rmse, rho)
 
 

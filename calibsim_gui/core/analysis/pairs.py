@@ -11,6 +11,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
+from calibsim_gui.core.analysis.correlation import spearman
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS, ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import add_language_ends
 from calibsim_gui.core.calibration.query_scale import pair_zscores, text_scales
@@ -501,14 +502,13 @@ def _truncated_marks(too_long, first, second) -> np.ndarray:
 def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
     """Spearman correlation (x100) of every score column with the human labels."""
     import pandas as pd
-    from scipy.stats import spearmanr
 
     y = pd.to_numeric(labels, errors="coerce").to_numpy()
     out = {}
     for name, values in columns.items():
         ok = np.isfinite(y) & np.isfinite(values)
         if ok.sum() > 2 and np.ptp(values[ok]) > 0 and np.ptp(y[ok]) > 0:     # else: undefined
-            rho = spearmanr(values[ok], y[ok]).statistic
+            rho = spearman(values[ok], y[ok])
             out[name] = round(float(rho) * 100 * (1 if _higher_is_similar(name) else -1), 3)
     return {"label": labels.name, "spearman_x100": out}
 

@@ -22,14 +22,23 @@ py3langid's, short English headlines were taken for Nigerian Pidgin (25 of STS-B
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import lzma
 import math
 import re
+import zipfile
+from array import array
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.model_folders import file_sha256
+from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.io.atomic import atomic_path
 from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES
 
 UNKNOWN = "unknown"
@@ -93,15 +102,44 @@ def _named(code: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _identifier():
-    """py3langid's model, loaded once per process (~0.5 s: it is decompressed from the package)."""
+    """py3langid's model, loaded once per process from its decompressed copy (`_model_arrays`)."""
     try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
     except ImportError as exc:          # a bundle or environment without it
         raise RuntimeError(f"language detection needs py3langid ({exc}); install it with "
                            "`pip install py3langid`") from None
-    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    arrays = _model_arrays(Path(MODEL_DIR) / MODEL_FILE)
+    identifier = LanguageIdentifier(       # as LanguageIdentifier.from_model_file builds it
+        arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), _unsigned(arrays["nextmove"]),
+        arrays["out_feat"].tolist(), norm_probs=True, tk_row=_unsigned(arrays["nextmove_row"]))
     identifier.set_languages([code for code in _NAMES if code in identifier.nb_classes])
     return identifier
+
+
+def _model_arrays(packaged: Path) -> dict[str, np.ndarray]:
+    """The arrays of py3langid's packaged model (LZMA-compressed: ~1 s to decompress), from an
+    uncompressed copy in the cache folder named by the package file's digest (~0.2 s to read),
+    written on first use. A damaged copy fails the zip's CRC check and is written again."""
+    copy = default_cache_dir() / "langid" / f"{file_sha256(packaged)[:32]}.npz"
+    try:
+        with np.load(copy, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile):      # no copy yet, or a damaged one
+        pass
+    with lzma.open(packaged) as source, np.load(io.BytesIO(source.read()), allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    with contextlib.suppress(OSError, CalibsimError):     # a read-only cache: decompress each time
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(copy) as tmp, open(tmp, "wb") as out:
+            np.savez(out, **arrays)
+    return arrays
+
+
+def _unsigned(values: np.ndarray) -> array:
+    """A numpy unsigned-int array as the stdlib `array` py3langid's tokenizer walks."""
+    out = array({2: "H", 4: "I", 8: "L"}[values.dtype.itemsize])
+    out.frombytes(np.ascontiguousarray(values).tobytes())
+    return out
 
 
 def detector_name() -> str:
@@ -321,7 +359,7 @@ def run_languages(texts, profile_provenance: dict, *, model_folder=None, pairs=N
         seen[picked] = True
         a, b = sure[first], sure[second]
         cross = np.flatnonzero(seen[first] & seen[second] & (a != UNKNOWN) & (b != UNKNOWN) & (a != b))
-        entry["cross_language_pairs"] = int(len(cross))
+        entry["cross_language_pairs"] = len(cross)
         if len(cross):
             shown = ", ".join(str(int(n) + 1) for n in numbers[cross][:10])
             more = ", …" if len(cross) > 10 else ""
