@@ -22,6 +22,7 @@ import hashlib
 import math
 import struct
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def read_kll_layout(data: bytes) -> KllLayout:
     if len(data) < start + 16:
         raise ValueError("the quantile sketch is cut short")
     offsets = struct.unpack_from(f"<{num_levels}I", data, _KLL_HEADER) + (capacity,)
-    if any(a > b for a, b in zip(offsets, offsets[1:])) or offsets[0] >= capacity:
+    if any(a > b for a, b in pairwise(offsets)) or offsets[0] >= capacity:
         raise ValueError("the quantile sketch's level offsets are out of order")
     n_items = capacity - offsets[0]
     if len(data) != start + 16 + 8 * n_items:
@@ -110,10 +111,10 @@ def _checked_layout(layout: KllLayout, flags: int) -> KllLayout:
     if not (math.isfinite(layout.min) and math.isfinite(layout.max) and layout.min <= layout.max
             and np.isfinite(items).all() and (items >= layout.min).all() and (items <= layout.max).all()):
         raise ValueError("the quantile sketch holds values that are not finite or outside its own range")
-    if sum((b - a) << h for h, (a, b) in enumerate(zip(levels, levels[1:]))) != layout.n:
+    if sum((b - a) << h for h, (a, b) in enumerate(pairwise(levels))) != layout.n:
         raise ValueError("the quantile sketch's levels do not add up to its number of values")
     first_sorted = 0 if flags & _LEVEL_ZERO_SORTED else 1
-    for a, b in zip(levels[first_sorted:], levels[first_sorted + 1:]):
+    for a, b in pairwise(levels[first_sorted:]):
         if np.any(np.diff(items[a:b]) < 0):
             raise ValueError("a level of the quantile sketch is out of order")
     return layout
@@ -151,7 +152,7 @@ class KllSketch:
         self._add_count(len(values), values.min(), values.max())
         self._compress()
 
-    def merge(self, other: "KllSketch") -> None:
+    def merge(self, other: KllSketch) -> None:
         """Fold `other` in; this sketch keeps its k."""
         if other.n == 0:
             return
@@ -234,15 +235,15 @@ class KllSketch:
                 + np.concatenate(self.levels).astype("<f8").tobytes())
 
     @classmethod
-    def deserialize(cls, data: bytes) -> "KllSketch":
+    def deserialize(cls, data: bytes) -> KllSketch:
         """The sketch `serialize` (or DataSketches) wrote; ValueError if the bytes are damaged."""
         return cls.from_layout(read_kll_layout(data))
 
     @classmethod
-    def from_layout(cls, layout: KllLayout) -> "KllSketch":
+    def from_layout(cls, layout: KllLayout) -> KllSketch:
         sketch = cls(layout.k)
         sketch.n, sketch.min_k = layout.n, layout.min_k
         sketch.min, sketch.max = layout.min, layout.max
         bounds = layout.levels
-        sketch.levels = [np.sort(layout.items[a:b]) for a, b in zip(bounds, bounds[1:])]
+        sketch.levels = [np.sort(layout.items[a:b]) for a, b in pairwise(bounds)]
         return sketch
