@@ -224,15 +224,16 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     n_texts = len(distinct)
     per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
     n_columns = (per_metric + 6 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
-    check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
-                 memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
+    run_bytes = pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan))
+    check_budget(run_bytes, memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
                  fix="split the pairs file into parts or choose fewer metrics")
     index = {t: i for i, t in enumerate(distinct)}
     first = np.fromiter((index[t] for t in texts_a), dtype=np.int64, count=len(rows))
     second = np.fromiter((index[t] for t in texts_b), dtype=np.int64, count=len(rows))
     chunked = long_texts == "chunk"
     # the pieces the model reads: each distinct text, or (--long-texts chunk) each of its chunks
-    pieces = split_texts(embedder, distinct, overlap=chunk_overlap) if chunked else None
+    pieces = split_texts(embedder, distinct, overlap=chunk_overlap, memory_budget=memory_budget,
+                         run_bytes=run_bytes, path=table.path) if chunked else None
     sizes = (np.fromiter(map(len, pieces), dtype=np.int64, count=n_texts) if chunked
              else np.ones(n_texts, dtype=np.int64))
     starts = np.cumsum(sizes) - sizes              # each text's first piece among all pieces
