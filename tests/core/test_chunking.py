@@ -255,7 +255,7 @@ def test_a_pair_of_two_long_texts_is_scored_in_bounded_memory_with_the_same_scor
 def test_chunks_over_the_memory_budget_are_refused_before_anything_is_encoded(tmp_path, profile):
     table = _pairs(tmp_path, [(long_document(100_000, seed=4), "A cat sat.")], name="long.csv")
     embedder = FakeEmbedder()
-    with pytest.raises(InputError, match=r"long\.csv.*cuts 1 long texts into 99,\d\d\d chunks of up to 38 "
+    with pytest.raises(InputError, match=r"long\.csv.*cuts 1 long text into 99,\d\d\d chunks of up to 38 "
                                          r"tokens \(37 shared.*more than the memory budget of 300.0 MB.*"
                                          r"--long-texts truncate"):
         score_pairs(table, embedder, profile, metrics=["cosine"], long_texts="chunk", chunk_overlap=37,

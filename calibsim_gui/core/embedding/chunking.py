@@ -118,7 +118,7 @@ def split_texts(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_
     n_chunks = sum(map(len, cuts.values()))
     n_chars = sum(end - start for spans in cuts.values() for start, end in spans)
     check_budget(run_bytes + chunk_bytes(n_chunks, n_chars, embedder.dimension), memory_budget, path=path,
-                 what=f"--long-texts chunk cuts {len(long):,} long texts into {n_chunks:,} chunks of up to "
+                 what=f"--long-texts chunk cuts {len(long):,} long text{'s' * (len(long) > 1)} into {n_chunks:,} chunks of up to "
                       f"{window} tokens ({overlap} shared by neighbours), which",
                  fix="score with --long-texts truncate, or a smaller --chunk-overlap, or split the long "
                      "texts into parts")
