@@ -373,17 +373,23 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                                 "texts past the model's max length are scored by their beginning"}
     if long["mode"] == "chunk":
         long["window"] = provenance["long_texts"]["window"] = chunk_window(embedder)
+    prompt = embedder_prompt(embedder)
+    max_length = (f"the model's max length ({embedder.max_seq_length} tokens"
+                  + (f", the prompt {prompt!r} before each text included)" if prompt else ")"))
     if long["texts_chunked"]:
-        notes.append(f"{long['texts_chunked']} texts are longer than the model's max length "
-                     f"({embedder.max_seq_length} tokens): each was split into chunks of up to "
-                     f"{long['window']} tokens ({long['overlap']} shared by neighbours, "
+        notes.append(f"{long['texts_chunked']} texts are longer than {max_length}: each was split into "
+                     f"chunks of up to {long['window']} tokens ({long['overlap']} shared by neighbours, "
                      f"{long['chunks']} chunks in all); their pairs score "
                      f"{CHUNK_AGGREGATE_DESCRIPTIONS[long['aggregate']]} ({long['aggregate']}); "
                      f"{CALIBRATION_NOTE}")
-    if encoding.n_truncated:
+    if encoding.n_truncated and long["mode"] == "chunk":      # chunked, yet a chunk was still cut
+        notes.append(f"{encoding.n_truncated} texts have a chunk that the model read as longer than "
+                     f"{max_length} (read alone, its words split into more tokens), so the end of that "
+                     f"chunk was not scored (column {TRUNCATED_COLUMN})")
+    elif encoding.n_truncated:
         pairs = long["pairs_truncated"]
-        notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
-                     f"({embedder.max_seq_length} tokens); only their beginning was scored"
+        notes.append(f"{encoding.n_truncated} texts are longer than {max_length}; only their beginning "
+                     "was scored"
                      + (f": {pairs} pairs have a truncated text (column {TRUNCATED_COLUMN}); "
                         "score them whole with --long-texts chunk (app: Settings > Long texts)"
                         if pairs else ""))
