@@ -50,3 +50,21 @@ def test_broken_anchor_files_are_refused_naming_the_file(tmp_path, name, content
     with pytest.raises(InputError, match=message) as caught:
         load_anchors(path)
     assert str(path) in str(caught.value)
+
+
+def test_an_18_mb_ladder_is_refused_from_its_size_at_once(tmp_path):
+    """Issue 30: an 18 MB ladder ran past 600 s (every pair is encoded by every run)."""
+    path = tmp_path / "huge.csv"
+    rows = "".join(f"l{i % 2},first text number {i},second text number {i},{i % 2}\n" for i in range(340_000))
+    path.write_text("level,text_a,text_b,target\n" + rows)
+    assert path.stat().st_size > 18e6
+    with pytest.raises(InputError, match=r"huge\.csv: is 18 MiB; anchor ladders up to 2 MiB are accepted"
+                                         r".*Fix: an anchor ladder needs a few pairs per level"):
+        load_anchors(path)
+
+
+def test_a_ladder_of_too_many_short_pairs_is_refused_naming_the_limit(tmp_path):
+    path = tmp_path / "many.csv"
+    path.write_text("level,text_a,text_b,target\n" + "".join(f"l{i % 2},a{i},b{i},{i % 2}\n" for i in range(6000)))
+    with pytest.raises(InputError, match=r"many\.csv: has 6,000 anchor pairs; ladders of up to 5,000 are accepted"):
+        load_anchors(path)

@@ -230,3 +230,34 @@ def test_real_model_flags_truncation_and_chunks_score_the_whole_text(tmp_path, r
     assert len(pieces) >= 2 and all(piece in DOC_A for piece in pieces)
     assert (real_embedder.token_counts(pieces) <= real_embedder.max_seq_length).all()
     assert DOC_A.startswith(pieces[0]) and DOC_A.endswith(pieces[-1])
+
+
+@pytest.mark.parametrize("aggregate", ["max", "mean", "match"])
+def test_a_pair_of_two_long_texts_is_scored_in_bounded_memory_with_the_same_scores(aggregate):
+    """Issue 30: one pair of two 200 KB texts took 2.2 GB (every chunk pair gathered at once)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((n, 48)).astype(np.float32) for n in (700, 650))   # 455,000 chunk pairs
+    tracemalloc.start()
+    scores = aggregate_pair_scores([a], [b], ["cosine", "manhattan"], aggregate)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 40e6                                   # gathered whole: 455,000 x 48 x 12 B = 262 MB
+    for name in ("cosine", "manhattan"):
+        full = pair_scores(np.repeat(a, len(b), axis=0), np.tile(b, (len(a), 1)), [name])[name]
+        similarity = -full.reshape(len(a), len(b)) if name == "manhattan" else full.reshape(len(a), len(b))
+        expected = {"max": similarity.max(), "mean": similarity.mean(),
+                    "match": (similarity.max(axis=1).mean() + similarity.max(axis=0).mean()) / 2}[aggregate]
+        assert scores[name][0] == pytest.approx(expected * (-1 if name == "manhattan" else 1), rel=1e-9)
+
+
+def test_chunks_over_the_memory_budget_are_refused_before_anything_is_encoded(tmp_path, profile):
+    table = _pairs(tmp_path, [(long_document(100_000, seed=4), "A cat sat.")], name="long.csv")
+    embedder = FakeEmbedder()
+    with pytest.raises(InputError, match=r"long\.csv.*cuts 1 long text into 99,\d\d\d chunks of up to 38 "
+                                         r"tokens \(37 shared.*more than the memory budget of 300.0 MB.*"
+                                         r"--long-texts truncate"):
+        score_pairs(table, embedder, profile, metrics=["cosine"], long_texts="chunk", chunk_overlap=37,
+                    memory_budget=300_000_000)
+    assert embedder.calls == 0

@@ -102,7 +102,7 @@ def _assert_same_background(a: ReferenceProfile, b: ReferenceProfile):
             tolerance = x.rank_error() + y.rank_error() + 1e-9
             assert tolerance > 0                  # the sketches are past their exact size
             for q in (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99):
-                assert abs(x.kll.get_rank(y.quantile(q)) - q) <= tolerance
+                assert abs(x.kll.rank(y.quantile(q)) - q) <= tolerance
             np.testing.assert_allclose(x.top, y.top, rtol=1e-5, atol=1e-6)
     for fix, ref in a.geometries.items():
         probe = a.query_reference[:200]

@@ -458,3 +458,16 @@ def test_linked_subfolders_are_read_once_and_a_link_loop_ends(tmp_path):
     docs = load_documents([folder])
     assert sorted(docs.texts) == ["own text", "shared text"]
     assert [p.relative_to(folder).as_posix() for p in docs.files] == ["linked/s.txt", "own.txt"]
+
+
+@pytest.mark.parametrize("suffix, content", [
+    (".csv", ",".join(f"c{i}" for i in range(100_000)) + "\n" + "a," * 99_999 + "a\n"),
+    (".jsonl", json.dumps({f"c{i}": "a" for i in range(100_000)}) + "\n"),
+])
+def test_a_table_of_100000_columns_is_refused_from_its_header_at_once(tmp_path, suffix, content):
+    """Issue 30: a 0.9 MB CSV of 100,000 columns ran past 600 s in the parser."""
+    path = tmp_path / f"wide{suffix}"
+    path.write_text(content)
+    with pytest.raises(InputError, match=rf"wide\{suffix}.*has 100,000 columns, more than the 1,000 calibsim "
+                                         "reads from a table.*Fix: save only the text columns"):
+        load_pairs(path)

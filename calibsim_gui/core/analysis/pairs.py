@@ -225,15 +225,16 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     n_texts = len(distinct)
     per_metric = 1 + len(profile.forms()) + (profile.query_reference is not None)
     n_columns = (per_metric + 6 * interval) * sum(map(len, plan.values())) + len(human) + 2 * norms
-    check_budget(pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan)),
-                 memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
+    run_bytes = pair_run_bytes(len(rows), n_texts, embedder.dimension, n_columns, len(plan))
+    check_budget(run_bytes, memory_budget, what=f"scoring {len(rows):,} pairs ({n_texts:,} distinct texts)",
                  fix="split the pairs file into parts or choose fewer metrics")
     index = {t: i for i, t in enumerate(distinct)}
     first = np.fromiter((index[t] for t in texts_a), dtype=np.int64, count=len(rows))
     second = np.fromiter((index[t] for t in texts_b), dtype=np.int64, count=len(rows))
     chunked = long_texts == "chunk"
     # the pieces the model reads: each distinct text, or (--long-texts chunk) each of its chunks
-    pieces = split_texts(embedder, distinct, overlap=chunk_overlap) if chunked else None
+    pieces = split_texts(embedder, distinct, overlap=chunk_overlap, memory_budget=memory_budget,
+                         run_bytes=run_bytes, path=table.path) if chunked else None
     sizes = (np.fromiter(map(len, pieces), dtype=np.int64, count=n_texts) if chunked
              else np.ones(n_texts, dtype=np.int64))
     starts = np.cumsum(sizes) - sizes              # each text's first piece among all pieces
@@ -373,17 +374,23 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                                 "texts past the model's max length are scored by their beginning"}
     if long["mode"] == "chunk":
         long["window"] = provenance["long_texts"]["window"] = chunk_window(embedder)
+    prompt = embedder_prompt(embedder)
+    max_length = (f"the model's max length ({embedder.max_seq_length} tokens"
+                  + (f", the prompt {prompt!r} before each text included)" if prompt else ")"))
     if long["texts_chunked"]:
-        notes.append(f"{long['texts_chunked']} texts are longer than the model's max length "
-                     f"({embedder.max_seq_length} tokens): each was split into chunks of up to "
-                     f"{long['window']} tokens ({long['overlap']} shared by neighbours, "
+        notes.append(f"{long['texts_chunked']} texts are longer than {max_length}: each was split into "
+                     f"chunks of up to {long['window']} tokens ({long['overlap']} shared by neighbours, "
                      f"{long['chunks']} chunks in all); their pairs score "
                      f"{CHUNK_AGGREGATE_DESCRIPTIONS[long['aggregate']]} ({long['aggregate']}); "
                      f"{CALIBRATION_NOTE}")
-    if encoding.n_truncated:
+    if encoding.n_truncated and long["mode"] == "chunk":      # chunked, yet a chunk was still cut
+        notes.append(f"{encoding.n_truncated} texts have a chunk that the model read as longer than "
+                     f"{max_length} (read alone, its words split into more tokens), so the end of that "
+                     f"chunk was not scored (column {TRUNCATED_COLUMN})")
+    elif encoding.n_truncated:
         pairs = long["pairs_truncated"]
-        notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
-                     f"({embedder.max_seq_length} tokens); only their beginning was scored"
+        notes.append(f"{encoding.n_truncated} texts are longer than {max_length}; only their beginning "
+                     "was scored"
                      + (f": {pairs} pairs have a truncated text (column {TRUNCATED_COLUMN}); "
                         "score them whole with --long-texts chunk (app: Settings > Long texts)"
                         if pairs else ""))

@@ -8,8 +8,10 @@
    encodes one block at a time and returns the block's moment sums (count, sum, cross-products)
    plus the few rows the pair scheme or the query sample select, and rows of repeated sentences.
 4. The driver adds the moments (repeated sentences once), fits the geometry fixes from them,
-   scores the selected pairs in Ray tasks whose sketches merge in any order, and assembles the
-   profile with `profile_builder.assemble_profile`.
+   scores the selected pairs in Ray tasks whose sketches it merges in chunk order, and assembles
+   the profile with `profile_builder.assemble_profile`. Blocks and chunks are taken in a fixed
+   order (not as they finish), so a build run twice on the same cluster gives the same
+   backgrounds.
 
 The pairs depend only on the sentences and the seed, so the profile equals the one
 `profile_builder.build_profile` makes on one machine from the same sentences: same pairs, same
@@ -357,6 +359,7 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
 
     context = DataContext.get_current()
     context.enable_progress_bars = False
+    context.execution_options.preserve_order = True       # blocks add up in the same order every run
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     start = time.perf_counter()
     keyed = read_sentences(files, column=column, encoding=encoding).map_batches(
@@ -402,9 +405,8 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
     pending = [score.remote(a[i:i + CHUNK_PAIRS], b[i:i + CHUNK_PAIRS], metrics, transforms, fixed_metrics)
                for i in range(0, len(a), CHUNK_PAIRS)]
     sketches: dict[str, dict[str, ScoreSketch]] = {}
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for geometry, per in ray.get(done[0]).items():
+    for task in pending:            # merged in chunk order, whichever ends first: the same bytes every run
+        for geometry, per in ray.get(task).items():
             for metric, d in per.items():
                 part = ScoreSketch.from_dict(d)
                 sketches.setdefault(geometry, {}).setdefault(metric, ScoreSketch()).merge(part)

@@ -19,7 +19,7 @@ unrelated end per reference language and, where labelled pairs were given, the h
 band (`calibrators.AgreementBand`). Older profiles are refused with the command that upgrades them.
 
 Profiles are files people share, so loading one checks it for meaning, not only syntax: every
-sketch's bytes are checked before the native library reads them, every calibrator must be the one
+sketch's bytes are checked as they are read (`kll.read_kll_layout`), every calibrator must be the one
 fitted on the profile's own references and keep scores in order on its declared scale, and a
 ``content_sha256`` written at save time must match. Profiles saved before the checksum existed
 carry none; they are accepted, because the checks of meaning run on every profile and a checksum
@@ -490,8 +490,8 @@ def background_digests(provenance: dict) -> set[str]:
 
 
 def _same_exact_parts(a: ScoreSketch, b: ScoreSketch) -> bool:
-    """The sketches' exact parts (count, moments, extremes, top tail) are equal; their KLL parts
-    are random and are not compared."""
+    """The sketches' exact parts (count, moments, extremes, top tail) are equal (their KLL parts
+    are not compared: sketches of the same values added in another order differ)."""
     return ((a.n, a.mean, a.m2, a.min, a.max) == (b.n, b.mean, b.m2, b.min, b.max)
             and np.array_equal(a.top, b.top))
 

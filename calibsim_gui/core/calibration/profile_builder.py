@@ -8,6 +8,7 @@ from the background's moments and hand a `BackgroundStatistics` to `assemble_pro
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -298,7 +299,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
                                     backgrounds=background and background.sketches["none"])
     provenance = {
         "name": name or "anchors only",
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _created(),
         **(background.provenance if background else {"engine": "local"}),
         "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
                   "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
@@ -409,6 +410,15 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     profile = ReferenceProfile(fingerprint, dimension, anchors, fitted.pop("none"), query, provenance,
                                {name: GeometryReference(parts[name][0], refs) for name, refs in fitted.items()})
     return ReferenceProfile.from_dict(profile.to_dict())        # the loader's checks, once
+
+
+def _created() -> str:
+    """Now (UTC), or the time in ``SOURCE_DATE_EPOCH`` when it is set, so that a build run twice
+    on the same input can give the same bytes (the reproducible-builds convention)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc) if epoch.isdigit() \
+        else dt.datetime.now(dt.timezone.utc)
+    return when.isoformat(timespec="seconds")
 
 
 def _prompt_provenance(embedder) -> dict:

@@ -1,115 +1,21 @@
-"""A mergeable summary of a score distribution: KLL quantile sketch, exact moments, exact top tail."""
+"""A mergeable summary of a score distribution: KLL quantile sketch, exact moments, exact top tail.
+
+The same values, added and merged in the same order, give the same summary and the same bytes
+(`kll.KllSketch` compacts deterministically).
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import math
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
-KLL_K = 2000          # normalized rank error ~0.15 % (datasketches); ~35 KB per metric serialised
+from calibsim_gui.core.calibration.kll import KllSketch, read_kll_layout
+
+KLL_K = 2000          # normalized rank error ~0.15 %; ~35 KB per metric serialised
 TOP_KEEP = 4096       # exact largest values kept for fitting the upper tail
-
-# DataSketches' KLL serialization (little-endian): preamble ints, serial version, family, flags,
-# k (u16), m (u8), unused byte; unless empty or single-item then n (u64), min_k (u16), number of
-# levels (u8), unused byte, the first `levels` level offsets (u32; the last, the capacity, is
-# implied), min and max (f64) and the retained items (f64) from the first offset to the capacity.
-_KLL_FAMILY = 15
-_KLL_M = 8                                  # the only m the Python binding writes
-_KLL_MIN_K, _KLL_MAX_K = 8, 65535
-_KLL_MAX_LEVELS = 61                        # the library refuses depths above 60
-_EMPTY, _LEVEL_ZERO_SORTED, _SINGLE_ITEM = 1, 2, 4
-_KLL_HEADER = 20
-
-
-@dataclass(frozen=True)
-class KllLayout:
-    """What a serialized KLL doubles sketch holds, read without the native library."""
-
-    k: int
-    n: int
-    items: np.ndarray           # retained items, level 0 first
-    levels: tuple[int, ...]     # level boundaries into `items`, from 0 to len(items)
-    min: float
-    max: float
-
-
-def _level_capacity(k: int, num_levels: int, height: int) -> int:
-    """Items level `height` of a `num_levels`-level sketch can hold (kll_helper::level_capacity)."""
-    def shrink(k: int, depth: int) -> int:
-        return ((2 * k << depth) // 3 ** depth + 1) >> 1
-
-    depth = num_levels - height - 1
-    half = depth // 2 if depth > 30 else 0
-    return max(_KLL_M, shrink(shrink(k, half), depth - half))
-
-
-def read_kll_layout(data: bytes) -> KllLayout:
-    """Check a serialized KLL doubles sketch before the native library reads it.
-
-    Raises ValueError unless header, sizes, level offsets and items are consistent with each
-    other and with the byte length, k and m are within the library's limits, every item is
-    finite and inside [min, max], the level weights add up to n and sorted levels are sorted.
-    """
-    if len(data) < 8:
-        raise ValueError(f"the quantile sketch is {len(data)} bytes, too short for its header")
-    preamble, serial, family, flags, k, m = struct.unpack_from("<BBBBHB", data)
-    if family != _KLL_FAMILY or serial not in (1, 2) or flags & ~7 or m != _KLL_M \
-            or not _KLL_MIN_K <= k <= _KLL_MAX_K:
-        raise ValueError("the quantile sketch's header is not a KLL doubles sketch's")
-    if flags & _EMPTY:
-        if preamble != 2 or len(data) != 8 or flags & _SINGLE_ITEM:
-            raise ValueError("the empty quantile sketch has a wrong size")
-        return KllLayout(k, 0, np.zeros(0), (0, 0), math.inf, -math.inf)
-    if flags & _SINGLE_ITEM:
-        if preamble != 2 or len(data) != 16:
-            raise ValueError("the one-value quantile sketch has a wrong size")
-        items = np.frombuffer(data, "<f8", 1, 8).astype(np.float64)
-        return _checked_layout(KllLayout(k, 1, items, (0, 1), float(items[0]), float(items[0])), flags)
-    if preamble != 5 or len(data) < _KLL_HEADER:
-        raise ValueError("the quantile sketch's header has a wrong size")
-    n, min_k, num_levels = struct.unpack_from("<QHB", data, 8)
-    if not 1 <= num_levels <= _KLL_MAX_LEVELS or not _KLL_MIN_K <= min_k <= k:
-        raise ValueError("the quantile sketch's levels or min k are out of range")
-    start = _KLL_HEADER + 4 * num_levels
-    capacity = sum(_level_capacity(k, num_levels, h) for h in range(num_levels))
-    if len(data) < start + 16:
-        raise ValueError("the quantile sketch is cut short")
-    offsets = struct.unpack_from(f"<{num_levels}I", data, _KLL_HEADER) + (capacity,)
-    if any(a > b for a, b in zip(offsets, offsets[1:])) or offsets[0] >= capacity:
-        raise ValueError("the quantile sketch's level offsets are out of order")
-    n_items = capacity - offsets[0]
-    if len(data) != start + 16 + 8 * n_items:
-        raise ValueError(f"the quantile sketch is {len(data)} bytes; its header implies "
-                         f"{start + 16 + 8 * n_items}")
-    low, high = struct.unpack_from("<dd", data, start)
-    items = np.frombuffer(data, "<f8", n_items, start + 16).astype(np.float64)
-    levels = tuple(o - offsets[0] for o in offsets)
-    return _checked_layout(KllLayout(k, n, items, levels, low, high), flags)
-
-
-def _checked_layout(layout: KllLayout, flags: int) -> KllLayout:
-    """`layout` if its values are finite, ordered and weigh n in all; else ValueError."""
-    items, levels = layout.items, layout.levels
-    if not (math.isfinite(layout.min) and math.isfinite(layout.max) and layout.min <= layout.max
-            and np.isfinite(items).all() and (items >= layout.min).all() and (items <= layout.max).all()):
-        raise ValueError("the quantile sketch holds values that are not finite or outside its own range")
-    if sum((b - a) << h for h, (a, b) in enumerate(zip(levels, levels[1:]))) != layout.n:
-        raise ValueError("the quantile sketch's levels do not add up to its number of values")
-    first_sorted = 0 if flags & _LEVEL_ZERO_SORTED else 1
-    for a, b in zip(levels[first_sorted:], levels[first_sorted + 1:]):
-        if np.any(np.diff(items[a:b]) < 0):
-            raise ValueError("a level of the quantile sketch is out of order")
-    return layout
-
-
-def _new_kll():
-    from datasketches import kll_doubles_sketch
-
-    return kll_doubles_sketch(KLL_K)
 
 
 @dataclass
@@ -127,7 +33,7 @@ class ScoreSketch:
     min: float = np.inf
     max: float = -np.inf
     top: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    kll: object = field(default_factory=_new_kll)
+    kll: KllSketch = field(default_factory=lambda: KllSketch(KLL_K))
 
     @classmethod
     def of(cls, values) -> "ScoreSketch":
@@ -175,17 +81,17 @@ class ScoreSketch:
         return float(np.sqrt(self.m2 / (self.n - 1))) if self.n > 1 else 0.0
 
     def quantile(self, q: float) -> float:
-        return float(self.kll.get_quantile(q))
+        return self.kll.quantile(q)
 
     def rank_error(self) -> float:
         """The sketch's normalized rank error (0 when it still holds every value)."""
-        return 0.0 if not self.kll.is_estimation_mode() else float(self.kll.normalized_rank_error(False))
+        return self.kll.normalized_rank_error() if self.kll.is_estimation_mode() else 0.0
 
     def weighted_items(self) -> tuple[np.ndarray, np.ndarray]:
         """Sorted distinct retained values and their weights (numbers of background pairs)."""
-        pairs = np.array([(item, weight) for item, weight in self.kll], dtype=np.float64)
-        items, inverse = np.unique(pairs[:, 0], return_inverse=True)
-        return items, np.bincount(inverse, weights=pairs[:, 1])
+        items, weights = self.kll.weighted_items()
+        items, inverse = np.unique(items, return_inverse=True)
+        return items, np.bincount(inverse, weights=weights)
 
     def to_dict(self) -> dict:
         return {"n": self.n, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max,
@@ -196,11 +102,9 @@ class ScoreSketch:
     def from_dict(cls, d: dict) -> "ScoreSketch":
         """The summary saved by `to_dict`; ValueError if it is damaged or inconsistent.
 
-        The sketch bytes are checked (`read_kll_layout`) before the native library reads them,
-        and the sketch, moments and top values are checked against each other after.
+        The sketch bytes are checked (`read_kll_layout`) as they are read, and the sketch,
+        moments and top values are checked against each other after.
         """
-        from datasketches import kll_doubles_sketch
-
         try:
             data = base64.b64decode(d["kll"], validate=True)
         except binascii.Error:
@@ -212,23 +116,21 @@ class ScoreSketch:
         if type(n) is not int or n != layout.n:
             raise ValueError(f"the quantile sketch holds {layout.n} values but the summary says {n!r}")
         sketch = cls(n, float(d["mean"]), float(d["m2"]), float(d["min"]), float(d["max"]),
-                     np.asarray(d["top"], dtype=np.float64), kll_doubles_sketch.deserialize(data))
-        sketch._check(layout)
+                     np.asarray(d["top"], dtype=np.float64), KllSketch.from_layout(layout))
+        sketch._check()
         return sketch
 
-    def _check(self, layout: KllLayout) -> None:
+    def _check(self) -> None:
         """Raise ValueError unless sketch, moments and top values describe one distribution."""
         kll, top = self.kll, self.top
-        if kll.n != self.n or kll.num_retained != len(layout.items):
-            raise ValueError("the quantile sketch does not read back as it was written")
         if self.n == 0:
             if len(top):
                 raise ValueError("an empty summary lists top values")
             return
         low, high = self.min, self.max
-        if (kll.get_min_value(), kll.get_max_value()) != (low, high):
+        if (kll.min, kll.max) != (low, high):
             raise ValueError("the quantile sketch's range differs from the summary's min and max")
-        quantiles = np.array([kll.get_quantile(q) for q in np.linspace(0, 1, 21)])
+        quantiles = np.array([kll.quantile(q) for q in np.linspace(0, 1, 21)])
         if np.any(np.diff(quantiles) < 0) or quantiles[0] < low or quantiles[-1] > high:
             raise ValueError("the quantile sketch's quantiles are out of order")
         if (top.ndim != 1 or len(top) != min(self.n, TOP_KEEP) or not np.isfinite(top).all()

@@ -64,6 +64,18 @@ def text_digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+def _fix_for(exc: sqlite3.Error) -> str:
+    """What to do about the database error `exc`, by its cause (only a full disk needs space)."""
+    text = str(exc).lower()
+    if "full" in text:
+        return "free some disk space"
+    if "readonly" in text or "read-only" in text or "permission" in text:
+        return "make the cache file and its folder writable"
+    if "locked" in text or "busy" in text:
+        return "close the other program using the cache"
+    return "check the drive the cache is on"
+
+
 class EmbeddingCache:
     """Persistent store of float32 embeddings per (model key, text); see `cache_key`.
 
@@ -132,7 +144,7 @@ class EmbeddingCache:
         """Stop using the database after it failed (called holding the lock)."""
         self.off = True
         self._warn(f"The embedding cache {self.path} stopped working ({exc}); calibsim goes on "
-                   "without it, so texts are encoded again. Fix: free some disk space, or set "
+                   f"without it, so texts are encoded again. Fix: {_fix_for(exc)}, or set "
                    "CALIBSIM_CACHE_DIR to a folder on another drive.")
 
     def lookup(self, model_key: str, texts: list[str], *, dimension: int | None = None) -> dict[str, np.ndarray]:

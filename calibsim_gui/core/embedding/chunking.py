@@ -25,6 +25,7 @@ from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts, o
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ModelError
 from calibsim_gui.core.geometry.metrics import METRICS, pair_scores
+from calibsim_gui.core.io.memory import check_budget, chunk_bytes
 
 LONG_TEXTS = ("truncate", "chunk")
 CHUNK_AGGREGATES = ("max", "mean", "match")
@@ -39,7 +40,7 @@ DEFAULT_LONG_TEXTS = "truncate"
 DEFAULT_CHUNK_AGGREGATE = "match"     # max scores the issue-17 pair (one changed sentence) 1.000
 DEFAULT_CHUNK_OVERLAP = 32
 MAX_CHUNK_OVERLAP = 10_000
-MAX_CHUNK_COMBINATIONS = 50_000     # chunk pairs scored at once (bounds memory for huge texts)
+MAX_CHUNK_COMBINATIONS = 16_384     # chunk pairs scored at once (bounds memory for huge texts)
 TRUNCATED_COLUMN = "truncated"
 CALIBRATION_NOTE = ("the calibrated forms are applied to the aggregated raw score; the references "
                     "were scored on whole short texts, so read calibrated scores of chunked pairs "
@@ -93,11 +94,15 @@ def chunk_spans(spans: np.ndarray, window: int, overlap: int) -> list[tuple[int,
             for s in window_starts(len(spans), window, overlap)]
 
 
-def split_texts(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_OVERLAP
-                ) -> list[list[str]]:
+def split_texts(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_OVERLAP,
+                memory_budget: int | None = None, run_bytes: int = 0, path=None) -> list[list[str]]:
     """Each text as its chunks: ``[text]`` when it fits the model, else substrings of at most the
     model's window of tokens, neighbours sharing `overlap` tokens, together covering the text
-    from its first token to its last."""
+    from its first token to its last.
+
+    The chunks are counted before a substring is cut: InputError (naming `path`, the input) when
+    they (`memory.chunk_bytes`) and the rest of the run (`run_bytes`) exceed `memory_budget`
+    (None: the default budget)."""
     texts = [str(t) for t in texts]
     out = [[t] for t in texts]
     prompt = embedder_prompt(embedder)          # encoded before each text: it takes room too
@@ -109,9 +114,16 @@ def split_texts(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_
     if token_spans is None:
         raise ModelError("This model cannot map tokens back to the text, so long texts cannot be "
                          "split into chunks. Fix: score with --long-texts truncate.")
-    for i, spans in zip(long, token_spans([texts[i] for i in long])):
-        pieces = [texts[i][start:end] for start, end in chunk_spans(spans, window, overlap)]
-        out[i] = pieces or [texts[i]]
+    cuts = {i: chunk_spans(spans, window, overlap) for i, spans in zip(long, token_spans([texts[i] for i in long]))}
+    n_chunks = sum(map(len, cuts.values()))
+    n_chars = sum(end - start for spans in cuts.values() for start, end in spans)
+    check_budget(run_bytes + chunk_bytes(n_chunks, n_chars, embedder.dimension), memory_budget, path=path,
+                 what=f"--long-texts chunk cuts {len(long):,} long text{'s' * (len(long) > 1)} into {n_chunks:,} chunks of up to "
+                      f"{window} tokens ({overlap} shared by neighbours), which",
+                 fix="score with --long-texts truncate, or a smaller --chunk-overlap, or split the long "
+                     "texts into parts")
+    for i, spans in cuts.items():
+        out[i] = [texts[i][start:end] for start, end in spans] or [texts[i]]
     return out
 
 
@@ -189,6 +201,12 @@ def aggregate_pair_scores(sets_a: Sequence[np.ndarray], sets_b: Sequence[np.ndar
     sizes = np.array([len(a) * len(b) for a, b in zip(sets_a, sets_b)], dtype=np.int64)
     start = 0
     while start < n:                  # groups of pairs with a bounded number of chunk pairs
+        if sizes[start] > MAX_CHUNK_COMBINATIONS:       # one pair of long texts: in blocks of rows
+            a, b = (x if transform is None else transform(x) for x in (sets_a[start], sets_b[start]))
+            for name, value in _large_pair(a, b, names, aggregate).items():
+                out[name][start] = value
+            start += 1
+            continue
         stop = start + 1
         total = sizes[start]
         while stop < n and total + sizes[stop] <= MAX_CHUNK_COMBINATIONS:
@@ -218,6 +236,28 @@ def aggregate_pair_scores(sets_a: Sequence[np.ndarray], sets_b: Sequence[np.ndar
             out[name][start:stop] = METRICS[name].as_similarity(combined)   # back to raw orientation
         start = stop
     return out
+
+
+def _large_pair(a: np.ndarray, b: np.ndarray, names, aggregate: str) -> dict[str, float]:
+    """Raw scores of one pair of chunk sets with more than `MAX_CHUNK_COMBINATIONS` chunk pairs
+    (`aggregate_pair_scores`), computed for a block of `a`'s chunks against all of `b`'s at a
+    time, so memory stays that of `MAX_CHUNK_COMBINATIONS` chunk pairs however long the texts."""
+    rows = max(1, MAX_CHUNK_COMBINATIONS // len(b))
+    row_best = {name: np.empty(len(a)) for name in names}
+    column_best = {name: np.full(len(b), -np.inf) for name in names}
+    total = dict.fromkeys(names, 0.0)
+    for start in range(0, len(a), rows):
+        block = a[start:start + rows]
+        scores = pair_scores(np.repeat(block, len(b), axis=0), np.tile(b, (len(block), 1)), names)
+        for name in names:
+            similarity = METRICS[name].as_similarity(scores[name]).reshape(len(block), len(b))
+            row_best[name][start:start + len(block)] = similarity.max(axis=1)
+            column_best[name] = np.maximum(column_best[name], similarity.max(axis=0))
+            total[name] += float(similarity.sum())
+    combined = {"max": lambda name: row_best[name].max(),
+                "mean": lambda name: total[name] / (len(a) * len(b)),
+                "match": lambda name: (row_best[name].mean() + column_best[name].mean()) / 2}[aggregate]
+    return {name: float(METRICS[name].as_similarity(np.array([combined(name)]))[0]) for name in names}
 
 
 def _best_matches(similarity: np.ndarray) -> float:

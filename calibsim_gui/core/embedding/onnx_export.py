@@ -2,7 +2,8 @@
 
 torch is imported inside `export_graph` only; quantisation needs onnxruntime and onnx, not torch.
 Every file is written atomically (`calibsim_gui.core.io.atomic`), so an interrupted export leaves
-no half-written graph for the next run to load.
+no half-written graph for the next run to load; an export works in a folder named for its process
+(`EXPORT_WORK_PREFIX`), and the next export removes those of processes that were killed.
 """
 
 from __future__ import annotations
@@ -82,31 +83,62 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
             return self.transformer(**dict(zip(names, tensors)))[0]
 
     target = Path(target)
+    work = export_work_folder(target.parent)
     try:
-        with tempfile.TemporaryDirectory(prefix="calibsim-export-") as tmp, atomic_path(target) as out:
-            raw = Path(tmp) / "raw.onnx"
-            with torch.inference_mode(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
-                torch.onnx.export(TokenEmbeddings().eval(), tuple(sample[n] for n in names), str(raw),
-                                  input_names=names, output_names=["token_embeddings"], opset_version=OPSET,
-                                  dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "token_embeddings"]},
-                                  dynamo=False)
-            options = onnxruntime.SessionOptions()
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-            options.optimized_model_filepath = str(out)
-            options.log_severity_level = 3
-            onnxruntime.InferenceSession(str(raw), options, providers=["CPUExecutionProvider"])
-            diff = graph_difference(info, out, reference)
-            if not diff <= MAX_EXPORT_DIFF:
-                raise ModelError(f"The ONNX export of {info.path} differs from torch by up to {diff:.2g} "
-                                 f"(more than {MAX_EXPORT_DIFF}), so it was deleted. Fix: use the torch "
-                                 "engine (--engine torch) for this model.")
+        raw, optimised = work / "raw.onnx", work / "model.onnx"
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
+            torch.onnx.export(TokenEmbeddings().eval(), tuple(sample[n] for n in names), str(raw),
+                              input_names=names, output_names=["token_embeddings"], opset_version=OPSET,
+                              dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "token_embeddings"]},
+                              dynamo=False)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(optimised)
+        options.log_severity_level = 3
+        onnxruntime.InferenceSession(str(raw), options, providers=["CPUExecutionProvider"])
+        diff = graph_difference(info, optimised, reference)
+        if not diff <= MAX_EXPORT_DIFF:
+            raise ModelError(f"The ONNX export of {info.path} differs from torch by up to {diff:.2g} "
+                             f"(more than {MAX_EXPORT_DIFF}), so it was deleted. Fix: use the torch "
+                             "engine (--engine torch) for this model.")
+        with atomic_path(target) as out:
+            os.replace(optimised, out)
     except ModelError:
         raise
     except Exception as exc:
         raise ModelError(f"Could not export {info.path} to ONNX: {type(exc).__name__}: {exc}. "
                          "Fix: use the torch engine (--engine torch) for this model.") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+EXPORT_WORK_PREFIX = ".calibsim-export-"
+"""Folders an export works in are named this, then the exporting process's id: an export that
+was killed leaves one (about 90 MB of graph for the built-in model), removed by the next export
+into the same folder (`remove_stale_exports`)."""
+
+
+def export_work_folder(parent: Path) -> Path:
+    """A new work folder for an export, in `parent` (beside its target: the finished graph is
+    renamed into place, never copied across drives), after removing those of killed exports."""
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_exports(parent)
+    return Path(tempfile.mkdtemp(prefix=f"{EXPORT_WORK_PREFIX}{os.getpid()}-", dir=parent))
+
+
+def remove_stale_exports(parent) -> list[Path]:
+    """Remove the export work folders in `parent` whose process no longer runs; return them."""
+    import psutil
+
+    removed = []
+    for folder in Path(parent).glob(f"{EXPORT_WORK_PREFIX}*"):
+        pid = folder.name.removeprefix(EXPORT_WORK_PREFIX).split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def graph_difference(info: ModelInfo, graph, reference) -> float:
@@ -188,8 +220,7 @@ def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
     source = Path(info.path)
     fingerprint = fingerprint_folder(source, info.name)
     files = model_files(source)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    building = export_work_folder(out.parent)
     try:
         for rel, file in files:
             if file.suffix not in (".safetensors", ".bin"):

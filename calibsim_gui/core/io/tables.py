@@ -20,6 +20,9 @@ from calibsim_gui.core.io.files import check_file_size, read_user_bytes
 MAX_TEXT_BYTES = 512 * 1024**2
 """Largest text file we read (bytes); bigger files are refused before reading."""
 _TEXT_FILE = "text file"
+MAX_TABLE_COLUMNS = 1000
+"""Most columns a table may have (a pairs file needs two or three); a wider one is refused from
+its header line, before parsing: pandas took over 600 s on a 0.9 MB CSV of 100,000 columns."""
 
 _BOMS = (  # UTF-32 first: its little-endian BOM starts with the UTF-16 one
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -140,10 +143,11 @@ def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[st
     if TABLE_SEPARATORS[suffix] is None:
         return _parse_jsonl(path, text), []
     sep = TABLE_SEPARATORS[suffix]
-    if sep == ",":
-        header = text.split("\n", 1)[0]
-        if "," not in header:
-            sep = "\t" if "\t" in header else ";" if ";" in header else ","
+    end = text.find("\n")
+    header = text if end < 0 else text[:end]
+    if sep == "," and "," not in header:
+        sep = "\t" if "\t" in header else ";" if ";" in header else ","
+    _check_columns(path, len(next(csv.reader([header], delimiter=sep), [])))
     try:
         frame = _parse_delimited(path, text, sep, csv.QUOTE_MINIMAL)
         if sep != "\t" or not _swallowed_lines(frame):
@@ -154,6 +158,13 @@ def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[st
     # Tab-separated data sets (STS-B, GLUE) often hold stray quotes that are plain text.
     frame = _parse_delimited(path, text, sep, csv.QUOTE_NONE)
     return frame, ["quote characters are read as plain text (the file is not quoted CSV-style)"]
+
+
+def _check_columns(path: Path, count: int) -> None:
+    if count > MAX_TABLE_COLUMNS:
+        raise InputError(f"has {count:,} columns, more than the {MAX_TABLE_COLUMNS:,} calibsim reads from "
+                         "a table.", path=path, line=1,
+                         fix="save only the text columns (and a score column) as a new file")
 
 
 def _swallowed_lines(frame: pd.DataFrame) -> bool:
@@ -246,6 +257,7 @@ def _parse_jsonl(path: Path, text: str) -> pd.DataFrame:
             )
         records.append(record)
     columns = list(dict.fromkeys(key for record in records for key in record))
+    _check_columns(path, len(columns))
     rows = [[_json_cell(record.get(key)) for key in columns] for record in records]
     return pd.DataFrame(rows, columns=columns, dtype=str)
 

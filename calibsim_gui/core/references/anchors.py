@@ -7,11 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.io.files import parse_json
+from calibsim_gui.core.io.files import check_file_size, parse_json
 from calibsim_gui.core.io.tables import read_table, read_text_file
 from calibsim_gui.core.resources import resource_path
 
 FORMAT = "calibsim-anchors"
+MAX_ANCHOR_BYTES = 2 * 1024**2
+MAX_ANCHOR_PAIRS = 5000
+"""Largest anchor ladder file and most pairs `load_anchors` reads (the built-in ladder: 22 KB,
+112 pairs). Every anchor pair is encoded by every run: an 18 MB ladder ran past 600 s."""
+_LADDER_FIX = "an anchor ladder needs a few pairs per level; keep the most typical ones"
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,17 @@ def load_anchors(path) -> AnchorSet:
     """Read anchors from a calibsim JSON file or a CSV with columns level,text_a,text_b[,target]."""
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix not in (".json", ".csv", ".tsv"):
+        raise InputError("anchors must be a .json or .csv file.", path=path)
+    check_file_size(path, limit=MAX_ANCHOR_BYTES, what="anchor ladder", fix=_LADDER_FIX)
+    anchors = _read_anchors(path, suffix)
+    if len(anchors.pairs) > MAX_ANCHOR_PAIRS:
+        raise InputError(f"has {len(anchors.pairs):,} anchor pairs; ladders of up to {MAX_ANCHOR_PAIRS:,} "
+                         "are accepted (each is encoded by every run).", path=path, fix=_LADDER_FIX)
+    return anchors
+
+
+def _read_anchors(path: Path, suffix: str) -> AnchorSet:
     if suffix == ".json":
         text = read_text_file(path)
         try:
@@ -119,21 +135,19 @@ def load_anchors(path) -> AnchorSet:
             raise InputError(f"not valid JSON ({exc.msg}).", path=path, line=exc.lineno) from None
         except (ValueError, RecursionError) as exc:     # NaN, 1e999, 10^5 nested arrays
             raise InputError(f"not usable JSON ({exc}).", path=path) from None
-    if suffix in (".csv", ".tsv"):
-        frame, _ = read_table(path)
-        missing = {"level", "text_a", "text_b"} - set(frame.columns)
-        if missing:
-            raise InputError(f"missing the column{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(sorted(missing))}.", path=path,
-                             fix="use the header level,text_a,text_b,target")
-        if "target" not in frame.columns:
-            raise InputError("a CSV ladder needs a target column (0..1 per level).", path=path)
-        levels = frame.groupby("level", sort=False)["target"].first()
-        return AnchorSet.from_dict({"name": path.stem,
-                                    "levels": [{"name": k, "target": v} for k, v in levels.items()],
-                                    "pairs": frame[["level", "text_a", "text_b"]].to_dict("records")},
-                                   path=path)
-    raise InputError("anchors must be a .json or .csv file.", path=path)
+    frame, _ = read_table(path)
+    missing = {"level", "text_a", "text_b"} - set(frame.columns)
+    if missing:
+        raise InputError(f"missing the column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(sorted(missing))}.", path=path,
+                         fix="use the header level,text_a,text_b,target")
+    if "target" not in frame.columns:
+        raise InputError("a CSV ladder needs a target column (0..1 per level).", path=path)
+    levels = frame.groupby("level", sort=False)["target"].first()
+    return AnchorSet.from_dict({"name": path.stem,
+                                "levels": [{"name": k, "target": v} for k, v in levels.items()],
+                                "pairs": frame[["level", "text_a", "text_b"]].to_dict("records")},
+                               path=path)
 
 
 def builtin_anchors() -> AnchorSet:
