@@ -8,7 +8,6 @@ from the background's moments and hand a `BackgroundStatistics` to `assemble_pro
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,7 +298,6 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
                                     backgrounds=background and background.sketches["none"])
     provenance = {
         "name": name or "anchors only",
-        "created": _created(),
         **(background.provenance if background else {"engine": "local"}),
         "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
                   "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
@@ -412,15 +410,6 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     return ReferenceProfile.from_dict(profile.to_dict())        # the loader's checks, once
 
 
-def _created() -> str:
-    """Now (UTC), or the time in ``SOURCE_DATE_EPOCH`` when it is set, so that a build run twice
-    on the same input can give the same bytes (the reproducible-builds convention)."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    when = dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc) if epoch.isdigit() \
-        else dt.datetime.now(dt.timezone.utc)
-    return when.isoformat(timespec="seconds")
-
-
 def _prompt_provenance(embedder) -> dict:
     """The prompt the references were encoded with (`ReferenceProfile.prompt`) and its name."""
     prompts = getattr(embedder, "prompts", None)
@@ -464,7 +453,7 @@ def fit_agreement_bands(profile: ReferenceProfile, embedder, texts_a, texts_b, h
     profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     a, b = (encode_texts(embedder, list(texts), **encode_options).embeddings for texts in (texts_a, texts_b))
     human = np.asarray(human, dtype=np.float64)
-    source = {**source, "pairs": int(len(human))}
+    source = {**source, "pairs": len(human)}
     similarities = _similarities(a, b, list(profile.metrics))
     try:
         for name, ref in profile.metrics.items():
