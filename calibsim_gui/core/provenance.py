@@ -9,7 +9,7 @@ from pathlib import Path
 
 import calibsim_gui
 
-RESULT_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "datasketches", "torch",
+RESULT_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "torch",
                     "sentence-transformers", "transformers", "onnxruntime", "tokenizers")
 """The libraries that shape a result's numbers: their versions go into every provenance."""
 TORCH_ENGINE_LIBRARIES = ("torch", "sentence-transformers", "transformers")
