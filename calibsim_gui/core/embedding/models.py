@@ -11,7 +11,7 @@ from pathlib import Path
 
 from calibsim_gui.core.embedding import devices, onnx_engine
 from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
-from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, resolve_model
+from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, remote_code_refusal, resolve_model
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
     ONNX_PRECISIONS,
@@ -145,8 +145,7 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         raise ModelError(f"The ONNX engine computes in {' or '.join(ONNX_PRECISIONS)}, not {precision}. "
                          "Fix: use --precision float32 or int8, or the torch engine for bfloat16.")
     if info.needs_remote_code:
-        raise ModelError(f"Refusing to load {info.path}: the model needs custom code from its folder "
-                         "(trust_remote_code), which calibsim never runs.")
+        raise ModelError(remote_code_refusal(info))
     stack = read_module_stack(info.path)
     fingerprint = onnx_fingerprint(info)
     graph = folder_graph(info.path)
