@@ -237,12 +237,11 @@ assert not loaded, loaded
         load_model(str(out), device="cpu")
 
 
-def test_fingerprint_of_a_folder_without_weights_needs_the_manifest(tmp_path):
+def test_a_folder_without_weights_or_graph_says_the_weights_are_missing(tmp_path):
     folder = _folder(tmp_path)
     (folder / "config.json").write_text("{}")
-    info = model_folders.inspect_model_folder(folder)
-    with pytest.raises(ModelError, match="neither weights"):
-        onnx_engine.onnx_fingerprint(info)
+    with pytest.raises(ModelError, match="holds no weights"):
+        load_model(str(folder), engine="onnx")
     assert isinstance(model_folders.fingerprint_folder(folder), ModelFingerprint)
 
 

@@ -126,6 +126,18 @@ def _inside(source: Path, parent: str, rel) -> str:
     return joined
 
 
+def transformer_folder(folder: Path, tree: list | None = None) -> Path:
+    """The folder of the first Transformer module (`module_tree` order): the root, or its
+    module folder in older layouts; it holds the model's config.json and tokenizer files."""
+    tree = module_tree(folder) if tree is None else tree
+    return Path(folder) / next((rel for rel, kind in tree if module_class(kind) == "Transformer"), "")
+
+
+def has_weights(folder: Path) -> bool:
+    """Whether the folder holds torch weights (``*.safetensors`` or ``*.bin``) in any module."""
+    return any(file.suffix in (".safetensors", ".bin") for _, file in model_files(Path(folder)))
+
+
 def module_class(kind) -> str | None:
     """The class name of a module type that is one of sentence-transformers' own
     (`BUILTIN_MODULES`), or None for any other type (code that would come from elsewhere)."""
@@ -315,8 +327,7 @@ def inspect_model_folder(path, source: str = "local", name: str | None = None) -
         )
     tree = module_tree(folder)          # refuses module paths outside the folder first
     top = tree[:len(modules or [])]
-    # The transformer's own files sit at the root, or in its module folder (older layouts).
-    transformer_dir = folder / next((rel for rel, kind in tree if module_class(kind) == "Transformer"), "")
+    transformer_dir = transformer_folder(folder, tree)
     if not (transformer_dir / "config.json").is_file():
         raise ModelError(f"{folder} is not a usable model folder: config.json is missing.")
     config = json_dict(transformer_dir / "config.json")

@@ -15,8 +15,8 @@ from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
     fingerprint_folder,
+    has_weights,
     int_or_none,
-    model_files,
     remote_code_refusal,
 )
 from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
@@ -195,7 +195,7 @@ def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = 
     """
     if info.needs_remote_code:
         raise ModelError(remote_code_refusal(info))
-    if not any(file.suffix in (".safetensors", ".bin") for _, file in model_files(Path(info.path))):
+    if not has_weights(Path(info.path)):
         raise ModelError(f"Cannot load {info.path}: it holds no weights (model.safetensors). Copy the "
                          "whole model folder, weights included.")
     if not info.safe_weights and not allow_pickle:
