@@ -115,3 +115,41 @@ def test_a_router_naming_a_sub_module_outside_the_folder_is_refused(tmp_path):
         {"types": {"../../..": "sentence_transformers.models.Dense"}}))
     with pytest.raises(ModelError, match="router_config.json names the module path '../../..'"):
         resolve_model(str(folder))
+
+
+# --------------------------------------------------------------------------- tokenizer and config
+
+
+def _with_tokenizer(tmp_path, edit):
+    """make_st_folder's model with the built-in tokenizer.json, changed by `edit(data)`."""
+    folder = make_st_folder(tmp_path / "tokenized")
+    data = json.loads((model_folders.builtin_model_path() / "tokenizer.json").read_text())
+    edit(data)
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    return folder
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["model"]["vocab"].update({"zzzz": 999_999}), "token id 999,999"),
+    (lambda d: d["added_tokens"].append({"id": 30_522, "content": "<x>", "special": True}), "token id 30,522"),
+    (lambda d: d["post_processor"]["special_tokens"]["[CLS]"].update({"ids": [40_000]}), "token id 40,000"),
+    (lambda d: d["post_processor"]["single"][0]["SpecialToken"].update({"type_id": 5}), "token type id 5"),
+], ids=["vocab", "added", "post-processor", "type-id"])
+def test_a_tokenizer_giving_ids_beyond_the_vocabulary_is_refused_for_both_engines(tmp_path, edit, words):
+    folder = _with_tokenizer(tmp_path, edit)
+    for engine in ("torch", "onnx"):
+        with pytest.raises(ModelError, match=words) as error:
+            load_model(str(folder), engine=engine, device="cpu")
+        assert str(folder / "tokenizer.json") in str(error.value) and "Fix:" in str(error.value)
+
+
+@pytest.mark.parametrize("value, words", [(10**9, "1,000,000,000 is more than the 512 positions"),
+                                          (0, "0 is not a positive whole number"),
+                                          ("long", "'long' is not a positive whole number")])
+def test_a_max_seq_length_beyond_the_models_positions_is_refused(tmp_path, value, words):
+    folder = make_st_folder(tmp_path / "long")
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": value}))
+    for engine in ("torch", "onnx"):
+        with pytest.raises(ModelError, match=words) as error:
+            load_model(str(folder), engine=engine, device="cpu")
+        assert str(folder / "sentence_bert_config.json") in str(error.value) and "Fix:" in str(error.value)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibsim_gui.core.embedding.model_folders import ModelInfo, int_or_none, json_dict, read_json, transformer_folder
+from calibsim_gui.core.embedding.model_folders import (
+    ModelInfo,
+    int_or_none,
+    json_dict,
+    read_json,
+    transformer_folder,
+)
 from calibsim_gui.core.errors import ModelError
 
 

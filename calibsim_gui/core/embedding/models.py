@@ -36,7 +36,6 @@ from calibsim_gui.core.embedding.prompts import PromptSettings
 from calibsim_gui.core.embedding.torch_engine import load_torch_model
 from calibsim_gui.core.errors import ModelError
 
-
 UNVERIFIED_NOTE = "UNVERIFIED: the model folder's own graph, not checked against the model's weights"
 """In the precision note (so in every output's provenance) of a folder graph run on trust."""
 

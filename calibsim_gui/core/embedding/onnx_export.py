@@ -130,7 +130,7 @@ def probe_difference(info: ModelInfo, graph, reference, tokens_per_run: int = 81
     onnx = OnnxEmbedder(graph, info, reference.fingerprint, stack=read_module_stack(info.path))
     transformer = reference._model[0].auto_model.eval()
     config = transformer.config
-    length = min(onnx.max_seq_length or 128, getattr(config, "max_position_embeddings", None) or 512)
+    length = min(onnx.max_seq_length or 128, getattr(config, "max_position_embeddings", None) or 512, 128)
     params = inspect.signature(transformer.forward).parameters
     worst = 0.0
     rows, step = probe_ids(int(config.vocab_size), length), max(1, tokens_per_run // length)
