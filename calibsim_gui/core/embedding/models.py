@@ -109,7 +109,7 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     engine : {"auto", "torch", "onnx"}
         See `choose_engine`; ``auto`` also uses torch for a folder the ONNX engine cannot
         reproduce (`onnx_engine.onnx_refusal`). Both engines give one fingerprint, so profiles
-        built with one fit the other.
+        built with one fit the other (a folder graph run on trust has its own).
     trust_folder_graph : bool
         Run a folder's own ONNX graph that cannot be checked against its weights (no torch, or
         no weights): under its own fingerprint, with "unverified" in its precision note.
@@ -121,7 +121,8 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     Raises
     ------
     ModelError
-        If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
+        If the folder needs remote code, has pickle-only weights without `allow_pickle`, a
+        tokenizer or max_seq_length that does not fit its config (`check_model_folder`), the
         device is unusable, the precision or engine unknown or not usable together, or the
         model fails to load.
     """
