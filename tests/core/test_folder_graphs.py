@@ -130,6 +130,26 @@ def test_a_graph_moved_only_in_rows_the_check_sentences_never_use_is_refused(tin
         load_model(str(folder), engine="onnx")
 
 
+def test_new_weights_in_a_dot_folder_give_a_new_fingerprint_and_graph(tmp_path, monkeypatch):
+    """modules.json -> .t: the ONNX engine used to serve the graph of the old weights under the
+    old fingerprint while torch used the new ones (scores 2.7 apart)."""
+    folder = write_tiny_model(tmp_path / "dotted", transformer_path=".t")
+    texts = ["A cat sleeps on the sofa.", "Markets fell sharply on Monday."]
+    old = load_model(str(folder), engine="onnx")
+    old_vectors = old.encode_batch(texts)
+    write_tiny_model(folder, transformer_path=".t", seed=1)
+    new = load_model(str(folder), engine="onnx")
+    assert new.fingerprint.digest != old.fingerprint.digest and new.graph != old.graph
+    assert cache_key(new, "") != cache_key(old, "")
+    new_torch = load_model(str(folder), engine="torch", device="cpu")
+    np.testing.assert_allclose(new.encode_batch(texts), new_torch.encode_batch(texts), atol=1e-5)
+    assert not np.allclose(new.encode_batch(texts), old_vectors, atol=1e-3)
+    write_tiny_model(folder, transformer_path=".t", seed=2)
+    without_torch(monkeypatch)                   # no graph for these weights yet, and none can be made
+    with pytest.raises(ModelError, match="torch is not installed to export one"):
+        load_model(str(folder))
+
+
 # --------------------------------------------------------------------------- without torch: only on request
 
 
