@@ -115,15 +115,14 @@ def module_tree(folder: Path) -> list[tuple[str, str]]:
 
 
 def _inside(source: Path, parent: str, rel) -> str:
-    """`rel` joined to `parent` as a normalised posix path, refused when it leaves the folder."""
-    text = rel if isinstance(rel, str) else None
-    windows = PureWindowsPath(text or "")
-    if text is None or "\0" in text or windows.anchor or text.startswith("/") or ".." in windows.parts:
+    """`rel` joined to `parent` as a normalised posix path, refused when it leaves the folder
+    (checked in Windows syntax too, so that ``C:\\x`` and ``..\\x`` are refused everywhere)."""
+    windows = PureWindowsPath(rel if isinstance(rel, str) else "")
+    if not isinstance(rel, str) or "\0" in rel or rel.startswith("/") or windows.anchor or ".." in windows.parts:
         raise ModelError(f"{source} names the module path {rel!r}, which is not inside the model folder; "
                          "calibsim reads module files only from inside the folder. Fix: move the module "
                          "into the folder and give its path relative to it.")
-    joined = "/".join(part for part in (parent, *windows.parts) if part and part != ".")
-    return joined
+    return "/".join(part for part in (parent, *Path(rel).parts) if part and part != ".")
 
 
 def transformer_folder(folder: Path, tree: list | None = None) -> Path:
