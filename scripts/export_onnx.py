@@ -2,9 +2,10 @@
 
 The output holds the source's configs and tokenizer, its graph in ``onnx/model.onnx`` (exported
 with torch, optimised by ONNX Runtime and checked to match torch float32 within 1e-5) and
-``onnx/calibsim-export.json``, which keeps the source's fingerprint, so profiles built with the
-source model (the built-in reference included) fit it. The torch weights are left out. The
-desktop bundle ships the built-in model this way:
+``onnx/calibsim-export.json``. The torch weights are left out. The desktop bundle ships the
+built-in model this way, where the manifest keeps the source's fingerprint, so the built-in
+profile fits it. Any other exported folder has no weights to check its graph against: calibsim
+runs it only with --trust-folder-graph, under its own fingerprint, marked unverified.
 
     .venv/bin/python scripts/export_onnx.py build/onnx-model            # the built-in model
     .venv/bin/python scripts/export_onnx.py out/ --model path/to/folder
@@ -17,9 +18,8 @@ import sys
 import time
 
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.model_folders import fingerprint_folder, resolve_model
 from calibsim_gui.core.embedding.onnx_export import export_folder
-from calibsim_gui.core.embedding.onnx_engine import onnx_fingerprint
 
 
 def main(argv=None) -> int:
@@ -33,11 +33,11 @@ def main(argv=None) -> int:
     try:
         info = resolve_model(args.model)
         out = export_folder(info, args.out, allow_pickle=args.allow_pickle)
-        fingerprint = onnx_fingerprint(resolve_model(str(out)))
+        fingerprint = fingerprint_folder(info.path, info.name)
     except CalibsimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {out} ({fingerprint.id}, the source's fingerprint) in {time.perf_counter() - start:.1f} s")
+    print(f"wrote {out} from {fingerprint.id} in {time.perf_counter() - start:.1f} s")
     return 0
 
 

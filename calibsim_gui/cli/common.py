@@ -58,7 +58,8 @@ def load_model(args):
                              no_prompt=getattr(args, "no_prompt", False))
     say(args, f"loading model {info.name} ({info.source}) ...")
     embedder = load_model(info, device=args.device, precision=args.precision,
-                          allow_pickle=args.allow_pickle, prompts=prompts, engine=engine)
+                          allow_pickle=args.allow_pickle, prompts=prompts, engine=engine,
+                          trust_folder_graph=getattr(args, "trust_folder_graph", False))
     say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
               + (" (picked by --device auto)" if args.device == "auto" else "")
               + f" with the {embedder_engine(embedder)} engine"

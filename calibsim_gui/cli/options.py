@@ -44,6 +44,9 @@ def add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine:
     g.add_argument("--allow-pickle", action="store_true",
                    help="allow models whose weights exist only as pickle (.bin) files; "
                         "only for models you trust")
+    g.add_argument("--trust-folder-graph", action="store_true",
+                   help="run a model folder's own ONNX graph that cannot be checked against its weights "
+                        "(no torch, or no weights), under its own fingerprint, marked unverified")
     g.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     g.add_argument("--memory-budget", type=memory_size, default=None, metavar="SIZE",
                    help="most memory a run may hold, e.g. 8G (default: half the physical memory, "

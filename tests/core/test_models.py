@@ -138,13 +138,12 @@ def test_fingerprint_follows_a_linked_module_folder_and_sees_its_weights_change(
     assert fingerprint_folder(linked, name="m").digest != before.digest
 
 
-def test_fingerprint_includes_a_module_folder_outside_the_model_folder(tmp_path):
-    weights = weights_folder(tmp_path / "shared-transformer", b"weights one")
+def test_a_module_folder_outside_the_model_folder_is_refused(tmp_path):
+    """Module files are read only from inside the folder (a link inside it may point elsewhere)."""
+    weights_folder(tmp_path / "shared-transformer", b"weights one")
     folder = transformer_in_module_folder(tmp_path / "model", "../shared-transformer")
-    before = fingerprint_folder(folder)
-    assert "../shared-transformer/model.safetensors" in {rel for rel, _ in model_folders.model_files(folder)}
-    (weights / "model.safetensors").write_bytes(b"weights two")
-    assert fingerprint_folder(folder).digest != before.digest
+    with pytest.raises(ModelError, match="'../shared-transformer', which is not inside the model folder"):
+        fingerprint_folder(folder)
 
 
 def test_a_link_back_to_the_model_folder_does_not_loop(fake_model):
@@ -279,7 +278,7 @@ def test_custom_module_type_needs_remote_code(tmp_path):
     modules = json.loads((folder / "modules.json").read_text())
     modules.append({"idx": 3, "name": "3", "path": "3_Mine", "type": "my_package.MyModule"})
     (folder / "modules.json").write_text(json.dumps(modules))
-    with pytest.raises(ModelError, match="trust_remote_code"):
+    with pytest.raises(ModelError, match=r"not sentence-transformers' own: my_package\.MyModule \(3_Mine\)"):
         load_model(str(folder))
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from calibsim_gui.core.errors import ModelError
 
@@ -21,6 +22,15 @@ _FINGERPRINT_SUFFIXES = {".json", ".safetensors", ".bin", ".model", ".spm"}
 _FINGERPRINT_NAMES = {"vocab.txt", "merges.txt"}
 _OTHER_BACKEND_DIRS = {"onnx", "openvino"}  # exports for other runtimes; never loaded here
 _RACY_SECONDS = 2.0  # files modified this recently are re-hashed every time
+BUILTIN_MODULES = frozenset({"Transformer", "Pooling", "Normalize", "Dense", "Router", "Asym", "StaticEmbedding",
+                             "LayerNorm", "Dropout", "WeightedLayerPooling", "WordEmbeddings", "WordWeights",
+                             "CNN", "LSTM", "BoW"})
+"""sentence-transformers' own module classes: the only module types calibsim loads (from the
+installed library, never from the folder)."""
+_MODULE_TYPE = re.compile(r"sentence_transformers(?:\.[a-z_][a-z0-9_]*)*\.([A-Za-z]+)")
+_NESTING_MODULES = ("Router", "Asym")          # modules whose config names modules of their own
+_NESTED_CONFIGS = ("router_config.json", "config.json")
+_MAX_MODULES = 256
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -54,18 +64,98 @@ def model_files(folder: Path) -> list[tuple[str, Path]]:
     """(relative posix path, path) of the config, tokenizer and weight files, sorted.
 
     Links to files and folders are followed (a module folder may be a link to weights kept
-    elsewhere), and module folders that modules.json places outside `folder` are included, so
-    every file a module loads is found. Hidden entries and exports for other runtimes
-    (onnx/, openvino/) are left out.
+    elsewhere), and every module folder that modules.json reaches (`module_tree`, nested modules
+    and hidden folders such as ``.t`` included) is walked, so every file a module loads is found.
+    Other hidden entries and exports for other runtimes (onnx/, openvino/) are left out.
+
+    Raises
+    ------
+    ModelError
+        When modules.json names a module path outside the folder (`module_tree`).
     """
     found = dict(_walk_model_files(folder))
-    modules = read_json(folder / "modules.json")
-    for module in modules if isinstance(modules, list) else ():
-        rel = os.path.normpath(str(module.get("path", "")) if isinstance(module, dict) else "")
-        if os.path.isabs(rel) or Path(rel).parts[:1] == ("..",):
-            for name, path in _walk_model_files(folder / rel, Path(rel).as_posix() + "/"):
+    for rel, _ in module_tree(folder):
+        if rel and (folder / rel).is_dir():         # a Normalize module has no folder
+            for name, path in _walk_model_files(folder / rel, rel + "/"):
                 found.setdefault(name, path)
     return sorted(found.items())
+
+
+def module_tree(folder: Path) -> list[tuple[str, str]]:
+    """(relative posix path, type) of every module that ``modules.json`` reaches, the modules
+    nested in a Router (or its older name Asym) included; empty without ``modules.json``.
+
+    Raises
+    ------
+    ModelError
+        When a module path leaves the folder (absolute, ``..``, a drive) or modules.json is not
+        a list of modules, naming the file and the path.
+    """
+    folder = Path(folder)
+    modules = read_json(folder / "modules.json")
+    if modules is None:
+        return []
+    if not (isinstance(modules, list) and all(isinstance(m, dict) for m in modules)):
+        raise ModelError(f"{folder / 'modules.json'} is not a list of modules.")
+    found: list[tuple[str, str]] = []
+    pending = [(folder / "modules.json", "", m.get("path", ""), m.get("type", "")) for m in modules]
+    while pending:
+        source, parent, rel, kind = pending.pop(0)
+        rel = _inside(source, parent, rel)
+        found.append((rel, str(kind)))
+        if len(found) > _MAX_MODULES:
+            raise ModelError(f"{folder} nests more than {_MAX_MODULES} modules; calibsim refuses it.")
+        if module_class(kind) in _NESTING_MODULES:
+            config_file = next((folder / rel / name for name in _NESTED_CONFIGS
+                                if (folder / rel / name).is_file()), folder / rel / _NESTED_CONFIGS[0])
+            types = json_dict(config_file).get("types")
+            for sub, sub_kind in (types.items() if isinstance(types, dict) else ()):
+                pending.append((config_file, rel, sub, sub_kind))
+    return found
+
+
+def _inside(source: Path, parent: str, rel) -> str:
+    """`rel` joined to `parent` as a normalised posix path, refused when it leaves the folder
+    (checked in Windows syntax too, so that ``C:\\x`` and ``..\\x`` are refused everywhere)."""
+    windows = PureWindowsPath(rel if isinstance(rel, str) else "")
+    if not isinstance(rel, str) or "\0" in rel or rel.startswith("/") or windows.anchor or ".." in windows.parts:
+        raise ModelError(f"{source} names the module path {rel!r}, which is not inside the model folder; "
+                         "calibsim reads module files only from inside the folder. Fix: move the module "
+                         "into the folder and give its path relative to it.")
+    return "/".join(part for part in (parent, *Path(rel).parts) if part and part != ".")
+
+
+def transformer_folder(folder: Path, tree: list | None = None) -> Path:
+    """The folder of the first Transformer module (`module_tree` order): the root, or its
+    module folder in older layouts; it holds the model's config.json and tokenizer files."""
+    tree = module_tree(folder) if tree is None else tree
+    return Path(folder) / next((rel for rel, kind in tree if module_class(kind) == "Transformer"), "")
+
+
+def has_weights(folder: Path) -> bool:
+    """Whether the folder holds torch weights (``*.safetensors`` or ``*.bin``) in any module."""
+    return any(file.suffix in (".safetensors", ".bin") for _, file in model_files(Path(folder)))
+
+
+def module_class(kind) -> str | None:
+    """The class name of a module type that is one of sentence-transformers' own
+    (`BUILTIN_MODULES`), or None for any other type (code that would come from elsewhere)."""
+    match = _MODULE_TYPE.fullmatch(str(kind)) if isinstance(kind, str) else None
+    return match.group(1) if match and match.group(1) in BUILTIN_MODULES else None
+
+
+def custom_modules(folder: Path) -> list[str]:
+    """The module types modules.json reaches that are not sentence-transformers' own, each with its path."""
+    return [f"{kind!s} ({rel or '.'})" for rel, kind in module_tree(folder) if module_class(kind) is None]
+
+
+def remote_code_refusal(info) -> str:
+    """The message refusing `info`'s folder, which needs code from outside calibsim."""
+    named = custom_modules(Path(info.path))
+    what = (f"module types that are not sentence-transformers' own: {', '.join(named)}" if named
+            else "custom code from its folder (trust_remote_code, an auto_map in its configs)")
+    return (f"Refusing to load {info.path}: the model needs {what}, which calibsim never runs. Fix: use a "
+            "model made of sentence-transformers modules only (Transformer, Pooling, Normalize, Dense, ...).")
 
 
 def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = frozenset()):
@@ -234,24 +324,17 @@ def inspect_model_folder(path, source: str = "local", name: str | None = None) -
             f"{folder} is not a sentence-transformers model folder: it has neither "
             "modules.json nor config_sentence_transformers.json."
         )
-    if modules is not None and not (isinstance(modules, list) and all(isinstance(m, dict) for m in modules)):
-        raise ModelError(f"{folder / 'modules.json'} is not a list of modules.")
-    modules = modules or []
-    # The transformer's own files sit at the root, or in its module folder (older layouts).
-    transformer_dir = folder
-    for module in modules:
-        if str(module.get("type", "")).endswith(".Transformer"):
-            transformer_dir = folder / str(module.get("path", ""))
-            break
+    tree = module_tree(folder)          # refuses module paths outside the folder first
+    top = tree[:len(modules or [])]
+    transformer_dir = transformer_folder(folder, tree)
     if not (transformer_dir / "config.json").is_file():
         raise ModelError(f"{folder} is not a usable model folder: config.json is missing.")
     config = json_dict(transformer_dir / "config.json")
 
     dimension = int_or_none(config.get("hidden_size")) or int_or_none(config.get("d_model"))
-    for module in modules:
-        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
-        if kind in ("Pooling", "Dense"):
-            cfg = json_dict(folder / str(module.get("path", "")) / "config.json")
+    for rel, kind in top:
+        if module_class(kind) in ("Pooling", "Dense"):
+            cfg = json_dict(folder / rel / "config.json")
             for key in ("out_features", "embedding_dimension", "word_embedding_dimension"):
                 if int_or_none(cfg.get(key)):
                     dimension = cfg[key]
@@ -262,7 +345,7 @@ def inspect_model_folder(path, source: str = "local", name: str | None = None) -
     needs_remote_code = (
         "auto_map" in config
         or "auto_map" in tokenizer_config
-        or any(not str(m.get("type", "")).startswith("sentence_transformers.") for m in modules)
+        or any(module_class(kind) is None for _, kind in tree)
     )
 
     size = 0

@@ -11,21 +11,33 @@ from pathlib import Path
 
 from calibsim_gui.core.embedding import devices, onnx_engine
 from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
-from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, resolve_model
+from calibsim_gui.core.embedding.folder_checks import check_model_folder
+from calibsim_gui.core.embedding.graph_checks import check_graph_file
+from calibsim_gui.core.embedding.model_folders import (
+    ModelInfo,
+    file_sha256,
+    fingerprint_folder,
+    has_weights,
+    remote_code_refusal,
+    resolve_model,
+)
 from calibsim_gui.core.embedding.onnx_engine import (
-    EXPORT_MANIFEST,
     ONNX_PRECISIONS,
     OnnxEmbedder,
     cached_graph,
     folder_graph,
-    onnx_fingerprint,
     onnx_refusal,
     read_module_stack,
+    shipped_fingerprint,
+    unverified_fingerprint,
 )
 from calibsim_gui.core.embedding.onnx_export import check_folder_graph, export_graph, quantize_int8
 from calibsim_gui.core.embedding.prompts import PromptSettings
 from calibsim_gui.core.embedding.torch_engine import load_torch_model
 from calibsim_gui.core.errors import ModelError
+
+UNVERIFIED_NOTE = "UNVERIFIED: the model folder's own graph, not checked against the model's weights"
+"""In the precision note (so in every output's provenance) of a folder graph run on trust."""
 
 
 def choose_engine(engine: str = "auto", device: str = "auto", precision: str = DEFAULT_PRECISION) -> str:
@@ -74,7 +86,7 @@ def choose_engine(engine: str = "auto", device: str = "auto", precision: str = D
 
 def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
                allow_pickle: bool = False, prompts: PromptSettings | None = None,
-               engine: str = "auto"):
+               engine: str = "auto", trust_folder_graph: bool = False):
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
     Parameters
@@ -97,7 +109,10 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     engine : {"auto", "torch", "onnx"}
         See `choose_engine`; ``auto`` also uses torch for a folder the ONNX engine cannot
         reproduce (`onnx_engine.onnx_refusal`). Both engines give one fingerprint, so profiles
-        built with one fit the other.
+        built with one fit the other (a folder graph run on trust has its own).
+    trust_folder_graph : bool
+        Run a folder's own ONNX graph that cannot be checked against its weights (no torch, or
+        no weights): under its own fingerprint, with "unverified" in its precision note.
 
     Returns
     -------
@@ -106,36 +121,44 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     Raises
     ------
     ModelError
-        If the folder needs remote code, has pickle-only weights without `allow_pickle`, the
+        If the folder needs remote code, has pickle-only weights without `allow_pickle`, a
+        tokenizer or max_seq_length that does not fit its config (`check_model_folder`), the
         device is unusable, the precision or engine unknown or not usable together, or the
         model fails to load.
     """
     chosen = choose_engine(engine, device, precision)
     info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
+    if info.needs_remote_code:
+        raise ModelError(remote_code_refusal(info))
+    check_model_folder(info)
     if chosen == "onnx":
         if engine == "auto" and precision != "int8" and onnx_refusal(info.path) is not None:
             return load_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
                               prompts=prompts, engine="torch")
         return load_onnx_model(info, precision="float32" if precision == "auto" else precision,
-                               prompts=prompts, allow_pickle=allow_pickle)
+                               prompts=prompts, allow_pickle=allow_pickle, trust_folder_graph=trust_folder_graph)
     return load_torch_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
                             prompts=prompts)
 
 
 def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,
-                    allow_pickle: bool = False) -> OnnxEmbedder:
+                    allow_pickle: bool = False, trust_folder_graph: bool = False) -> OnnxEmbedder:
     """The ONNX engine for `info`'s model, exporting (and quantising) its graph on first use.
 
-    The folder's own graph (`FOLDER_GRAPHS`) is used when it has one (checked against torch once,
-    when the folder has torch weights and torch is installed: `onnx_export.check_folder_graph`);
-    otherwise the graph exported by `onnx_export.export_graph` into `onnx_cache_dir`, which
-    needs torch once.
+    Without a graph in the folder, the graph exported by `onnx_export.export_graph` into
+    `onnx_cache_dir` (torch needed once) runs under the folder's fingerprint. A graph that came
+    with the folder (`FOLDER_GRAPHS`) is first checked as a file (`graph_checks.check_graph_file`);
+    it runs under the folder's fingerprint only once checked against the folder's torch weights
+    (`onnx_export.check_folder_graph`), or for the built-in model shipped without weights
+    (`onnx_engine.shipped_fingerprint`). Otherwise it runs only with `trust_folder_graph`, under
+    `onnx_engine.unverified_fingerprint`, its precision note saying "unverified".
 
     Raises
     ------
     ModelError
         When onnxruntime is missing, the precision is not float32 or int8, the folder's modules
-        cannot be reproduced, or no graph exists and torch cannot export one.
+        cannot be reproduced, no graph exists and torch cannot export one, or the folder's graph
+        is refused or cannot be checked and is not trusted.
     """
     missing = onnx_engine.onnxruntime_missing()
     if missing:
@@ -145,23 +168,41 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         raise ModelError(f"The ONNX engine computes in {' or '.join(ONNX_PRECISIONS)}, not {precision}. "
                          "Fix: use --precision float32 or int8, or the torch engine for bfloat16.")
     if info.needs_remote_code:
-        raise ModelError(f"Refusing to load {info.path}: the model needs custom code from its folder "
-                         "(trust_remote_code), which calibsim never runs.")
+        raise ModelError(remote_code_refusal(info))
     stack = read_module_stack(info.path)
-    fingerprint = onnx_fingerprint(info)
     graph = folder_graph(info.path)
+    unverified = ""
     if graph is None:
+        fingerprint = fingerprint_folder(info.path, info.name)
         graph = cached_graph(fingerprint)
         if not graph.is_file():
             export_graph(info, graph, allow_pickle=allow_pickle)
-    elif not (Path(info.path) / EXPORT_MANIFEST).is_file():
-        check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)
-    note = "float32 (ONNX Runtime; equal to torch float32 within 1e-5)"
+    else:
+        check_graph_file(graph, info.path)
+        fingerprint = shipped_fingerprint(info)
+        if fingerprint is None:
+            weights = has_weights(Path(info.path))
+            fingerprint = fingerprint_folder(info.path, info.name)
+            if not (weights and check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)):
+                if not trust_folder_graph:
+                    raise ModelError(_unchecked_graph(graph, weights))
+                fingerprint, unverified = unverified_fingerprint(info, graph), UNVERIFIED_NOTE
+    note = f"float32 (ONNX Runtime; {unverified or 'equal to torch float32 within 1e-5'})"
     if precision == "int8":
         # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
         source, graph = graph, cached_graph(fingerprint, f"int8-{file_sha256(graph)[:16]}")
         if not graph.is_file():
             quantize_int8(source, graph)
-        note = "int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06)"
+        note = ("int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06"
+                + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
                         prompts=prompts)
+
+
+def _unchecked_graph(graph: Path, weights: bool) -> str:
+    why = ("torch is not installed to compare it with the folder's weights" if weights
+           else "the folder holds no weights (model.safetensors) to compare it with")
+    return (f"The ONNX graph {graph} that came with the model cannot be checked: {why}; calibsim does not "
+            "run a graph it has not checked. Fix: install torch (pip install torch) so that calibsim checks "
+            "it once, or use the folder with its weights. If you trust the graph, pass --trust-folder-graph: "
+            "it then runs under its own fingerprint, and every output says that it is unverified.")

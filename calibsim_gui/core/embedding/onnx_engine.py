@@ -17,16 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.embedding import model_folders
 from calibsim_gui.core.embedding.cache import default_cache_dir
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
     file_sha256,
     fingerprint_entries,
-    fingerprint_folder,
+    has_weights,
     int_or_none,
     json_dict,
     model_files,
+    module_class,
+    module_tree,
     read_json,
 )
 from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
@@ -37,7 +40,8 @@ FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
 """Where a model folder may already hold its fp32 ONNX graph (token ids -> token embeddings)."""
 EXPORT_MANIFEST = "onnx/calibsim-export.json"
 """Written by `onnx_export.export_folder`: the source folder's fingerprint and file digests, so
-a folder shipped without its torch weights keeps the source's fingerprint."""
+the built-in model shipped without its torch weights keeps the source's fingerprint
+(`shipped_fingerprint`); in any other folder it grants nothing."""
 ONNX_DIR_ENV = "CALIBSIM_ONNX_DIR"
 _POOLING_MODES = ("cls", "mean", "max", "mean_sqrt_len_tokens")
 _LEGACY_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max",
@@ -112,16 +116,16 @@ def read_module_stack(folder) -> ModuleStack:
         mode such as weightedmean or lasttoken, modules after normalisation), with the fix.
     """
     folder = Path(folder)
-    modules = read_json(folder / "modules.json")
-    if not isinstance(modules, list) or not modules:
+    modules = module_tree(folder)           # module paths inside the folder, nested modules too
+    if not modules:
         raise ModelError(f"The ONNX engine needs {folder / 'modules.json'} to know the model's pooling. "
                          + _TORCH_FIX)
-    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else "" for m in modules]
+    kinds = [module_class(kind) or str(kind) for _, kind in modules]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
         raise ModelError(f"The ONNX engine reproduces Transformer, Pooling and Normalize modules only; "
                          f"{folder} has {', '.join(k or '?' for k in kinds)}. " + _TORCH_FIX)
-    transformer_dir = folder / str(modules[0].get("path", ""))
-    pooling = json_dict(folder / str(modules[1].get("path", "")) / "config.json")
+    transformer_dir = folder / modules[0][0]
+    pooling = json_dict(folder / modules[1][0] / "config.json")
     modes = pooling.get("pooling_mode")
     if modes is None:
         modes = [mode for key, mode in _LEGACY_POOLING_KEYS.items() if pooling.get(key)] or ["mean"]
@@ -129,7 +133,7 @@ def read_module_stack(folder) -> ModuleStack:
     unknown = [m for m in modes if m not in _POOLING_MODES]
     if unknown or not modes:
         raise ModelError(f"The ONNX engine cannot pool with {', '.join(unknown) or 'no mode'} "
-                         f"({folder / str(modules[1].get('path', ''))}). " + _TORCH_FIX)
+                         f"({folder / modules[1][0]}). " + _TORCH_FIX)
     st_config = json_dict(transformer_dir / "sentence_bert_config.json")
     max_len = int_or_none(st_config.get("max_seq_length"))
     if max_len is None:     # sentence-transformers caps the tokenizer's limit at the positions
@@ -192,31 +196,52 @@ def pool(token_embeddings: np.ndarray, attention_mask: np.ndarray, stack: Module
 # --------------------------------------------------------------------------- fingerprints
 
 
-def onnx_fingerprint(info: ModelInfo) -> ModelFingerprint:
-    """The model's fingerprint: that of its folder, or for a folder written by
-    `onnx_export.export_folder` without torch weights, the source folder's (`EXPORT_MANIFEST`),
-    after checking that every file and the graph are the ones exported."""
+def shipped_fingerprint(info: ModelInfo) -> ModelFingerprint | None:
+    """The source model's fingerprint for calibsim's own built-in model folder shipped without
+    weights (the desktop bundle, written by `onnx_export.export_folder`), after checking that
+    every file and the graph are the ones `EXPORT_MANIFEST` lists; None for any other folder.
+
+    A manifest in any other folder is never taken for identity: it can be rewritten along with
+    the graph it describes, so such a folder's graph is unverified (`unverified_fingerprint`).
+
+    Raises
+    ------
+    ModelError
+        When the built-in folder's files are not the ones its manifest lists.
+    """
     folder = Path(info.path)
-    files = model_files(folder)
-    if any(file.suffix in (".safetensors", ".bin") for _, file in files):
-        return fingerprint_folder(folder, info.name)
-    manifest = read_json(folder / EXPORT_MANIFEST)
+    try:
+        builtin = Path(model_folders.builtin_model_path()).resolve() == folder.resolve()
+    except ModelError:
+        builtin = False
     graph = folder_graph(folder)
-    if not isinstance(manifest, dict) or graph is None:
-        raise ModelError(f"Cannot load {folder}: it holds neither weights (model.safetensors) nor an "
-                         "ONNX graph exported by calibsim (scripts/export_onnx.py).")
+    if not builtin or graph is None or has_weights(folder):
+        return None
+    manifest = read_json(folder / EXPORT_MANIFEST)
     try:
         source = ModelFingerprint.from_dict(manifest["source"])
         listed = {str(rel): str(sha) for rel, sha in manifest["files"].items()}
-        fine = (all(listed.get(rel) == file_sha256(file) for rel, file in files)
+        fine = (all(listed.get(rel) == file_sha256(file) for rel, file in model_files(folder))
                 and manifest.get("graph_sha256") == file_sha256(graph)
                 and fingerprint_entries(sorted(listed.items())) == source.digest)
     except (KeyError, TypeError, AttributeError, OSError) as exc:
         raise ModelError(f"{folder / EXPORT_MANIFEST} is not a calibsim export manifest ({exc}).") from exc
     if not fine:
         raise ModelError(f"The files of {folder} are not the ones {EXPORT_MANIFEST} lists: the folder "
-                         "was changed after export. Fix: export it again with scripts/export_onnx.py.")
+                         "was changed after export. Fix: reinstall calibsim.")
     return ModelFingerprint(name=info.name, digest=source.digest)
+
+
+UNVERIFIED_SUFFIX = "+unverified-graph"
+
+
+def unverified_fingerprint(info: ModelInfo, graph) -> ModelFingerprint:
+    """The fingerprint of a folder's graph run without a check against weights: the digest of
+    the folder's files and of the graph itself, under the name `info.name` + `UNVERIFIED_SUFFIX`,
+    so it never shares a cache entry or a profile with a checked model."""
+    entries = [(rel, file_sha256(file)) for rel, file in model_files(Path(info.path))]
+    entries.append(("<unverified onnx graph>", file_sha256(Path(graph))))
+    return ModelFingerprint(name=info.name + UNVERIFIED_SUFFIX, digest=fingerprint_entries(sorted(entries)))
 
 
 # --------------------------------------------------------------------------- the embedder
@@ -333,10 +358,33 @@ class OnnxEmbedder(PromptedEmbedder):
         arrays = {"input_ids": np.array([e.ids for e in encodings]),
                   "attention_mask": np.array([e.attention_mask for e in encodings]),
                   "token_type_ids": np.array([e.type_ids for e in encodings])}
-        feed = {name: arrays[name].astype(dtype) for name, dtype in self._inputs.items()}
-        tokens = self._session.run([self._output], feed)[0]
+        tokens = self.token_embeddings(arrays)
         prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
         return pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+
+    def token_embeddings(self, arrays: dict) -> np.ndarray:
+        """The graph's token embeddings for the token-id `arrays` (``input_ids``, ``attention_mask``,
+        ``token_type_ids``, each (batch, tokens)), refused unless finite and (batch, tokens, dim).
+
+        Raises
+        ------
+        ModelError
+            When ONNX Runtime fails, or the output has another shape or non-finite values.
+        """
+        feed = {name: np.asarray(arrays[name]).astype(dtype) for name, dtype in self._inputs.items()}
+        try:
+            tokens = np.asarray(self._session.run([self._output], feed)[0], dtype=np.float32)
+        except Exception as exc:
+            raise ModelError(f"ONNX Runtime failed to run {self.graph}: {type(exc).__name__}: {exc}. "
+                             + _TORCH_FIX) from exc
+        if tokens.ndim != 3 or tokens.shape[:2] != feed["input_ids"].shape:
+            raise ModelError(f"{self.graph} returned token embeddings of shape {tokens.shape} for "
+                             f"{feed['input_ids'].shape} tokens; a (batch, tokens, dimension) tensor is "
+                             "needed. " + _TORCH_FIX)
+        if not np.isfinite(tokens).all():
+            raise ModelError(f"{self.graph} returned NaN or infinite values, so its numbers cannot be used. "
+                             + _TORCH_FIX)
+        return tokens
 
     def token_counts(self, texts: list[str]) -> np.ndarray:
         """Tokens each text has before truncation, special tokens included.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids
 from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, fingerprint_folder, model_files
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
@@ -34,6 +35,9 @@ from calibsim_gui.core.io.atomic import atomic_path, write_text_atomic
 
 MAX_EXPORT_DIFF = 1e-5
 """Largest |difference| of an exported graph's embeddings from torch float32's; more is refused."""
+MAX_PROBE_DIFF = 1e-4
+"""Largest |difference| of a folder graph's token embeddings from torch's on every token id,
+relative to the largest |value| (at least 1); more is refused."""
 OPSET = 17
 CHECK_SENTENCES = (
     "A man is playing a guitar.",
@@ -149,25 +153,73 @@ def graph_difference(info: ModelInfo, graph, reference) -> float:
                         - reference.encode_batch(list(CHECK_SENTENCES))).max())
 
 
-def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: bool = False) -> None:
-    """Check a graph that came with the model folder against torch float32 once (a note in
-    `onnx_cache_dir` remembers the graph and folder that passed); skipped without torch.
+def probe_difference(info: ModelInfo, graph, reference, tokens_per_run: int = 8192) -> float:
+    """Largest |difference| between the token embeddings of the ONNX `graph` and of `reference`'s
+    transformer on `graph_checks.probe_ids` (every token id of the vocabulary, in rows of the
+    model's max length), relative to the largest |value| (at least 1)."""
+    import torch
+
+    onnx = OnnxEmbedder(graph, info, reference.fingerprint, stack=read_module_stack(info.path))
+    transformer = reference._model[0].auto_model.eval()
+    config = transformer.config
+    length = min(onnx.max_seq_length or 128, getattr(config, "max_position_embeddings", None) or 512, 128)
+    params = inspect.signature(transformer.forward).parameters
+    worst = 0.0
+    rows, step = probe_ids(int(config.vocab_size), length), max(1, tokens_per_run // length)
+    for start in range(0, len(rows), step):
+        ids = rows[start:start + step]
+        arrays = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        with torch.inference_mode():
+            theirs = transformer(**{n: torch.from_numpy(a) for n, a in arrays.items() if n in params})[0]
+        theirs = theirs.float().numpy()
+        ours = onnx.token_embeddings(arrays)
+        worst = max(worst, float(np.abs(ours - theirs).max() / max(1.0, float(np.abs(theirs).max()))))
+    return worst
+
+
+def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: bool = False) -> bool:
+    """Check a graph that came with the model folder against its torch weights, once (a note in
+    `onnx_cache_dir` remembers the graph and weights that passed).
+
+    The check covers what the graph computes: each float initializer that has a counterpart in
+    the weights must equal one (`graph_checks.initializer_mismatches`), the token embeddings on
+    ids that cover every row of the embedding matrix must match (`probe_difference`, at most
+    `MAX_PROBE_DIFF`), and so must the sentence embeddings of `CHECK_SENTENCES` (`MAX_EXPORT_DIFF`).
+
+    Returns
+    -------
+    bool
+        True when the graph passed (now or before); False when torch is not installed to check it.
 
     Raises
     ------
     ModelError
-        When the graph's embeddings differ from torch's by more than `MAX_EXPORT_DIFF`.
+        When the graph's weights or numbers are not the model's.
     """
     note = onnx_cache_dir() / "checked" / f"{fingerprint.digest[:32]}-{file_sha256(Path(graph))[:32]}.json"
-    if note.is_file() or importlib.util.find_spec("torch") is None:
-        return
+    if note.is_file():
+        return True
+    if importlib.util.find_spec("torch") is None:
+        return False
     reference = load_torch_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle)
+    state = reference._model[0].auto_model.state_dict()
+    bad = initializer_mismatches(graph, {k: v.detach().float().cpu().numpy() for k, v in state.items()})
+    fix = "Fix: use the torch engine (--engine torch), or delete the graph so that calibsim exports its own."
+    if bad:
+        raise ModelError(f"The ONNX graph {graph} that came with the model holds weights that are not its torch "
+                         f"weights ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''} equal none of the same "
+                         "shape). " + fix)
+    probe = probe_difference(info, graph, reference)
+    if not probe <= MAX_PROBE_DIFF:
+        raise ModelError(f"The ONNX graph {graph} that came with the model differs from its torch weights on the "
+                         f"token ids of its vocabulary by up to {probe:.2g} (more than {MAX_PROBE_DIFF}, relative). "
+                         + fix)
     diff = graph_difference(info, graph, reference)
     if not diff <= MAX_EXPORT_DIFF:
         raise ModelError(f"The ONNX graph {graph} that came with the model differs from its torch weights by "
-                         f"up to {diff:.2g} (more than {MAX_EXPORT_DIFF}). Fix: use the torch engine "
-                         "(--engine torch), or delete the graph so that calibsim exports its own.")
-    write_text_atomic(note, json.dumps({"graph": str(graph), "max_abs_diff": diff}) + "\n")
+                         f"up to {diff:.2g} (more than {MAX_EXPORT_DIFF}). " + fix)
+    write_text_atomic(note, json.dumps({"graph": str(graph), "max_abs_diff": diff, "probe_diff": probe}) + "\n")
+    return True
 
 
 def quantize_int8(source, target) -> Path:
@@ -206,8 +258,10 @@ def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
     """Write a model folder that the ONNX engine loads without torch: `info`'s configs and
     tokenizer, its checked graph in ``onnx/model.onnx`` and `EXPORT_MANIFEST`, no torch weights.
 
-    Its fingerprint stays the source folder's (`onnx_engine.onnx_fingerprint` checks the manifest),
-    so profiles built from the source model fit it. `out` must not exist yet, or be empty.
+    Shipped as the built-in model (the desktop bundle), it keeps the source folder's fingerprint
+    (`onnx_engine.shipped_fingerprint` checks the manifest), so profiles built from the source
+    model fit it. Anywhere else its graph cannot be checked without weights: it runs only on
+    trust, under its own fingerprint (`onnx_engine.unverified_fingerprint`). `out` must not exist yet, or be empty.
 
     Raises
     ------

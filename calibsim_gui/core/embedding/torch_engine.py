@@ -15,8 +15,9 @@ from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
     fingerprint_folder,
+    has_weights,
     int_or_none,
-    model_files,
+    remote_code_refusal,
 )
 from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
 from calibsim_gui.core.errors import ModelError
@@ -193,11 +194,8 @@ def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = 
         `allow_pickle`, the device is unusable, or the model fails to load.
     """
     if info.needs_remote_code:
-        raise ModelError(
-            f"Refusing to load {info.path}: the model needs custom code from its folder "
-            "(trust_remote_code), which calibsim never runs."
-        )
-    if not any(file.suffix in (".safetensors", ".bin") for _, file in model_files(Path(info.path))):
+        raise ModelError(remote_code_refusal(info))
+    if not has_weights(Path(info.path)):
         raise ModelError(f"Cannot load {info.path}: it holds no weights (model.safetensors). Copy the "
                          "whole model folder, weights included.")
     if not info.safe_weights and not allow_pickle:
