@@ -62,7 +62,7 @@ from calibsim_gui.core.geometry.transforms import (
     get_geometries,
 )
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
 from calibsim_gui.core.references.anchors import AnchorSet
 
 FORMAT = "calibsim-profile"
@@ -422,6 +422,10 @@ class ReferenceProfile:
         if DIGEST_KEY in d and d[DIGEST_KEY] != content_digest(d):
             raise ProfileError(f"{where}this profile was modified or damaged after it was saved (its "
                                f"content does not match its checksum). Fix: {REBUILD}")
+        huge = number_out_of_range(d)
+        if huge:
+            raise ProfileError(f"{where}profile is damaged or hand-edited: a number is beyond "
+                               f"±{NUMBER_LIMIT:g}, out of any sane range, at {huge}. Fix: {REBUILD}")
         try:
             model = d["model"]
             if not (isinstance(model.get("name"), str) and isinstance(model.get("digest"), str)
