@@ -154,8 +154,12 @@ class MetricReference:
         """The calibrators fitted without a search: anchor and background min-max, percentile, z."""
         levels = np.array([p.level for p in anchors.pairs])
         order = sorted(set(levels.tolist()), key=anchors.targets.get)
-        out = {"anchor_minmax": MinMaxCalibrator().fit(np.median(self.anchor_scores[levels == order[0]]),
-                                                       np.median(self.anchor_scores[levels == order[-1]]))}
+        low, high = (float(np.median(self.anchor_scores[levels == name])) for name in (order[0], order[-1]))
+        if not high > low:
+            raise ProfileError(f"the anchors' lowest level “{order[0]}” scores {low:.4g} and their highest "
+                               f"level “{order[-1]}” {high:.4g}: the ends of a scale must score apart. Fix: "
+                               f"give “{order[-1]}” pairs more alike than those of “{order[0]}”.")
+        out = {"anchor_minmax": MinMaxCalibrator().fit(low, high)}
         if self.background is not None:
             bg = self.background
             out.update({"bg_minmax": MinMaxCalibrator().fit(bg.min, bg.max),
