@@ -7,7 +7,6 @@ from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import write_text_atomic
 from calibsim_gui.core.io.output import check_output_path, dump_json
 
-
 MIN_DOCUMENTS = 3         # the fewest whose spread (IsoScore, rank, random pairs) means something
 
 

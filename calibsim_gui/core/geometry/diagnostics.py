@@ -48,6 +48,7 @@ DIAGNOSTICS = {
 LABEL_DIAGNOSTICS = ("silhouette", "silhouette_euclidean", "calinski_harabasz", "davies_bouldin",
                      "dunn", "classifier_accuracy", "classifier_chance")
 """Keys of `diagnose` that need labels (None without them)."""
+HUBNESS_NEEDS = "not enough documents for hubness (needs ≥ k+1 = {needs}, has {has})"
 CLASSIFIER_FOLDS = 5
 ISOSCORE_STAR_ZETA = 0.2
 """Shrinkage ζ of the `isoscore_star` diagnostic towards the background's covariance."""
@@ -266,8 +267,7 @@ def diagnose(embeddings, *, labels=None, reference=None, seed: int = 0, n_pairs:
         "norm": norm_stats(x),
         "hubness": hubness(x[sample], k=k) if enough else None,
         **{key: None for key in LABEL_DIAGNOSTICS},
-        "notes": [] if enough else [f"not enough documents for hubness (needs ≥ k+1 = {k + 1}, "
-                                    f"has {len(sample)})"],
+        "notes": [] if enough else [HUBNESS_NEEDS.format(needs=k + 1, has=len(sample))],
     }
     if labels is not None:
         xs, ls = x[sample], np.asarray(labels)[sample]

@@ -106,14 +106,18 @@ def process_limit() -> tuple[int, str] | None:
             import psutil
 
             mapped = psutil.Process().memory_info().vms
-            found.append((max(soft - mapped, 0), f"the address-space limit (ulimit -v) of "
-                                                 f"{format_size(soft)}, {format_size(mapped)} of it in use"))
+            found.append((max(soft - mapped, 0),
+                          _limit_words("the address-space limit (ulimit -v)", soft, mapped)))
     cgroup = cgroup_memory()
     if cgroup is not None:
         limit, used = cgroup
-        found.append((max(limit - used, 0), f"the memory limit of this container (cgroup) of "
-                                            f"{format_size(limit)}, {format_size(used)} of it in use"))
+        found.append((max(limit - used, 0),
+                      _limit_words("the memory limit of this container (cgroup)", limit, used)))
     return min(found) if found else None
+
+
+def _limit_words(limit_name: str, limit: int, used: int) -> str:
+    return f"{limit_name} of {format_size(limit)}, {format_size(used)} of it in use"
 
 
 def available_memory() -> int:
