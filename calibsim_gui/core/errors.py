@@ -85,7 +85,7 @@ def explain(exc: BaseException, *, files=()) -> str | None:
     if isinstance(exc, CalibsimError):
         return str(exc)
     if isinstance(exc, MemoryError):
-        return f"calibsim ran out of memory{where}. Fix: {MEMORY_FIX}."
+        return f"ran out of memory{' while working on ' + inputs if inputs else ''}. Fix: {MEMORY_FIX}."
     if isinstance(exc, OSError):
         name = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None) or inputs
         reason = exc.strerror or str(exc) or type(exc).__name__

@@ -69,7 +69,7 @@ def test_an_unknown_error_is_unexpected_with_its_traceback_only_behind_debug(mon
 
 
 @pytest.mark.parametrize("exc, says, fix", [
-    (MemoryError(), "ran out of memory (working on {pairs})", "--memory-budget"),
+    (MemoryError(), "ran out of memory while working on {pairs}.", "--memory-budget"),
     (OSError(errno.ENOSPC, "No space left on device", "/tmp/out.csv"),
      "/tmp/out.csv: No space left on device", "free some disk space"),
     (PermissionError(errno.EACCES, "Permission denied", "/srv/x.csv"), "/srv/x.csv: Permission denied",

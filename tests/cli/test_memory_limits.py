@@ -74,7 +74,7 @@ def test_an_allocation_that_fails_anyway_is_the_out_of_memory_message(run_limite
     pairs, run = run_limited
     code, err = run("--estimate-misses")
     assert code == 2 and "Traceback" not in err, err
-    assert err.startswith("calibsim: error: calibsim ran out of memory (working on ") and str(pairs) in err
+    assert err.startswith("calibsim: error: ran out of memory while working on ") and str(pairs) in err
     assert "Fix: " in err and err.count("\n") == 1, err
 
 
