@@ -66,7 +66,7 @@ def test_damaged_cached_vectors_are_re_encoded_and_the_numbers_equal_a_no_cache_
     assert after.read_bytes() == clean.read_bytes()
     err = capsys.readouterr().err
     assert f"calibsim: warning: The embedding cache {default_cache_dir() / 'embeddings.sqlite'} held 14 " \
-           f"damaged vectors (14 {kind}" in err and "encoded again" in err, err
+           f"damaged vectors (checks failed: 14 {kind})" in err and "encoded again" in err, err
     assert "Traceback" not in err
     assert cli.main(["score", str(pairs), "--out", str(after), "--quiet", "--force"]) == 0
     assert "damaged" not in capsys.readouterr().err              # re-encoded entries are sound again

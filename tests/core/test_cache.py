@@ -66,7 +66,7 @@ def test_wrong_dimension_is_damage_dropped_with_a_warning(cache):
     # A key names one model (one dimension): a vector of another length was damaged.
     cache.store(MODEL_A, ["a"], vectors(1, dim=8))
     assert set(cache.lookup(MODEL_A, ["a"], dimension=8)) == {"a"}
-    with pytest.warns(RuntimeWarning, match="1 damaged vector .1 dimension"):
+    with pytest.warns(RuntimeWarning, match=r"1 damaged vector \(checks failed: 1 dimension\)"):
         assert cache.lookup(MODEL_A, ["a"], dimension=16) == {}
     assert cache.count() == 0
     # A row whose bytes do not match its recorded dimension is ignored, not returned half-read.
@@ -203,5 +203,13 @@ def test_a_vector_whose_length_is_not_its_recorded_one_is_damage_even_with_a_fit
     blob = (vector * 3).tobytes()                      # three times as long as recorded, checksum forged
     cache._conn.execute("UPDATE embeddings SET vector = ?, norm = ?, checksum = ?",
                         (blob, norm, entry_checksum(MODEL_A, text_digest("a"), 8, blob, norm)))
-    with pytest.warns(RuntimeWarning, match=r"1 damaged vector \(1 length"):
+    with pytest.warns(RuntimeWarning, match=r"1 damaged vector \(checks failed: 1 length\)"):
         assert cache.lookup(MODEL_A, ["a"]) == {}
+
+
+def test_a_vector_that_is_not_finite_is_not_kept(cache, recwarn):
+    bad = vectors(2)
+    bad[1, 3] = np.nan
+    cache.store(MODEL_A, ["good", "nan"], bad)
+    assert set(cache.lookup(MODEL_A, ["good", "nan"])) == {"good"} and cache.count() == 1
+    assert not recwarn.list

@@ -231,7 +231,7 @@ class EmbeddingCache:
         kinds = ", ".join(f"{n} {kind}" for kind, n in
                           sorted(collections.Counter(damaged.values()).items()))
         self._warn(f"The embedding cache {self.path} held {len(damaged)} damaged vector"
-                   f"{'s' if len(damaged) > 1 else ''} ({kinds}: failed their checks); "
+                   f"{'s' if len(damaged) > 1 else ''} (checks failed: {kinds}); "
                    f"{'they were' if len(damaged) > 1 else 'it was'} dropped and the text"
                    f"{'s are' if len(damaged) > 1 else ' is'} encoded again. If this recurs, check "
                    "the drive, or delete the cache file.")
@@ -248,13 +248,16 @@ class EmbeddingCache:
         return rows
 
     def store(self, model_key: str, texts: list[str], vectors: np.ndarray) -> None:
-        """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries."""
+        """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries; a
+        vector that is not finite is not kept (it would only be found damaged)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"vectors of shape {vectors.shape} do not match {len(texts)} texts")
         dim = vectors.shape[1]
         rows = []
         for text, vector in zip(texts, vectors):
+            if not np.isfinite(vector).all():
+                continue
             digest, blob, norm = text_digest(text), vector.tobytes(), _norm(vector)
             rows.append((model_key, digest, dim, blob, norm, entry_checksum(model_key, digest, dim, blob, norm)))
         with self._lock:
