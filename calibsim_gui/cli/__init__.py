@@ -9,12 +9,14 @@ need them, so that `calibsim --help` and `calibsim doctor` start without them.
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
 from calibsim_gui.cli.parser import COMMANDS, build_parser
-from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.errors import explain
 from calibsim_gui.selftest import run_self_test
 
 APP_FILE_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".txt", ".md", ".calibsim"}
@@ -49,8 +51,18 @@ def _app_files(argv: list[str], commands) -> tuple[list[str], list[str]]:
 
 
 def main(argv=None) -> int:
+    """Run the command line; the exit status: 0 done, 2 refused with a message, 3 a bug, 130 stopped.
+
+    Every failure of a sub-command ends here. One a user can fix (`explain`) is one paragraph
+    naming the file and the fix; any other is "unexpected error", its traceback shown with
+    --debug (anywhere on the line). A reader of stdout that went away (``| head``) ends the run
+    quietly, as `cat` does.
+    """
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    argv = [word for word in argv[:end] if word != "--debug"] + argv[end:]
     files, argv = _app_files(argv, COMMANDS)
     args = parser.parse_args(argv)
     if files and (args.self_test or args.screenshot):
@@ -65,12 +77,49 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _print_warning
             return COMMANDS[args.command].run(args)
-    except CalibsimError as exc:
-        print(f"calibsim: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("calibsim: stopped by the user", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+    except Exception as exc:  # noqa: BLE001 - the one place every failure becomes a message
+        return _report_failure(exc, args, debug=debug)
+
+
+EXIT_READER_GONE = 141      # 128 + SIGPIPE: the status a shell gives `cat` in `cat FILE | head -1`
+INPUT_ARGUMENTS = ("pairs", "inputs", "queries", "profiles", "profile", "background", "corpus",
+                   "anchors", "human")
+
+
+def _report_failure(exc: Exception, args, *, debug: bool) -> int:
+    """Print `exc` as calibsim's message (exit 2) or, for a bug, as "unexpected error" (exit 3)."""
+    files = [value for name in INPUT_ARGUMENTS
+             for value in _as_list(getattr(args, name, None)) if isinstance(value, (str, Path))]
+    message = explain(exc, files=files)
+    if debug:
+        traceback.print_exc()
+    if message is not None:
+        print(f"calibsim: error: {message}", file=sys.stderr)
+        return 2
+    print(f"calibsim: unexpected error (a bug in calibsim): {type(exc).__name__}: {exc}. "
+          + ("The traceback is above; please report it with the command that led to it."
+             if debug else "Run the same command again with --debug to see the traceback, and "
+                           "report it with the command."), file=sys.stderr)
+    return 3
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe (``| head -1``): stop without a word, as `cat` does, and
+    keep Python from failing again when it flushes stdout on exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):    # stdout is not a file (e.g. captured in a test)
+        pass
+    return EXIT_READER_GONE
 
 
 def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:

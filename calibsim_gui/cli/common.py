@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.io.output import check_output_path, figure_paths, sidecar_path
 from calibsim_gui.core.references.anchors import load_anchors
 
@@ -104,7 +104,10 @@ def reference_profile(args, embedder, cache):
     anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
     if anchors:
         ladder = anchors if not isinstance(anchors, (str, Path)) else load_anchors(anchors)
-        profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
+        try:
+            profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
+        except ProfileError as exc:              # the ladder cannot calibrate: name its file
+            raise InputError(str(exc), path=anchors) if isinstance(anchors, (str, Path)) else exc from None
     return profile
 
 

@@ -7,6 +7,8 @@ from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import write_text_atomic
 from calibsim_gui.core.io.output import check_output_path, dump_json
 
+MIN_DOCUMENTS = 3         # the fewest whose spread (IsoScore, rank, random pairs) means something
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("diagnose", help="how the model's embeddings fill the space, raw and under "
@@ -48,6 +50,10 @@ def run(args) -> int:
 
         docs = load_documents(args.inputs, per_file=args.per_file, column=args.column,
                               encoding=args.encoding, memory_budget=args.memory_budget)
+        if len(docs.documents) < MIN_DOCUMENTS:
+            raise InputError(f"{len(docs.documents)} document(s) are too few to diagnose; at least "
+                             f"{MIN_DOCUMENTS} are needed.", path=", ".join(args.inputs),
+                             fix="give more documents")
         progress = common.Progress(args.quiet)
         try:
             embeddings = encode_texts(embedder, docs.texts, batch_size=args.batch_size, cache=cache,
@@ -65,6 +71,8 @@ def run(args) -> int:
     print("".ljust(width) + "".join(h.rjust(18) for h in header))
     for label, values in rows:
         print(label.ljust(width) + "".join(values[n].rjust(18) for n in names))
+    for note in dict.fromkeys(note for d in space.diagnostics.values() for note in d["notes"]):
+        print(f"note: {note}")
     if args.out:
         write_text_atomic(out, dump_json({"format": "calibsim-diagnostics", "schema_version": 1,
                                           "model": embedder.fingerprint.to_dict(),

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true",
                         help="check offline and headless that calibsim works (model, reference, "
                              "scoring, reports, main window); exit 0 only if every step worked")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an unexpected error, show its traceback (may also follow the command)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
         command.add_parser(sub)

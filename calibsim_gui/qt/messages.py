@@ -7,6 +7,9 @@ the choices the app offers instead.
 from __future__ import annotations
 
 import re
+import traceback
+
+from calibsim_gui.core.errors import explain
 
 BACKGROUND_FIXES = {
     "--encoding": "In this window: choose the encoding under Encoding; the files are read again.",
@@ -31,7 +34,9 @@ APP_WORDING = (
     (r"name two different columns with --text-a COL --text-b COL", "pick two different text columns"),
     (r"name the column that holds the texts with --column COL", "pick the column that holds the texts"),
     (r"--memory-budget, (Settings ▸ )", r"\1"),
-    (r"raise the memory budget \(--memory-budget\)", "raise the memory budget (Settings ▸ Memory budget)"),
+    (r"(raise|lower) the memory budget \(--memory-budget\)", r"\1 the memory budget (Settings ▸ Memory budget)"),
+    (r"run with --engine torch", "choose the torch engine on the Model tab"),
+    (r"background sentences or pairs \(--pairs\)", "background sentences or pairs"),
     (r"use e\.g\. --chunk-overlap (\d+)", r"set Settings ▸ Long texts ▸ Chunk overlap to e.g. \1"),
     (r"use --chunk-overlap below", "set Settings ▸ Long texts ▸ Chunk overlap below"),
     (r"fewer pairs \(--pairs\)", "fewer background pairs"),
@@ -53,6 +58,17 @@ def for_the_app(message: str) -> str:
     for pattern, replacement in APP_WORDING:
         message = re.sub(pattern, replacement, message)
     return message
+
+
+def failure_message(exc: BaseException) -> str:
+    """What the window says about a failed task, by the command line's rule: a failure the user
+    can fix (`explain`) is its message; any other is "Unexpected error", its traceback after a
+    blank line (`MainWindow.show_error` puts it under Show Details)."""
+    known = explain(exc)
+    if known is not None:
+        return known
+    return (f"Unexpected error: {type(exc).__name__}: {exc}\n\n"
+            + "".join(traceback.format_exception(exc, limit=6)))
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import inspect
 import itertools
 import time
-import traceback
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from calibsim_gui.core.errors import CalibsimError, Cancelled
+from calibsim_gui.core.errors import Cancelled
+from calibsim_gui.qt.messages import failure_message
 
 _gui_thread_collector = None
 
@@ -93,11 +93,8 @@ class TaskRunner(QObject):
                 emit(generation, "finished", result)
             except Cancelled:
                 emit(generation, "cancelled", None)
-            except CalibsimError as exc:
-                emit(generation, "failed", str(exc))
-            except Exception as exc:     # a bug: report it instead of losing the thread
-                emit(generation, "failed", f"Unexpected error: {type(exc).__name__}: {exc}\n\n"
-                                           + traceback.format_exc(limit=6))
+            except Exception as exc:     # a message, or a bug's traceback: never a lost thread
+                emit(generation, "failed", failure_message(exc))
 
         self._stop = state
         self.started_at = time.monotonic()

@@ -62,13 +62,40 @@ def test_survives_close_and_reopen(tmp_path):
     np.testing.assert_array_equal(np.stack([found["one"], found["two"]]), vecs)
 
 
-def test_wrong_dimension_is_absent(cache):
+def test_wrong_dimension_is_damage_dropped_with_a_warning(cache):
+    # A key names one model (one dimension): a vector of another length was damaged.
     cache.store(MODEL_A, ["a"], vectors(1, dim=8))
-    assert cache.lookup(MODEL_A, ["a"], dimension=16) == {}
     assert set(cache.lookup(MODEL_A, ["a"], dimension=8)) == {"a"}
+    with pytest.warns(RuntimeWarning, match=r"1 damaged vector \(checks failed: 1 dimension\)"):
+        assert cache.lookup(MODEL_A, ["a"], dimension=16) == {}
+    assert cache.count() == 0
     # A row whose bytes do not match its recorded dimension is ignored, not returned half-read.
+    cache.store(MODEL_A, ["a"], vectors(1, dim=8))
     cache._conn.execute("UPDATE embeddings SET dim = 9")
-    assert cache.lookup(MODEL_A, ["a"]) == {}
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        assert cache.lookup(MODEL_A, ["a"]) == {}
+
+
+def test_entries_written_before_checksums_are_not_used_and_not_called_damaged(cache, recwarn):
+    cache.store(MODEL_A, ["a"], vectors(1))
+    cache._conn.execute("UPDATE embeddings SET checksum = NULL, norm = NULL")
+    assert cache.lookup(MODEL_A, ["a"]) == {} and not recwarn.list
+    cache.store(MODEL_A, ["a"], vectors(1))
+    assert set(cache.lookup(MODEL_A, ["a"])) == {"a"}
+
+
+def test_a_cache_made_before_checksums_gains_them(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE embeddings (model TEXT NOT NULL, digest BLOB NOT NULL, dim INTEGER "
+                     "NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, digest))")
+        conn.execute("INSERT INTO embeddings VALUES (?, ?, 8, ?)",
+                     (MODEL_A, text_digest("a"), vectors(1).tobytes()))
+    conn.close()
+    with EmbeddingCache(path) as c:
+        assert c.lookup(MODEL_A, ["a"]) == {}              # unchecked: encoded again
+        c.store(MODEL_A, ["a"], vectors(1))
+        np.testing.assert_array_equal(c.lookup(MODEL_A, ["a"])["a"], vectors(1)[0])
 
 
 def test_shape_mismatch_is_rejected(cache):
@@ -165,3 +192,24 @@ def test_a_cache_that_fills_up_turns_itself_off_with_a_warning_and_encoding_goes
     assert cache.off and len(cache.warnings) == 1 and "CALIBSIM_CACHE_DIR" in cache.warnings[0]
     assert cache.lookup("any", texts) == {}
     cache.close()
+
+
+def test_a_vector_whose_length_is_not_its_recorded_one_is_damage_even_with_a_fitting_checksum(cache):
+    from calibsim_gui.core.embedding.cache import entry_checksum
+
+    vector = vectors(1)[0]
+    cache.store(MODEL_A, ["a"], vectors(1))
+    norm = float(np.linalg.norm(vector.astype(np.float64)))
+    blob = (vector * 3).tobytes()                      # three times as long as recorded, checksum forged
+    cache._conn.execute("UPDATE embeddings SET vector = ?, norm = ?, checksum = ?",
+                        (blob, norm, entry_checksum(MODEL_A, text_digest("a"), 8, blob, norm)))
+    with pytest.warns(RuntimeWarning, match=r"1 damaged vector \(checks failed: 1 length\)"):
+        assert cache.lookup(MODEL_A, ["a"]) == {}
+
+
+def test_a_vector_that_is_not_finite_is_not_kept(cache, recwarn):
+    bad = vectors(2)
+    bad[1, 3] = np.nan
+    cache.store(MODEL_A, ["good", "nan"], bad)
+    assert set(cache.lookup(MODEL_A, ["good", "nan"])) == {"good"} and cache.count() == 1
+    assert not recwarn.list

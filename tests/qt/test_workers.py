@@ -116,3 +116,23 @@ def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
     assert destroyed_on_gui_thread in ([], [True])     # never collected in the worker
     gc.collect()                                       # what the GUI thread's timer does
     assert destroyed_on_gui_thread == [True]
+
+
+def test_system_failures_arrive_as_the_command_lines_messages_and_bugs_with_their_traceback(qtbot):
+    import errno
+
+    runner = TaskRunner()
+
+    def full_disk(progress, should_stop):
+        raise OSError(errno.ENOSPC, "No space left on device", "out.xlsx")
+
+    def bug(progress, should_stop):
+        raise KeyError("oops")
+
+    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+        runner.start(full_disk)
+    assert failed.args[0] == "out.xlsx: No space left on device. Fix: free some disk space, or write to another drive."
+    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+        runner.start(bug)
+    message, _, details = failed.args[0].partition("\n\n")
+    assert message == "Unexpected error: KeyError: 'oops'" and details.startswith("Traceback")

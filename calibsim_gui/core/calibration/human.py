@@ -19,7 +19,7 @@ from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
 from calibsim_gui.core.io.inputs import PairTable, load_pairs
 from calibsim_gui.core.io.output import dump_json
 
@@ -363,6 +363,10 @@ class HumanFit:
         path = Path(path)
         refit = "fit it again with `calibsim human fit` (or File ▸ Fit human calibration)"
         data = read_user_json(path, what="human calibration", fix=refit)
+        huge = number_out_of_range(data)
+        if huge:
+            raise InputError(f"a number is beyond ±{NUMBER_LIMIT:g}, out of any sane range, at {huge}.",
+                             path=path, fix=refit)
         try:
             if not isinstance(data, dict) or data.get("format") != HUMAN_FORMAT:
                 raise ValueError("not a calibsim human calibration")

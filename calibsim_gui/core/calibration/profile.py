@@ -62,7 +62,7 @@ from calibsim_gui.core.geometry.transforms import (
     get_geometries,
 )
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
 from calibsim_gui.core.references.anchors import AnchorSet
 
 FORMAT = "calibsim-profile"
@@ -154,8 +154,12 @@ class MetricReference:
         """The calibrators fitted without a search: anchor and background min-max, percentile, z."""
         levels = np.array([p.level for p in anchors.pairs])
         order = sorted(set(levels.tolist()), key=anchors.targets.get)
-        out = {"anchor_minmax": MinMaxCalibrator().fit(np.median(self.anchor_scores[levels == order[0]]),
-                                                       np.median(self.anchor_scores[levels == order[-1]]))}
+        low, high = (float(np.median(self.anchor_scores[levels == name])) for name in (order[0], order[-1]))
+        if not high > low:
+            raise ProfileError(f"the anchors' lowest level “{order[0]}” scores {low:.4g} and their highest "
+                               f"level “{order[-1]}” {high:.4g}: the ends of a scale must score apart. Fix: "
+                               f"give “{order[-1]}” pairs more alike than those of “{order[0]}”.")
+        out = {"anchor_minmax": MinMaxCalibrator().fit(low, high)}
         if self.background is not None:
             bg = self.background
             out.update({"bg_minmax": MinMaxCalibrator().fit(bg.min, bg.max),
@@ -422,6 +426,10 @@ class ReferenceProfile:
         if DIGEST_KEY in d and d[DIGEST_KEY] != content_digest(d):
             raise ProfileError(f"{where}this profile was modified or damaged after it was saved (its "
                                f"content does not match its checksum). Fix: {REBUILD}")
+        huge = number_out_of_range(d)
+        if huge:
+            raise ProfileError(f"{where}profile is damaged or hand-edited: a number is beyond "
+                               f"±{NUMBER_LIMIT:g}, out of any sane range, at {huge}. Fix: {REBUILD}")
         try:
             model = d["model"]
             if not (isinstance(model.get("name"), str) and isinstance(model.get("digest"), str)

@@ -1,8 +1,15 @@
-"""SQLite cache of text embeddings, keyed by model (fingerprint id, engine, precision, prompt) and the text's sha256."""
+"""SQLite cache of text embeddings, keyed by model (fingerprint id, engine, precision, prompt) and the text's sha256.
+
+Each entry carries its vector's length and a checksum of the whole entry; an entry that fails
+either, holds a number that is not finite, or has another dimension than asked is damaged: it is
+dropped, its text encoded again, and a warning says so. It is never used.
+"""
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import math
 import os
 import sqlite3
 import threading
@@ -24,9 +31,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
     digest BLOB NOT NULL,
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL,
+    norm REAL,
+    checksum BLOB,
     PRIMARY KEY (model, digest)
 )
 """
+# Entries written before checksums existed have none: they are left unused, and replaced when
+# their texts are encoded again.
+_NEW_COLUMNS = {"norm": "REAL", "checksum": "BLOB"}
 
 
 def default_cache_dir() -> Path:
@@ -59,6 +71,34 @@ def cache_key(embedder, prompt: str | None = None) -> str:
     return key
 
 
+def entry_checksum(model_key: str, digest: bytes, dim: int, vector: bytes, norm: float) -> bytes:
+    """sha256 (first 16 bytes) of everything an entry holds, so that no part of it can change alone."""
+    return hashlib.sha256(b"\0".join([model_key.encode("utf-8", "surrogatepass"), digest, str(dim).encode(),
+                                      repr(float(norm)).encode(), vector])).digest()[:16]
+
+
+def entry_damage(model_key: str, digest: bytes, dim: int, blob: bytes, norm, checksum,
+                 dimension: int | None = None) -> str | None:
+    """Why a stored entry cannot be used ("checksum", "length", ...), or None when it is sound;
+    "unchecked" for an entry written before checksums (not damaged, but not used either)."""
+    if checksum is None:
+        return "unchecked"
+    if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
+        return "dimension"
+    vector = np.frombuffer(blob, dtype=np.float32)
+    if not np.isfinite(vector).all():
+        return "not finite"
+    if norm is None or entry_checksum(model_key, digest, dim, blob, norm) != checksum:
+        return "checksum"
+    if not math.isclose(_norm(vector), norm, rel_tol=1e-9, abs_tol=1e-12):
+        return "length"
+    return None
+
+
+def _norm(vector: np.ndarray) -> float:
+    return float(np.linalg.norm(vector.astype(np.float64)))
+
+
 def text_digest(text: str) -> bytes:
     """sha256 (32 bytes) of the text's UTF-8 bytes (lone surrogates kept as-is)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
@@ -83,7 +123,8 @@ class EmbeddingCache:
     replaced by an empty cache. If the database fails later (disk full, I/O error), the cache
     turns itself off for the rest of the session: lookups find nothing, stores keep nothing, a
     `RuntimeWarning` is issued and the text is kept in `warnings` for the app to show; the run
-    goes on with embeddings computed by the model. Each `store` is one transaction. Methods may
+    goes on with embeddings computed by the model. A damaged entry (`entry_damage`) is found
+    absent, deleted, and named in a warning. Each `store` is one transaction. Methods may
     be called from any thread, one call at a time (they share one lock).
 
     Parameters
@@ -122,6 +163,10 @@ class EmbeddingCache:
             conn.execute("PRAGMA synchronous=NORMAL")
             with conn:
                 conn.execute(_SCHEMA)
+                have = {row[1] for row in conn.execute("PRAGMA table_info(embeddings)")}
+                for column, kind in _NEW_COLUMNS.items():
+                    if column not in have:
+                        conn.execute(f"ALTER TABLE embeddings ADD COLUMN {column} {kind}")
         except BaseException:
             conn.close()
             raise
@@ -156,7 +201,7 @@ class EmbeddingCache:
             `cache_key` of the model.
         texts : list of str
         dimension : int, optional
-            If given, vectors of another length are treated as absent.
+            If given, vectors of another length are damaged (the key names one model).
 
         Returns
         -------
@@ -174,39 +219,67 @@ class EmbeddingCache:
             except sqlite3.Error as exc:
                 self._turn_off(exc)
                 return {}
-            for digest, dim, blob in rows:
-                if len(blob) != 4 * dim or (dimension is not None and dim != dimension):
-                    continue
-                vector = np.frombuffer(blob, dtype=np.float32)
-                for text in by_digest[digest]:
-                    found[text] = vector
+            damaged: dict[bytes, str] = {}
+            for digest, dim, blob, norm, checksum in rows:
+                damage = entry_damage(model_key, digest, dim, blob, norm, checksum, dimension)
+                if damage is None:
+                    vector = np.frombuffer(blob, dtype=np.float32)
+                    for text in by_digest[digest]:
+                        found[text] = vector
+                elif damage != "unchecked":
+                    damaged[digest] = damage
+            if damaged:
+                self._drop(model_key, damaged)
         return found
+
+    def _drop(self, model_key: str, damaged: dict[bytes, str]) -> None:
+        """Delete damaged entries and say so (called holding the lock)."""
+        try:
+            with self._conn:
+                self._conn.executemany("DELETE FROM embeddings WHERE model = ? AND digest = ?",
+                                       [(model_key, digest) for digest in damaged])
+        except sqlite3.Error as exc:
+            self._turn_off(exc)
+        kinds = ", ".join(f"{n} {kind}" for kind, n in
+                          sorted(collections.Counter(damaged.values()).items()))
+        self._warn(f"The embedding cache {self.path} held {len(damaged)} damaged vector"
+                   f"{'s' if len(damaged) > 1 else ''} (checks failed: {kinds}); "
+                   f"{'they were' if len(damaged) > 1 else 'it was'} dropped and the text"
+                   f"{'s are' if len(damaged) > 1 else ' is'} encoded again. If this recurs, check "
+                   "the drive, or delete the cache file.")
 
     def _select(self, model_key: str, digests: list[bytes]) -> list[tuple]:
         rows = []
         for start in range(0, len(digests), _CHUNK):
             chunk = digests[start:start + _CHUNK]
             rows += self._conn.execute(
-                "SELECT digest, dim, vector FROM embeddings WHERE model = ? AND digest IN "
+                "SELECT digest, dim, vector, norm, checksum FROM embeddings WHERE model = ? AND digest IN "
                 f"({','.join('?' * len(chunk))})",
                 [model_key, *chunk],
             ).fetchall()
         return rows
 
     def store(self, model_key: str, texts: list[str], vectors: np.ndarray) -> None:
-        """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries."""
+        """Save `vectors` (shape ``(len(texts), dim)``) for `texts`, replacing older entries; a
+        vector that is not finite is not kept (it would only be found damaged)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"vectors of shape {vectors.shape} do not match {len(texts)} texts")
         dim = vectors.shape[1]
-        rows = ((model_key, text_digest(t), dim, v.tobytes()) for t, v in zip(texts, vectors))
+        rows = []
+        for text, vector in zip(texts, vectors):
+            if not np.isfinite(vector).all():
+                continue
+            digest, blob, norm = text_digest(text), vector.tobytes(), _norm(vector)
+            rows.append((model_key, digest, dim, blob, norm, entry_checksum(model_key, digest, dim, blob, norm)))
         with self._lock:
             if self.off:
                 return
             try:
                 with self._conn:
                     self._conn.executemany(
-                        "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector) VALUES (?, ?, ?, ?)",
+                        "INSERT OR REPLACE INTO embeddings (model, digest, dim, vector, norm, checksum) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
                         rows,
                     )
             except sqlite3.Error as exc:

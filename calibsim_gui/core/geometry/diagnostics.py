@@ -48,6 +48,7 @@ DIAGNOSTICS = {
 LABEL_DIAGNOSTICS = ("silhouette", "silhouette_euclidean", "calinski_harabasz", "davies_bouldin",
                      "dunn", "classifier_accuracy", "classifier_chance")
 """Keys of `diagnose` that need labels (None without them)."""
+HUBNESS_NEEDS = "not enough documents for hubness (needs ≥ k+1 = {needs}, has {has})"
 CLASSIFIER_FOLDS = 5
 ISOSCORE_STAR_ZETA = 0.2
 """Shrinkage ζ of the `isoscore_star` diagnostic towards the background's covariance."""
@@ -236,7 +237,8 @@ def classifier_accuracy(embeddings, labels, *, seed: int = 0,
 
 def diagnose(embeddings, *, labels=None, reference=None, seed: int = 0, n_pairs: int = 10_000,
              k: int = 10, max_points: int = 5000) -> dict:
-    """Every diagnostic of one embedding matrix, as a JSON-able dict (keys as in `DIAGNOSTICS`).
+    """Every diagnostic of one embedding matrix, as a JSON-able dict (keys as in `DIAGNOSTICS`,
+    and ``"notes"``: why a diagnostic is None, e.g. hubness of k texts or fewer).
 
     `reference` (background embeddings in the same space, shape (m, dim)) gives IsoScore* its
     C0, their unbiased covariance, with ζ = `ISOSCORE_STAR_ZETA`; without it IsoScore* is None.
@@ -252,6 +254,7 @@ def diagnose(embeddings, *, labels=None, reference=None, seed: int = 0, n_pairs:
     if len(x) > max_points:
         sample = np.sort(np.random.default_rng(seed).choice(len(x), max_points, replace=False))
     shares = principal_shares(x, k=10)
+    enough = len(sample) > k
     out = {
         "texts": len(x), "dimension": x.shape[1], "sampled": len(sample), "seed": seed,
         "mean_random_cosine": mean_random_cosine(x, n_pairs=n_pairs, seed=seed),
@@ -262,8 +265,9 @@ def diagnose(embeddings, *, labels=None, reference=None, seed: int = 0, n_pairs:
         "top_pc_share": float(shares[0]),
         "top10_pc_share": float(shares.sum()),
         "norm": norm_stats(x),
-        "hubness": hubness(x[sample], k=min(k, len(sample) - 1)),
+        "hubness": hubness(x[sample], k=k) if enough else None,
         **{key: None for key in LABEL_DIAGNOSTICS},
+        "notes": [] if enough else [HUBNESS_NEEDS.format(needs=k + 1, has=len(sample))],
     }
     if labels is not None:
         xs, ls = x[sample], np.asarray(labels)[sample]

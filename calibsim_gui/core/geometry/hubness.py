@@ -75,10 +75,15 @@ def k_occurrence(embeddings, *, k: int = 10, block_rows: int = 1024) -> np.ndarr
 
 
 def hubness(embeddings, *, k: int = 10) -> float:
-    """Skewness of the k-occurrence distribution (0 = no hubs; large positive = strong hubs)."""
+    """Skewness of the k-occurrence distribution (0 = no hubs; large positive = strong hubs).
+
+    Needs more than `k` texts (ValueError otherwise). When every text is among the k nearest of
+    equally many others (e.g. k + 1 texts), no text is a hub: 0, not the NaN of a zero spread.
+    """
     from scipy.stats import skew
 
-    return float(skew(k_occurrence(embeddings, k=k)))
+    counts = k_occurrence(embeddings, k=k)
+    return 0.0 if counts.min() == counts.max() else float(skew(counts))
 
 
 def norm_view(emb_a, emb_b) -> dict[str, np.ndarray]:

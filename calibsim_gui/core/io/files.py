@@ -16,6 +16,7 @@ from pathlib import Path
 from calibsim_gui.core.errors import InputError
 
 MAX_JSON_BYTES = 64 * 1024**2      # profiles are ~1-5 MB, projects and calibrations far less
+NUMBER_LIMIT = 1e100               # no count, score or statistic calibsim saves comes near it
 
 
 def check_regular_file(path, *, what: str = "file") -> os.stat_result:
@@ -71,6 +72,31 @@ def read_user_bytes(path, *, limit: int, what: str = "file", fix: str = _SPLIT_F
     if len(data) > limit:
         raise InputError(f"grew past {limit / 1024**2:,.0f} MiB while it was read.", path=path, fix=fix)
     return data
+
+
+def number_out_of_range(document, *, limit: float = NUMBER_LIMIT, where: str = "") -> str | None:
+    """Where in a parsed JSON `document` the first number beyond ±`limit` is (e.g. ``metrics ›
+    cosine › identical``, with the number's first digits), or None when every number is within it.
+
+    JSON allows integers of any length (``1`` and 400 zeros): they parse, then overflow the
+    first time they meet a float.
+    """
+    if isinstance(document, dict):
+        items = document.items()
+    elif isinstance(document, list):
+        if all(type(value) in (int, float) for value in document) and max(map(abs, document), default=0) <= limit:
+            return None                    # a list of numbers (most of a profile): one look at its largest
+        items = enumerate(document)
+    else:
+        if type(document) in (int, float) and abs(document) > limit:
+            digits = str(document)
+            return f"{where or 'the document'} ({digits[:12]}{'…' if len(digits) > 12 else ''})"
+        return None
+    for key, value in items:
+        found = number_out_of_range(value, limit=limit, where=f"{where} › {key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 def _finite_float(text: str) -> float:

@@ -3,14 +3,17 @@
 Pair metrics and matrices are computed in blocks, but some things are held whole: the embedding
 of every distinct text, the output columns, a document matrix. A run whose estimate exceeds the
 budget is refused with the estimate, so the machine never starts swapping halfway through.
-The budget is half the physical memory unless the user sets it (``--memory-budget``, the app's
-Settings menu, or the ``CALIBSIM_MEMORY_BUDGET`` environment variable).
+The budget is half the memory this process can have (`available_memory`: physical memory, or
+less under an address-space limit or a container's memory limit) unless the user sets it
+(``--memory-budget``, the app's Settings menu, or the ``CALIBSIM_MEMORY_BUDGET`` environment
+variable). Whatever the budget, a run the process's own limits cannot hold is refused.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 
@@ -53,11 +56,81 @@ def physical_memory() -> int:
     return int(psutil.virtual_memory().total)
 
 
+NO_CGROUP_LIMIT = 2**60                  # cgroup v1 writes "no limit" as a number near 2**63
+_CGROUP_FILES = (("memory.max", "memory.current"),                      # cgroup v2
+                 ("memory.limit_in_bytes", "memory.usage_in_bytes"))    # cgroup v1
+
+
+def cgroup_memory(root: Path = Path("/sys/fs/cgroup"),
+                  membership: Path = Path("/proc/self/cgroup")) -> tuple[int, int] | None:
+    """(limit, bytes in use) of the memory cgroup this process runs in (a container's limit),
+    or None where there is none (no limit, not Linux, unreadable)."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return None
+    folders = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        base = root if controllers == "" else root / "memory" if "memory" in controllers.split(",") else None
+        if base is not None:            # the cgroup's own folder, or the root a container sees as its own
+            folders += [base / path.lstrip("/"), base]
+    for folder in folders:
+        for limit_name, usage_name in _CGROUP_FILES:
+            try:
+                limit = int((folder / limit_name).read_text())
+            except (OSError, ValueError):           # missing, or "max": no limit here
+                continue
+            if limit >= NO_CGROUP_LIMIT:
+                continue
+            try:
+                used = int((folder / usage_name).read_text())
+            except (OSError, ValueError):
+                used = 0
+            return limit, used
+    return None
+
+
+def process_limit() -> tuple[int, str] | None:
+    """What this process may still allocate under its own limits, and which limit that is: the
+    address-space limit (RLIMIT_AS, ``ulimit -v``) less the address space already mapped, or the
+    cgroup's memory limit (a container's) less what the cgroup uses; None when neither is set."""
+    found = []
+    try:
+        import resource
+    except ImportError:                     # Windows: no such limits
+        resource = None
+    if resource is not None:
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft not in (resource.RLIM_INFINITY, -1):
+            import psutil
+
+            mapped = psutil.Process().memory_info().vms
+            found.append((max(soft - mapped, 0),
+                          _limit_words("the address-space limit (ulimit -v)", soft, mapped)))
+    cgroup = cgroup_memory()
+    if cgroup is not None:
+        limit, used = cgroup
+        found.append((max(limit - used, 0),
+                      _limit_words("the memory limit of this container (cgroup)", limit, used)))
+    return min(found) if found else None
+
+
+def _limit_words(limit_name: str, limit: int, used: int) -> str:
+    return f"{limit_name} of {format_size(limit)}, {format_size(used)} of it in use"
+
+
+def available_memory() -> int:
+    """The memory this process can have: physical memory, or less under `process_limit`."""
+    limit = process_limit()
+    return min(physical_memory(), limit[0]) if limit else physical_memory()
+
+
 def default_budget() -> int:
-    """``CALIBSIM_MEMORY_BUDGET`` when set, else half the physical memory."""
+    """``CALIBSIM_MEMORY_BUDGET`` when set, else half the memory this process can have."""
     if os.environ.get(BUDGET_ENV):
         return parse_size(os.environ[BUDGET_ENV])
-    return int(physical_memory() * DEFAULT_SHARE)
+    return int(available_memory() * DEFAULT_SHARE)
 
 
 def pair_run_bytes(n_rows: int, n_texts: int, dim: int, n_columns: int, n_geometries: int = 1) -> int:
@@ -104,10 +177,19 @@ def matrix_run_bytes(n_docs: int, dim: int, n_matrices: int) -> int:
 
 def check_budget(needed: int, budget: int | None, *, what: str, fix: str, path=None) -> None:
     """Raise InputError (naming `path`, the input, when given) when `needed` bytes exceed
-    `budget` (None: the default budget)."""
-    budget = default_budget() if budget is None else budget
+    `budget` (None: the default budget) or what the process's own limits leave (`process_limit`)."""
+    limit = process_limit()
+    why = ""
+    if budget is None:
+        budget = default_budget()
+        if limit is not None and not os.environ.get(BUDGET_ENV) and limit[0] < physical_memory():
+            why = f" (half of the {format_size(limit[0])} this process may still take under {limit[1]})"
+    if limit is not None and limit[0] < needed <= budget:
+        raise InputError(f"{what} needs about {format_size(needed)} of memory, more than this process "
+                         f"may still take ({format_size(limit[0])}) under {limit[1]}.", path=path,
+                         fix=f"{fix}, or raise that limit")
     if needed > budget:
         raise InputError(f"{what} needs about {format_size(needed)} of memory, more than the memory "
-                         f"budget of {format_size(budget)}.", path=path,
+                         f"budget of {format_size(budget)}{why}.", path=path,
                          fix=f"{fix}, or raise the memory budget (--memory-budget, Settings ▸ "
                              f"Memory budget in the app, or {BUDGET_ENV})")

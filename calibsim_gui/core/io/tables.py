@@ -183,6 +183,8 @@ def _parse_delimited(path: Path, text: str, sep: str, quoting: int) -> pd.DataFr
         return pd.DataFrame()
     except pd.errors.ParserError as error:
         message = str(error)
+        if "out of memory" in message:         # pandas' C parser could not allocate: not the file's fault
+            raise MemoryError(message) from error
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
         if found:
             expected, record, saw = map(int, found.groups())

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.io.files import check_file_size, parse_json
+from calibsim_gui.core.io.files import NUMBER_LIMIT, check_file_size, number_out_of_range, parse_json
 from calibsim_gui.core.io.tables import read_table, read_text_file
 from calibsim_gui.core.resources import resource_path
 
@@ -57,6 +57,10 @@ class AnchorSet:
             raise InputError(f"anchors must be a JSON object, not a {type(d).__name__}.", path=path,
                              fix='use {"levels": [{"name", "target"}...], "pairs": '
                                  '[{"level", "text_a", "text_b"}...]}')
+        huge = number_out_of_range(d)
+        if huge:
+            raise InputError(f"a number is beyond ±{NUMBER_LIMIT:g}, out of any sane range, at {huge}.",
+                             path=path, fix="give each level a target between 0 and 1")
         try:
             levels = tuple(sorted((AnchorLevel(str(lv["name"]), str(lv.get("label", lv["name"])),
                                                float(lv["target"])) for lv in d["levels"]),
