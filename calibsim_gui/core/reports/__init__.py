@@ -52,6 +52,7 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     A stop request (`should_stop()` true) raises `Cancelled` and leaves no file; a write the
     system refuses raises `WriteError` and leaves every previous file as it was.
 
+    The Reproduce commands name files relative to `path` (`reproduce.command_path`).
     A report whose references use a ladder other than the built-in one (edited anchors) also
     writes that ladder as ``<report stem>-anchors.json`` beside it, which its Reproduce commands
     name with ``--anchors``; the HTML, PDF, XLSX and JSON formats hold those commands.
@@ -61,6 +62,7 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     check = _stopper(should_stop)
     suffix = path.suffix.lower()
     progress(0, 3, f"writing {path.name}")
+    report.path = path                        # the Reproduce commands' paths are relative to it
     ladder = None
     if report.custom_anchors and suffix in (".html", ".pdf", ".xlsx", ".json"):
         ladder = report.anchors_file = anchors_path(path)     # named by the Reproduce commands
