@@ -37,6 +37,9 @@ class RunSources:
         ``text_a``, ``text_b``, ``label``: the input columns read (``--text-a`` ...).
     encoding : str or None
         The input's text encoding, when one was chosen.
+    model : str or None
+        The model folder (``--model``) of a model that is not built in; None: its name is enough
+        (the built-in model, or one in the Hugging Face cache).
     """
 
     profile_file: str | None = None
@@ -44,6 +47,7 @@ class RunSources:
     human: object = None
     columns: dict = field(default_factory=dict)
     encoding: str | None = None
+    model: str | None = None
 
 
 def anchors_path(report_path) -> Path:
@@ -112,10 +116,11 @@ def source_files(report, digest) -> list[dict]:
     return rows
 
 
-def _model_options(prov: dict) -> list[str]:
+def _model_options(report) -> list[str]:
     """--model, --engine, --precision and the prompt, as the run used them."""
-    model = prov["model"]
-    options = [] if model["name"] == DEFAULT_MODEL else ["--model", model["name"]]
+    model, folder = report.provenance_of_result["model"], report.sources.model
+    options = [] if model["name"] == DEFAULT_MODEL else [
+        "--model", command_path(folder, report.path) if folder and Path(folder).is_dir() else model["name"]]
     engine = str(model.get("engine") or "")
     if engine in ("onnx", "torch"):
         options += ["--engine", engine]
@@ -219,7 +224,7 @@ def reproduce_commands(report) -> list[str]:
     """
     result, prov, where = report.result, report.provenance_of_result, report.path
     stem, suffix = _out_names(where)
-    model_opt = _model_options(prov)
+    model_opt = _model_options(report)
     commands, profile_opt = _profile_commands(report, model_opt, stem)
     out = ["--out", f"{stem}-again{suffix}"]
     if isinstance(result, SearchHits):
