@@ -8,7 +8,6 @@ import shlex
 import shutil
 from html import unescape
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,8 +15,9 @@ from calibsim_gui import cli
 from calibsim_gui.cli import common
 from calibsim_gui.core.embedding import model_folders, models
 from calibsim_gui.core.references.anchors import AnchorSet
-from tests.fakes import FakeEmbedder, random_sentences
+from tests.fakes import FakeEmbedder
 from tests.qt.conftest import drop
+from tests.reproduce_data import write_user_files
 
 
 def engine_embedder(engine="onnx", precision="int8"):
@@ -29,24 +29,7 @@ def engine_embedder(engine="onnx", precision="int8"):
 
 @pytest.fixture
 def user_files(tmp_path):
-    """The user's folders: AG News and STS-B files that share the name test.csv, and a report folder."""
-    root = tmp_path / "user"
-    agnews, stsb = root / "data" / "agnews", root / "data" / "stsb"
-    agnews.mkdir(parents=True)
-    stsb.mkdir(parents=True)
-    news = random_sentences(400, seed=8)
-    news = [f"{t} &lt;b&gt;quot;{i}&#39;" if i % 3 == 0 else t for i, t in enumerate(news)]   # HTML leftovers
-    pd.DataFrame({"label": [i % 4 for i in range(400)], "text": news}).to_csv(agnews / "test.csv", index=False)
-    texts = random_sentences(60, seed=31)
-    pd.DataFrame({"score": np.linspace(0, 5, 30).round(2), "sentence1": texts[:30],
-                  "sentence2": [t if i % 4 == 0 else texts[30 + i] for i, t in enumerate(texts[:30])]}
-                 ).to_csv(stsb / "test.csv", index=False)
-    train = random_sentences(300, seed=21)
-    pd.DataFrame([(5.0 if i % 2 else 0.0, train[i], train[i] if i % 2 else train[i + 150])
-                  for i in range(150)], columns=["score", "sentence1", "sentence2"]).to_csv(stsb / "train.csv",
-                                                                                          index=False)
-    (root / "reports").mkdir()
-    return root
+    return write_user_files(tmp_path / "user")
 
 
 @pytest.fixture
