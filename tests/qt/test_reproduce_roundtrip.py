@@ -73,15 +73,14 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
     assert "cosine_human" in state.results.frame.columns
 
     reports = user_files / "reports"
-    for name in ("session.json", "session.html"):                 # File ▸ Export report
-        window.start_export(path=str(reports / name), metric="cosine", form="calibrated", figures=False,
-                            force=False)
-        qtbot.waitUntil(lambda: (reports / name).is_file() and not window.export_runner.running,
+    for report in (reports / "session.json", reports / "session.html"):    # File ▸ Export report
+        window.start_export(path=str(report), metric="cosine", form="calibrated", figures=False, force=False)
+        qtbot.waitUntil(lambda written=report: written.is_file() and not window.export_runner.running,
                         timeout=30_000)
     data = json.loads((reports / "session.json").read_text())
     commands = data["reproduce"]
     page = (reports / "session.html").read_text()
-    shown = unescape(re.search(r'id="reproduce".*?<pre>(.*?)</pre>', page, re.S).group(1)).split("\n")
+    shown = unescape(re.search(r'id="reproduce".*?<pre>(.*?)</pre>', page, re.DOTALL).group(1)).split("\n")
     same = [re.sub(r"again\.(json|html)$", "again", c) for c in commands]
     assert same == [re.sub(r"again\.(json|html)$", "again", c) for c in shown if c]     # HTML and JSON agree
 
@@ -96,7 +95,7 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
     assert human["training_file"].endswith("train.csv") and len(human["training_sha256"]) == 64
     assert 0 <= human["cross_validated"]["mae"] < 1
     assert prov["choices"]["clean_html"] is True and prov["choices"]["engine"] == "onnx"
-    summary = re.search(r'id="summary"(.*?)id="how-to-read"', page, re.S).group(1)
+    summary = re.search(r'id="summary"(.*?)id="how-to-read"', page, re.DOTALL).group(1)
     assert "1 files" not in summary and "session-profile.calibsim-profile" in summary
     assert "train.csv" in summary and "cross-validated error" in summary
 
