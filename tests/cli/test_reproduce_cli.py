@@ -56,9 +56,12 @@ def test_a_command_line_report_names_its_files_by_role_and_reproduces_in_a_fresh
                      "--clean-html", "--pairs", "800", "--seed", "3", "--out", str(profile), "-q"]) == 0
     assert cli.main(["human", "fit", str(data / "stsb" / "train.csv"), "--profile", str(profile),
                      "--out", str(human), "-q"]) == 0
-    assert cli.main(["score", str(data / "stsb" / "test.csv"), "--profile", str(profile), "--anchors",
-                     str(work / "edited.json"), "--human", str(human), "--geometry", "whiten",
-                     "--out", str(reports / "r.json"), "-q"]) == 0
+    for out in ("r.json", "r.csv"):
+        assert cli.main(["score", str(data / "stsb" / "test.csv"), "--profile", str(profile), "--anchors",
+                         str(work / "edited.json"), "--human", str(human), "--geometry", "whiten",
+                         "--out", str(reports / out), "-q"]) == 0
+    sidecar = json.loads((reports / "r.csv.provenance.json").read_text())     # a table's side-car too
+    assert {"pairs", "background", "profile", "human calibration"} <= {f["role"] for f in sidecar["files"]}
     report = json.loads((reports / "r.json").read_text())
     files = {(f["role"], f["name"]): f for f in report["provenance"]["files"]}
     assert {("pairs", "test.csv"), ("background", "test.csv"), ("profile", "news.calibsim-profile"),
