@@ -13,6 +13,7 @@ from calibsim_gui import cli
 from calibsim_gui.cli import common
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.io.output import dump_json
+from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
 from tests.fakes import FakeEmbedder
 from tests.reproduce_data import write_user_files
@@ -68,6 +69,8 @@ def test_a_command_line_report_names_its_files_by_role_and_reproduces_in_a_fresh
             ("anchors", "r-anchors.json"), ("human calibration", "stsb.calibsim-human"),
             ("human training pairs", "train.csv")} <= set(files)
     assert all(len(f["sha256"] or "") == 64 for f in files.values()), files
+    assert files["anchors", "r-anchors.json"]["sha256"] == file_digest(reports / "r-anchors.json")
+    assert files["profile", "news.calibsim-profile"]["sha256"] == file_digest(profile)
     (entry,) = report["provenance"]["human"]
     assert entry["file"] == str(human) and entry["training_file"].endswith("train.csv")
     assert entry["cross_validated"]["mae"] is not None

@@ -412,16 +412,15 @@ class Report:
         """The human calibration in use, in words ("" without one)."""
         parts = []
         for entry in self.provenance_of_result.get("human") or []:
+            record = self._human_record(entry)
             text = (f"{entry['metric']}_human" + ("" if entry.get("geometry", "none") == "none"
                                                   else f"@{entry['geometry']}")
-                    + f", fitted on {entry.get('pairs', '?'):,} labelled pairs, scale "
-                      f"{entry['scale'][0]:g}-{entry['scale'][1]:g}")
-            record = self._human_record(entry)
-            if record.get("training_file"):
-                text += f" of {record['training_file']}"
-                mae = (record.get("cross_validated") or {}).get("mae")
-                if mae is not None:
-                    text += f"; cross-validated error (split by sentence) {mae:.3f} on the 0-1 scale"
+                    + f", fitted on {entry.get('pairs', '?'):,} labelled pairs"
+                    + (f" of {record['training_file']}" if record.get("training_file") else "")
+                    + f" scored {entry['scale'][0]:g}-{entry['scale'][1]:g}")
+            mae = (record.get("cross_validated") or {}).get("mae")
+            if mae is not None:
+                text += f"; cross-validated error (split by sentence) {mae:.3f} on the 0-1 scale"
             if self.sources.human_file:
                 text += f"; file {self.sources.human_file}"
             parts.append(text)
