@@ -151,11 +151,15 @@ def check_outputs(args, inputs) -> None:
         check_output_path(figure, inputs=inputs, force=args.force, formats=None)
 
 
-def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated") -> int:
-    """Write --out (format by extension) and, with --figures, the figures beside it."""
+def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:
+    """Write --out (format by extension) and, with --figures, the figures beside it; `sources`
+    (`reports.reproduce.RunSources`) names the files the result was made with (default: --profile)."""
     from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
+    from calibsim_gui.core.reports.reproduce import RunSources
 
-    report = build_report(result, profile, metric=metric, form=form)
+    if sources is None:
+        sources = RunSources(profile_file=getattr(args, "profile", None))
+    report = build_report(result, profile, metric=metric, form=form, sources=sources)
     written = write_report(report, args.out, force=args.force, inputs=inputs,
                            keep_formulas=args.keep_formulas)
     extra = f" and {sidecar_path(written)}" if written.suffix.lower() in TABLE_SUFFIXES else ""

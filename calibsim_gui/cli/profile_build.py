@@ -19,6 +19,11 @@ def add_parser(psub) -> None:
                    help="background corpus: .txt/.md (one sentence per line), folders, CSV/JSONL; "
                         "with --engine ray also quoted globs and s3://... URIs")
     b.add_argument("--column", help="text column of CSV/JSONL background files")
+    b.add_argument("--clean-html", action="store_true",
+                   help="clean HTML leftovers off the background texts before building, as the app's "
+                        "\"Clean them before building\": decode entities (&lt; &#39; quot;), remove "
+                        "tags; texts left empty or duplicated are dropped (nothing is done to a corpus "
+                        "without leftovers)")
     b.add_argument("--anchors", help="anchor ladder (.json or .csv); default: the built-in STS ladder")
     b.add_argument("--pairs", type=options.whole_number(1, _MAX_BACKGROUND_PAIRS), default=20_000,
                    help=f"random background pairs, 1 to {_MAX_BACKGROUND_PAIRS:,} (default 20,000)")
@@ -84,6 +89,15 @@ def build(args, out: Path) -> int:
         common.check_input_memory(args, args.background, pairs=args.pairs)
     docs = load_documents(args.background, column=args.column, encoding=args.encoding,
                           memory_budget=args.memory_budget) if args.background and not on_ray else None
+    if args.clean_html and on_ray:
+        raise InputError("--clean-html cleans a background read on this machine, not on Ray.",
+                         fix="leave out --engine ray, or clean the files first")
+    cleaned = False
+    if docs is not None and args.clean_html:
+        from calibsim_gui.core.io.text_cleaning import clean_documents, find_html_leftovers
+
+        if find_html_leftovers(docs.texts):          # as the app: only a corpus with leftovers
+            docs, cleaned = clean_documents(docs), True
     if docs is not None:
         for note in docs.notes:
             common.say(args, f"background: {note}")
@@ -100,7 +114,7 @@ def build(args, out: Path) -> int:
             profile = build_profile(embedder, docs.texts if docs else None,
                                     sources=docs.files if docs else (), progress=progress,
                                     text_columns=docs.text_columns if docs else (),
-                                    geometry_settings=settings,
+                                    geometry_settings=settings, clean_html=cleaned,
                                     memory_budget=args.memory_budget, **build_args)
         if args.band_pairs:
             _fit_band(args, profile, embedder)

@@ -64,12 +64,13 @@ def run(args) -> int:
         common.check_outputs(args, inputs)
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
                        encoding=args.encoding, memory_budget=args.memory_budget)
-    human = []
+    fit = None
     if args.human:
         from calibsim_gui.core.calibration.human import HumanFit
 
-        human = [HumanFit.load(args.human).calibrator]
-    scored, profile = common.score_table(args, table, human=human, norms=args.norms, interval=args.interval)
+        fit = HumanFit.load(args.human)
+    scored, profile = common.score_table(args, table, human=[fit.calibrator] if fit else [], norms=args.norms,
+                                         interval=args.interval)
     if args.out == "-":
         frame = scored.frame if args.keep_formulas else protect_formulas(scored.frame)[0]
         frame.to_csv(sys.stdout, index=False, float_format="%.10g")
@@ -79,7 +80,12 @@ def run(args) -> int:
     if not args.out:
         print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save the scores)")
         return 0
-    return common.write_outputs(args, scored, profile, inputs=inputs, metric=(args.metrics or [None])[0])
+    from calibsim_gui.core.reports.reproduce import RunSources
+
+    sources = RunSources(profile_file=args.profile, human_file=args.human, human=fit, encoding=args.encoding,
+                         columns={"text_a": table.text_a, "text_b": table.text_b, "label": table.label})
+    return common.write_outputs(args, scored, profile, inputs=inputs, metric=(args.metrics or [None])[0],
+                                sources=sources)
 
 
 def _print_score_summary(scored) -> None:

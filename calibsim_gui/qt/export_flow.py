@@ -13,9 +13,12 @@ from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.export_dialog import ExportDialog, report_folder
 
 
-def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop):
-    """Build the report and write it (plus its figures when asked); returns the files written."""
-    report = reports.build_report(results, profile, metric=metric, form=form)
+def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop,
+                  sources=None):
+    """Build the report and write it (plus its figures when asked); returns the files written.
+
+    `sources` (`RunSources`) names the profile file, human calibration and input columns used."""
+    report = reports.build_report(results, profile, metric=metric, form=form, sources=sources)
     written = [reports.write_report(report, path, force=force, inputs=report.input_files,
                                     progress=progress, should_stop=should_stop)]
     if figures:
@@ -62,7 +65,8 @@ class ExportFlow(QObject):
         self.settings.setValue("export/folder", str(Path(path).parent))
         self.settings.setValue("export/figures", figures)
         self.window.export_runner.start(export_report, self.state.results, self.state.profile, path=path,
-                                        metric=metric, form=form, figures=figures, force=force)
+                                        metric=metric, form=form, figures=figures, force=force,
+                                        sources=self.window.session.run_sources())
 
     def exported(self, written) -> None:
         extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""

@@ -21,6 +21,8 @@ from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there is the one used
 from calibsim_gui.core.io.inputs import ColumnsNotFound, PairTable, load_documents
+from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
+from calibsim_gui.core.reports.reproduce import RunSources
 from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import for_the_app, plural
@@ -201,18 +203,30 @@ class Session(QObject):
             self.window.show_error("No model", "Load a model before building a background.")
             return
         anchors = self.window.anchors.anchor_set()
-        built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed}
+        clean_html = any(note.startswith(CLEANED_NOTE) for note in documents.notes)   # "Clean them before building"
+        built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed,
+                      "clean_html": clean_html}
         cache, budget = self.cache, self.window.memory_budget()
 
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
                                     seed=seed, sources=documents.files, cache=cache,
-                                    text_columns=documents.text_columns,
+                                    text_columns=documents.text_columns, clean_html=clean_html,
                                     progress=progress, should_stop=should_stop, memory_budget=budget,
-                                    name=f"background of {len(documents.files)} files")
+                                    name=f"background of {plural(len(documents.files), 'file')}")
             return profile, f"built from {len(documents.files)} file(s)"
 
         self.start_references(task, built_from=built_from)
+
+    def run_sources(self) -> RunSources:
+        """The files and choices the current results were made with, for a report's Reproduce
+        commands: the profile file opened, the human calibration, the input's columns."""
+        table, spec, info = self.state.input, self.input_spec or {}, self.state.model_info
+        columns = {key: getattr(table, key, None) for key in ("text_a", "text_b", "label")}
+        return RunSources(profile_file=self.profile_path, human=self.state.human,
+                          columns={k: v for k, v in columns.items() if v},
+                          encoding=(spec.get("options") or {}).get("encoding"),
+                          model=str(info.path) if info is not None and info.source != "built-in" else None)
 
     def start_references(self, task, *, path: str | None = None, built_from: dict | None = None) -> None:
         """Prepare references in the profile worker; `path` and `built_from` count once they arrive."""

@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import re
 
 import numpy as np
@@ -126,7 +127,8 @@ def test_html_is_self_contained_and_shows_summary_table_and_figures(report, tmp_
     assert "euclidean_raw" not in results.columns       # readable tables feature one metric
     first = report.result.frame.loc[0, "cosine_calibrated"]
     assert results.loc[0, "cosine_calibrated"] == pytest.approx(first, abs=5e-4)
-    assert "calibsim score pairs.csv" in text          # how to reproduce it
+    relative = os.path.relpath(report.input_files[0], tmp_path)     # how to reproduce it, from the report's folder
+    assert f"calibsim score {relative} " in text and relative.endswith("pairs.csv") and relative != "pairs.csv"
 
 
 def test_html_escapes_the_users_text(profile, tmp_path):
@@ -356,6 +358,8 @@ def test_search_report_reads_the_local_min_max_as_local(profile, tmp_path):
     assert "cosine_local_minmax" in table.columns and "cosine_query_zscore" in table.columns
     readings = dict(search_report.how_to_read())
     assert "NOT comparable" in readings["local_minmax"] and "query" in readings["query_zscore"]
+    assert search_report.reproduce()[-1].startswith(f"calibsim search {tmp_path / 'q.txt'} --corpus ")
+    search_report.path = tmp_path / "hits.html"          # written beside its inputs: relative names
     assert search_report.reproduce()[-1].startswith("calibsim search q.txt --corpus docs.txt")
     assert [f.name for f in search_report.figures] == ["distribution", "calibrated-map"]
     for suffix in (".csv", ".xlsx", ".pdf"):

@@ -8,6 +8,7 @@ from the background's moments and hand a `BackgroundStatistics` to `assemble_pro
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from calibsim_gui.core.geometry.transforms import (
     get_geometries,
 )
 from calibsim_gui.core.io.memory import check_budget, profile_build_bytes
+from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.provenance import file_digest, library_versions
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
 from calibsim_gui.core.references.reference_scale import (
@@ -96,6 +98,25 @@ class BackgroundStatistics:
     query_reference: np.ndarray
     provenance: dict = field(default_factory=lambda: {"engine": "local"})
     languages: dict | None = None
+
+
+def is_builtin_ladder(anchors: AnchorSet) -> bool:
+    """True when `anchors` holds exactly the built-in ladder's levels and pairs (whatever its name)."""
+    def content(ladder):
+        d = ladder.to_dict()
+        return d["levels"], d["pairs"]
+
+    return content(anchors) == content(builtin_anchors())
+
+
+def anchors_provenance(anchors: AnchorSet) -> dict:
+    """What a profile records of its ladder: its name, size, sha256 (of its JSON) and whether it is
+    the built-in one; an edited ladder keeps the built-in name, so it is named as edited."""
+    builtin = is_builtin_ladder(anchors)
+    digest = hashlib.sha256(dump_json(anchors.to_dict()).encode("utf-8")).hexdigest()
+    return {"name": anchors.name if builtin else f"{anchors.name}, edited (not the built-in ladder)",
+            "builtin": builtin, "levels": len(anchors.levels), "pairs": len(anchors.pairs),
+            "sha256": digest}
 
 
 def _anchor_embeddings(embedder, anchors: AnchorSet, **encode_options) -> list[np.ndarray]:
@@ -219,7 +240,8 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                   geometries=FIXES, geometry_metrics=GEOMETRY_METRICS, sources=(),
                   name: str | None = None, cache=None, batch_size: int = 64, progress=None,
                   memory_budget: int | None = None, should_stop=None,
-                  text_columns=(), geometry_settings=None, languages=()) -> ReferenceProfile:
+                  text_columns=(), geometry_settings=None, languages=(),
+                  clean_html: bool = False) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 
     Parameters
@@ -236,11 +258,14 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
     geometry_settings : dict or None
         Settings of the fixes' transforms, e.g. ``{"abtt": {"n_directions": 3}}``
         (`geometry.geometry_settings`); recorded in the provenance.
-    sources : paths of the background files, recorded with their digests in the provenance.
+    sources : paths of the background files, recorded (full path, name, sha256) in the provenance.
     text_columns : `DocumentSet.text_columns` of the background, recorded as the column read from
         each table file.
     languages : codes of `REFERENCE_LANGUAGES` whose unrelated end is measured now (any other is
         measured when a run first meets pairs in it, see `add_language_ends`).
+    clean_html : bool
+        The texts had their HTML leftovers cleaned (`text_cleaning.clean_documents`) before they
+        came here; recorded, so that ``calibsim profile build --clean-html`` builds it again.
     progress, should_stop : see `encode_texts`.
     memory_budget : int or None
         Bytes the build may hold (None: the default budget); a larger background raises
@@ -272,12 +297,14 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
             emb[query_sample(keys)], languages=summarise_texts(texts))
     profile = assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
                                fixed_metrics=fixed_metrics, seed=seed,
-                               files=[{"name": Path(s).name, "sha256": file_digest(s)}
-                                      for s in sources],
+                               files=[{"name": Path(s).name, "path": str(Path(s).resolve()),
+                                       "sha256": file_digest(s)} for s in sources],
                                name=name, languages=languages, **options)
-    if text_columns and "background" in profile.provenance:      # which column of each table file
-        profile.provenance["background"]["text_columns"] = {
-            str(file): str(column) for file, column, *_ in text_columns}
+    if "background" in profile.provenance:
+        profile.provenance["background"]["clean_html"] = bool(clean_html)
+        if text_columns:                                            # which column of each table file
+            profile.provenance["background"]["text_columns"] = {
+                str(file): str(column) for file, column, *_ in text_columns}
     return profile
 
 
@@ -301,7 +328,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
         **(background.provenance if background else {"engine": "local"}),
         "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
                   "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},
-        "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)},
+        "anchors": anchors_provenance(anchors),
         "scale": _scale_provenance(reference),
         "versions": library_versions(),
     }
@@ -358,7 +385,7 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
 
     geometries = {fix: GeometryReference(ref.transform, refit(ref.metrics, ref.transform))
                   for fix, ref in profile.geometries.items()}
-    provenance = {**profile.provenance, "anchors": {"name": anchors.name, "pairs": len(anchors.pairs)}}
+    provenance = {**profile.provenance, "anchors": anchors_provenance(anchors)}
     return ReferenceProfile(profile.fingerprint, profile.dimension, anchors,
                             refit(profile.metrics, None), profile.query_reference, provenance,
                             {fix: ref for fix, ref in geometries.items() if ref.metrics})

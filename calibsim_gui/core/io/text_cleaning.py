@@ -22,6 +22,8 @@ _PATTERNS = {
 _BARE = _PATTERNS["bare entities"]
 _TAG = _PATTERNS["tags"]
 _SPACES = re.compile(r"\s+")
+CLEANED_NOTE = "cleaned HTML leftovers"
+"""How the note of a `clean_documents` set begins: it says the set was cleaned."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def clean_documents(documents):
         else:
             seen.add(text)
             kept.append(replace(doc, text=text) if text != doc.text else doc)
-    note = (f"cleaned HTML leftovers from {changed:,} texts"
+    note = (f"{CLEANED_NOTE} from {changed:,} texts"
             + (f", dropping {emptied:,} left empty" if emptied else "")
             + (f" and {duplicated:,} now duplicates" if duplicated else ""))
     return replace(documents, documents=tuple(kept), n_empty=documents.n_empty + emptied,

@@ -8,6 +8,7 @@ May import every other package of `calibsim_gui.core` (reports are the top layer
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from calibsim_gui.core.errors import Cancelled, InputError
@@ -52,6 +53,7 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     A stop request (`should_stop()` true) raises `Cancelled` and leaves no file; a write the
     system refuses raises `WriteError` and leaves every previous file as it was.
 
+    The Reproduce commands name files relative to `path` (`reproduce.command_path`).
     A report whose references use a ladder other than the built-in one (edited anchors) also
     writes that ladder as ``<report stem>-anchors.json`` beside it, which its Reproduce commands
     name with ``--anchors``; the HTML, PDF, XLSX and JSON formats hold those commands.
@@ -61,6 +63,7 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
     check = _stopper(should_stop)
     suffix = path.suffix.lower()
     progress(0, 3, f"writing {path.name}")
+    report.path = path                        # the Reproduce commands' paths are relative to it
     ladder = None
     if report.custom_anchors and suffix in (".html", ".pdf", ".xlsx", ".json"):
         ladder = report.anchors_file = anchors_path(path)     # named by the Reproduce commands
@@ -73,13 +76,14 @@ def write_report(report: Report, path, *, force: bool = False, inputs=(), progre
         report.figures          # drawn before the write, whose OSErrors are about the output file
         check()
     if suffix in TABLE_SUFFIXES:
+        result = dataclasses.replace(report.result, provenance=report.provenance)   # side-car: files by role
         if report.kind != "matrix":          # scored pairs, search hits: one row each
-            write_scored_pairs(report.result, path, keep_formulas=keep_formulas)
+            write_scored_pairs(result, path, keep_formulas=keep_formulas)
         else:
-            matrices = report.result.matrices       # the featured form, else the one it was scored with
+            matrices = result.matrices       # the featured form, else the one it was scored with
             form = report.form if report.form in matrices else next(
                 (f for f in matrices if f != "raw"), "raw")
-            write_matrix(report.result, path, form=form, keep_formulas=keep_formulas)
+            write_matrix(result, path, form=form, keep_formulas=keep_formulas)
     elif suffix == ".json":
         write_text_atomic(path, tables.report_json(report))
     elif suffix == ".html":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +21,19 @@ from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.reports.figures import report_figures
 from calibsim_gui.core.reports.reading import how_to_read
-from calibsim_gui.core.reports.reproduce import is_builtin_ladder, reproduce_commands
+from calibsim_gui.core.reports.reproduce import (
+    RunSources,
+    command_path,
+    is_builtin_ladder,
+    reproduce_commands,
+    source_files,
+)
 
+FILE_ROLES = {"pairs": "Input file", "documents": "Input file", "queries": "Input file",
+              "corpus": "Input file", "background": "Background file", "profile": "Profile file",
+              "anchors": "Anchors file", "human calibration": "Human calibration file",
+              "human training pairs": "Human training pairs"}
+"""How the provenance appendix labels the files of each role (`reproduce.source_files`)."""
 MAX_READABLE_ROWS = 5000        # HTML/PDF tables; every row is in CSV/XLSX/JSON
 TOP_DOCUMENT_PAIRS = 50
 
@@ -70,9 +81,13 @@ class Report:
     profile: object
     metric: str
     form: str
+    sources: RunSources = field(default_factory=RunSources)
+    """The profile, human calibration and input columns the result was made with (`RunSources`)."""
     anchors_file: Path | None = None
     """Where the report's anchor ladder was written (set by `write_report` for a ladder other
     than the built-in one); the Reproduce commands name it."""
+    path: Path | None = None
+    """The report's file (set by `write_report`): the Reproduce commands' paths are relative to it."""
 
     @property
     def calibration_form(self) -> str:
@@ -103,8 +118,58 @@ class Report:
         return "pairs" if isinstance(self.result, ScoredPairs) else "matrix"
 
     @property
-    def provenance(self) -> dict:
+    def provenance_of_result(self) -> dict:
+        """The result's own provenance, as the scoring recorded it."""
         return self.result.provenance
+
+    @property
+    def provenance(self) -> dict:
+        """The result's provenance with every file the report depends on (``files``: role, path,
+        sha256), the human calibration's source and check, and the command-line equivalents of
+        the choices made (``choices``)."""
+        prov = dict(self.result.provenance)
+        prov["files"] = self.files
+        if prov.get("human"):
+            prov["human"] = [self._human_record(h) for h in prov["human"]]
+        model = prov["model"]
+        background = self.profile.provenance.get("background") or {}
+        prov["choices"] = {
+            "engine": model.get("engine"), "precision": model.get("precision"),
+            "prompt": model.get("prompt"), "prompt_name": model.get("prompt_name"),
+            "columns": dict(self.sources.columns), "encoding": self.sources.encoding,
+            "geometry": [g for g in prov.get("geometry", {}) if g != "none"],
+            "clean_html": bool(background.get("clean_html")),
+            "edited_anchors": self.custom_anchors}
+        return prov
+
+    def _human_record(self, entry: dict) -> dict:
+        """A human calibration entry with the file it came from and the labelled pairs it was
+        fitted on (name, sha256) and its cross-validated error."""
+        fit = self.sources.human
+        calibrator = getattr(fit, "calibrator", None)
+        if calibrator is None or (calibrator.metric, calibrator.geometry) != (entry.get("metric"),
+                                                                              entry.get("geometry")):
+            return entry
+        source, validation = fit.source or {}, fit.validation or {}
+        record = {**entry, "training_file": source.get("file"), "training_sha256": source.get("sha256"),
+                  "cross_validated": {k: validation.get(k) for k in ("mae", "rmse", "n_splits", "split")}}
+        if self.sources.human_file:
+            record.update(file=str(Path(self.sources.human_file).resolve()),
+                          sha256=self._digest(self.sources.human_file))
+        return record
+
+    def _digest(self, path) -> str | None:
+        """sha256 of a file on disk (None when it is gone), computed once per report."""
+        digests = self.__dict__.setdefault("_digests", {})
+        key = str(Path(path).resolve())
+        if key not in digests:
+            digests[key] = file_digest(key) if Path(key).is_file() else None
+        return digests[key]
+
+    @property
+    def files(self) -> list[dict]:
+        """Every file the report depends on, by role, with its sha256 (`reproduce.source_files`)."""
+        return source_files(self, self._digest)
 
     @property
     def input_files(self) -> list[Path]:
@@ -125,10 +190,10 @@ class Report:
     def metrics(self) -> list[str]:
         return _result_metrics(self.result)
 
-    @functools.cached_property
+    @property
     def input_digests(self) -> dict[str, str]:
         """sha256 of every input file still on disk (what a reader checks to reproduce)."""
-        return {str(f): file_digest(f) for f in self.input_files if f.is_file()}
+        return {str(f): self._digest(f) for f in self.input_files if f.is_file()}
 
     def summary(self) -> list[tuple[str, str]]:
         """(label, value) rows of the summary that opens every report."""
@@ -166,11 +231,11 @@ class Report:
                                                             if len(files) > 3 else "")
             rows.append(("Input (the documents scored)",
                          f"{docs['count']:,} documents from {len(files)} file(s): {shown}"))
-        profile_name = str(refs["profile"])
-        if self.custom_anchors and "edited anchors" not in profile_name:
-            profile_name += " + edited anchors"
-        rows.append(("Reference profile", profile_name))
+        rows.append(("Reference profile", self.profile_summary(str(refs["profile"]))))
         rows.append(("Anchors", self.anchors_summary()))
+        human = self.human_summary()
+        if human:
+            rows.append(("Human calibration", human))
         if profile.has_background:
             files = ", ".join(f["name"] for f in bg.get("files", []))
             columns = bg.get("text_columns") or {}
@@ -180,7 +245,8 @@ class Report:
                          + (f", from {bg['corpus']}" if bg.get("corpus") else "")
                          + (f", files {files}" if files else "")
                          + ("; text column " + ", ".join(f"{c!r} ({f})" for f, c in columns.items())
-                            if columns else "")))
+                            if columns else "")
+                         + ("; HTML leftovers cleaned before building" if bg.get("clean_html") else "")))
         else:
             rows.append(("Background", "none (anchor calibrations only)"))
         enc = prov["encoding"]
@@ -309,18 +375,56 @@ class Report:
         return list(self.result.notes)
 
     def reproduce(self) -> list[str]:
-        name = self.input_files[0].name if self.input_files else "input"
-        return reproduce_commands(self.result, self.profile, name, self.metrics, self.anchors_file, self.form)
+        return reproduce_commands(self)
 
     def reproduce_note(self) -> str:
         """What the Reproduce commands need, in words."""
-        files = "the input files"
+        ladder = ""
         if self.custom_anchors:
-            ladder = self.anchors_file.name if self.anchors_file else "the report's anchors file"
-            files += f" and {ladder} (this report's anchor ladder, written beside it)"
-        return (f"Run in a folder holding {files} (check their sha256 under Provenance), with "
-                "the same calibsim version and model fingerprint; these commands re-create every "
-                "number in this report:")
+            name = self.anchors_file.name if self.anchors_file else "the report's anchors file"
+            ladder = f" This report's anchor ladder is {name}, written beside it."
+        if self.path is None:
+            where = "Paths are absolute: run the commands anywhere."
+        else:
+            where = ("Run the commands in the folder holding this report: paths are relative to it "
+                     "(absolute for files outside the folders it shares with them).")
+        return (f"{where}{ladder} Check each file against its sha256 under Provenance and use the same "
+                "calibsim version and model fingerprint; these commands re-create every number in "
+                "this report:")
+
+    def profile_summary(self, name: str) -> str:
+        """The references in use, in words: built in, a profile file, or a background built in the
+        session (and rebuilt by the Reproduce commands); with edited anchors if so."""
+        edited = " + edited anchors" if self.custom_anchors else ""
+        name = name.removesuffix(" + edited anchors")
+        if self.sources.profile_file:
+            return f"{name}{edited} (profile file {self.sources.profile_file})"
+        background = self.profile.provenance.get("background") or {}
+        if name.startswith("built-in") or not background:
+            return f"{name}{edited}"
+        files = ", ".join(f.get("name", "?") for f in background.get("files", []))
+        build = next((c for c in self.reproduce() if c.startswith("calibsim profile build")), "")
+        out = build.rsplit("--out ", 1)[-1] if build else "a profile file"
+        return (f"{name}{edited}: built from {files or 'a background corpus'}, not saved to a file; "
+                f"the Reproduce commands build it again as {out}")
+
+    def human_summary(self) -> str:
+        """The human calibration in use, in words ("" without one)."""
+        parts = []
+        for entry in self.provenance_of_result.get("human") or []:
+            record = self._human_record(entry)
+            text = (f"{entry['metric']}_human" + ("" if entry.get("geometry", "none") == "none"
+                                                  else f"@{entry['geometry']}")
+                    + f", fitted on {entry.get('pairs', '?'):,} labelled pairs"
+                    + (f" of {record['training_file']}" if record.get("training_file") else "")
+                    + f" scored {entry['scale'][0]:g}-{entry['scale'][1]:g}")
+            mae = (record.get("cross_validated") or {}).get("mae")
+            if mae is not None:
+                text += f"; cross-validated error (split by sentence) {mae:.3f} on the 0-1 scale"
+            if self.sources.human_file:
+                text += f"; file {self.sources.human_file}"
+            parts.append(text)
+        return "; ".join(parts)
 
     def anchors_summary(self) -> str:
         """The ladder in use, in words: built-in or not, levels, pair count."""
@@ -335,14 +439,19 @@ class Report:
                 f"{len(anchors.levels)} levels (level → target (pairs): {levels}){where}")
 
     def provenance_rows(self) -> list[tuple[str, str]]:
-        """(label, value) rows for the provenance appendix: every file's full name and sha256."""
-        rows = [(f"Input file ({Path(f).name})", f"{f}  sha256 {d}") for f, d in self.input_digests.items()]
-        bg = self.profile.provenance.get("background") or {}
-        columns = bg.get("text_columns") or {}
-        for f in bg.get("files", []):
-            column = columns.get(f["name"])
-            rows.append((f"Background file ({f['name']})",
-                         f"sha256 {f.get('sha256', '?')}" + (f", text column {column!r}" if column else "")))
+        """(label, value) rows for the provenance appendix: every file by role, with its full name,
+        how the Reproduce commands name it, and its sha256."""
+        columns = (self.profile.provenance.get("background") or {}).get("text_columns") or {}
+        rows = []
+        for f in self.files:
+            label = FILE_ROLES.get(f["role"], f["role"].capitalize())
+            named = command_path(f["path"], self.path) if Path(f["path"]).is_absolute() else f["path"]
+            column = columns.get(f["name"]) if f["role"] == "background" else None
+            rows.append((f"{label} ({f['name']})",
+                         f"{f['path']}" + (f" (Reproduce: {named})" if named != f["path"] else "")
+                         + f"  sha256 {f.get('sha256') or 'not on disk'}"
+                         + (f", text column {column!r}" if column else "")
+                         + (", HTML cleaned" if f.get("clean_html") else "")))
         rows.append(("Model fingerprint", str(self.provenance["model"]["digest"])))
         scale = self.profile.provenance.get("scale") or {}
         if scale.get("sentences_sha256"):
@@ -392,11 +501,13 @@ class Report:
         return report_figures(self)
 
 
-def build_report(result, profile, *, metric: str | None = None, form: str = "calibrated") -> Report:
+def build_report(result, profile, *, metric: str | None = None, form: str = "calibrated",
+                 sources: RunSources | None = None) -> Report:
     """A `Report` of `result` (ScoredPairs, DocumentMatrix or SearchHits) with the `profile` it used.
 
     `metric` and `form` choose what readable tables and figures feature (default: the first
-    metric of the result and the anchor-ladder calibration).
+    metric of the result and the anchor-ladder calibration); `sources` names the profile file,
+    human calibration and input columns the result was made with.
     """
     metrics = _result_metrics(result)
     metric = metric if metric in metrics else metrics[0]
@@ -404,7 +515,7 @@ def build_report(result, profile, *, metric: str | None = None, form: str = "cal
     if isinstance(result, DocumentMatrix):       # a matrix holds the forms it was scored with (csls)
         available |= set(result.matrices) - {"raw"}
     form = form if form in available else "calibrated"
-    return Report(result, profile, metric, form)
+    return Report(result, profile, metric, form, sources or RunSources())
 
 
 def _score_form(column: str) -> str | None:
