@@ -1,0 +1,512 @@
+"""The Map tab: every text of the current input as a point of a 2-D map (PCA of its embeddings).
+
+Points are coloured by a chosen column, name their text on hover, and can be chosen with a
+rectangle or a lasso: the Results table then shows only the pairs that touch them. A clicked
+point, or a text typed in the search box (Ctrl+K), lists its nearest texts with raw and
+calibrated scores. Encoding (through the cache) and projecting run in `TaskRunner`s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
+from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.qt.messages import plural
+from calibsim_gui.qt.plot_menu import PlotMenu
+from calibsim_gui.qt.workers import TaskRunner
+
+MODES = ("Pan and zoom", "Rectangle", "Lasso")
+NEIGHBOURS = 10
+HOVER_CHARS = 160
+CATEGORY_COLOURS = [QColor(c) for c in ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
+                                        "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac")]
+MAX_CATEGORIES = len(CATEGORY_COLOURS)
+MISSING = QColor(150, 150, 150, 120)
+MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
+SIDE = "side of the pair"
+
+
+def point_columns(text_map, state) -> dict[str, np.ndarray]:
+    """What the points can be coloured by: per point, numbers (float) or categories (object).
+
+    Pairs: the shown metric's calibrated and raw scores and every other input column, each the
+    mean over the pairs a text belongs to (a category: its first pair's), and the side (A, B or
+    both). Documents: the source file and each document's best calibrated match in the set.
+    """
+    import pandas as pd
+
+    results, table = state.results, state.input
+    columns: dict[str, np.ndarray] = {}
+    if len(text_map.segments):
+        ends = text_map.segments.ravel()
+        sides = np.full(len(text_map), "", dtype=object)
+        for side, points in zip("AB", text_map.segments.T):
+            sides[points] = np.where(np.isin(sides[points], ("", side)), side, "both")
+        if isinstance(results, ScoredPairs):
+            frame = results.frame.iloc[text_map.rows]
+            label = state.label_column or getattr(table, "label", None)
+            wanted = [f"{state.metric}_calibrated", f"{state.metric}_raw"] + ([label] if label else [])
+            wanted += [c for c in frame.columns if c not in (table.text_a, table.text_b)
+                       and split_score_column(c) is None and not str(c).startswith("text_")]
+            for name in dict.fromkeys(c for c in wanted if c in frame.columns):
+                numbers = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+                if np.isfinite(numbers).any():
+                    columns[str(name)] = text_map.per_point(numbers)
+                elif frame[name].nunique() <= MAX_CATEGORIES:        # a category: its first pair's
+                    values = pd.Series(np.repeat(frame[name].astype(str).to_numpy(), 2)).groupby(ends).first()
+                    columns[str(name)] = values.reindex(range(len(text_map)), fill_value="").to_numpy(dtype=object)
+        columns[SIDE] = sides
+    else:
+        if len(set(text_map.sources)) > 1:
+            columns["source file"] = np.asarray(text_map.sources, dtype=object)
+        if isinstance(results, DocumentMatrix) and "calibrated" in results.matrices \
+                and len(results.ids) == len(text_map):
+            scores = results.matrices["calibrated"].astype(float)
+            np.fill_diagonal(scores, np.nan)
+            columns["best match (calibrated)"] = np.nanmax(scores, axis=1)
+    return columns
+
+
+def colour_brushes(values: np.ndarray, alpha: int = 255) -> tuple[list, str]:
+    """One brush per point for `values` (numbers: viridis from low to high; categories: one colour
+    each), and a legend line that says what the colours mean."""
+    def brush(colour: QColor):
+        colour = QColor(colour)
+        colour.setAlpha(min(alpha, colour.alpha()))
+        return pg.mkBrush(colour)
+
+    missing = brush(MISSING)
+    if values.dtype != object:
+        known = np.isfinite(values)
+        if not known.any():
+            return [missing] * len(values), "no values"
+        low, high = float(values[known].min()), float(values[known].max())
+        lookup = pg.colormap.get("viridis").getLookupTable(nPts=64)
+        palette = [brush(QColor(*rgb)) for rgb in lookup]
+        steps = np.zeros(len(values), dtype=np.int64)
+        if high > low:
+            steps[known] = np.round((values[known] - low) / (high - low) * 63).astype(np.int64)
+        out = [palette[s] if k else missing for s, k in zip(steps, known)]
+        return out, f"dark purple = {low:.3g} … yellow = {high:.3g}; grey = no value"
+    names, counts = np.unique(values.astype(str), return_counts=True)
+    shown = [n for n in names[np.argsort(-counts, kind="stable")] if n][:MAX_CATEGORIES]
+    palette = {name: brush(colour) for name, colour in zip(shown, CATEGORY_COLOURS)}
+    legend = ", ".join(f"<span style='color:{CATEGORY_COLOURS[i].name()}'>●</span> {name}"
+                       for i, name in enumerate(shown))
+    return [palette.get(str(v), missing) for v in values], legend + ("; grey = other" if len(names) > len(shown) else "")
+
+
+def shorten(text: str, chars: int = HOVER_CHARS) -> str:
+    """`text` cut to `chars` characters (with an ellipsis when cut)."""
+    return text if len(text) <= chars else text[:chars - 1] + "…"
+
+
+class SelectionViewBox(pg.ViewBox):
+    """A ViewBox that, in rectangle or lasso mode, draws a shape with the left button and emits
+    its vertices (view coordinates) when the drag ends; otherwise it pans and zooms."""
+
+    shape_drawn = Signal(object)          # ndarray of shape (n_vertices, 2)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mode = MODES[0]
+        self._path: list = []
+        self.outline = pg.PlotCurveItem(pen=pg.mkPen((230, 120, 20), width=1.5, style=Qt.PenStyle.DashLine))
+        self.outline.setZValue(10)
+        self.addItem(self.outline, ignoreBounds=True)
+
+    def mouseDragEvent(self, ev, axis=None) -> None:
+        if self.mode == MODES[0] or ev.button() != Qt.MouseButton.LeftButton:
+            super().mouseDragEvent(ev, axis)
+            return
+        ev.accept()
+        here = self.mapSceneToView(ev.scenePos())
+        if ev.isStart():
+            start = self.mapSceneToView(ev.buttonDownScenePos())
+            self._path = [(start.x(), start.y())]
+        self._path.append((here.x(), here.y()))
+        shape = self.drawn_shape()
+        closed = np.vstack([shape, shape[:1]])
+        self.outline.setData(closed[:, 0], closed[:, 1])
+        if ev.isFinish():
+            self.outline.setData([], [])
+            self.shape_drawn.emit(shape)
+
+    def drawn_shape(self) -> np.ndarray:
+        """The drawn shape: the rectangle spanned by the drag, or the lasso's path."""
+        path = np.asarray(self._path, dtype=float)
+        if self.mode == "Rectangle":
+            (x0, y0), (x1, y1) = path[0], path[-1]
+            return np.array([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+        return path
+
+
+def encode_query(embedder, text: str, cache, *, progress, should_stop) -> np.ndarray:
+    """A typed text's vector, encoded like the map's texts (same prompt, through the cache)."""
+    return encode_texts(embedder, [text], cache=cache, should_stop=should_stop).embeddings[0]
+
+
+class MapView(QWidget):
+    """A scatter of the input's texts with colour, hover, selection, neighbours and type-in search.
+
+    The map is computed when the tab is shown after the input or model changed (results with the
+    same input and model only recolour it). `chosen` holds the selected points; for pairs,
+    `state.chosen_rows` then limits the Results table to the pairs touching them.
+    """
+
+    neighbours_listed = Signal()
+
+    def __init__(self, state, *, cache=lambda: None, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self._cache = cache
+        self.text_map = None
+        self.columns: dict[str, np.ndarray] = {}
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self.neighbours: list[tuple[int, float, float]] = []
+        self.source: int | None = None       # the clicked point whose neighbours are listed
+        self._key = None                    # (input, model) the map was computed for
+        self._query = ""                    # the typed text being encoded
+        self._stale = True
+        self.runner = TaskRunner("mapping the texts", self)
+        self.runner.finished.connect(self._mapped)
+        self.runner.failed.connect(self._failed)
+        self.runner.progress.connect(self._progress)
+        self.query_runner = TaskRunner("finding texts like the typed one", self)
+        self.query_runner.finished.connect(self._query_encoded)
+        self.query_runner.failed.connect(self._failed)
+
+        self.summary = QLabel("Open pairs or documents: each of their texts becomes a point here.")
+        self.summary.setWordWrap(True)
+        self.colour_combo = QComboBox()
+        self.colour_combo.setToolTip("Colour the points by this column (a text in several pairs: "
+                                     "the mean over its pairs)")
+        self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.colour_combo.currentIndexChanged.connect(self.recolour)
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItems(MODES)
+        self.mode_combo.setToolTip("Drag with the left button to pan, or to choose the points inside "
+                                   "a rectangle or a lasso (the Results tab then shows their pairs)")
+        self.segments_box = QCheckBox("Draw pairs as segments")
+        self.segments_box.setToolTip("A line between the two texts of every pair")
+        self.segments_box.toggled.connect(self._draw_segments)
+        self.clear_button = QPushButton("Clear selection")
+        self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
+        self.clear_button.setEnabled(False)
+        self.query_edit = QLineEdit(placeholderText="Find texts like… (Ctrl+K, Enter)")
+        self.query_edit.setClearButtonEnabled(True)
+        self.query_edit.setToolTip("Type a text: its nearest texts of the input are listed, with raw "
+                                   "and calibrated scores, and ringed on the map")
+        self.query_edit.returnPressed.connect(self.find_like)
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+
+        self.view_box = SelectionViewBox()
+        self.view_box.shape_drawn.connect(self.choose_inside)
+        self.mode_combo.currentTextChanged.connect(self._set_mode)
+        self.plot_widget = pg.PlotWidget(viewBox=self.view_box)
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setLabel("bottom", "first principal direction")
+        self.plot.setLabel("left", "second principal direction")
+        self.plot_menu = PlotMenu(self, self.plot_widget, [self.plot], image_name="map.png")
+        self.segments = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(120, 120, 120, 90))
+        self.segments.setVisible(False)
+        self.scatter = pg.ScatterPlotItem(size=7, pen=None, hoverable=True, tip=self.hover_text,
+                                          hoverSize=11)
+        self.scatter.sigClicked.connect(self._clicked)
+        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
+        self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
+                                         symbol="s")
+        self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
+        for item in (self.segments, self.scatter, self.marks, self.picked, self.origin):
+            self.plot.addItem(item)
+
+        self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
+        self.neighbour_title.setWordWrap(True)
+        self.neighbour_title.setMinimumHeight(3 * self.fontMetrics().lineSpacing() + 4)
+        self.neighbour_table = QTableWidget(0, 4)
+        self.neighbour_table.setHorizontalHeaderLabels(["Text", "Id", "Raw", "Calibrated"])
+        self.neighbour_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.neighbour_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        header = self.neighbour_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.neighbour_table.verticalHeader().setVisible(False)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.query_edit)
+        side_layout.addWidget(self.neighbour_title)
+        side_layout.addWidget(self.neighbour_table, 1)
+        splitter = QSplitter()
+        splitter.addWidget(self.plot_widget)
+        splitter.addWidget(side)
+        splitter.setSizes([600, 400])
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Colour by:"))
+        bar.addWidget(self.colour_combo)
+        bar.addWidget(QLabel("Mouse:"))
+        bar.addWidget(self.mode_combo)
+        bar.addWidget(self.segments_box)
+        bar.addWidget(self.clear_button)
+        bar.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(bar)
+        layout.addWidget(self.legend)
+        layout.addWidget(splitter, 1)
+        state.results_changed.connect(self._results_changed)
+        state.range_changed.connect(self._range_changed)
+        self._apply_palette()
+
+    def _apply_palette(self) -> None:
+        """Plot colours follow the window's palette (light or dark)."""
+        self.plot_widget.setBackground(self.palette().color(QPalette.ColorRole.Base))
+        text = self.palette().color(QPalette.ColorRole.Text)
+        for side in ("left", "bottom"):
+            self.plot.getAxis(side).setPen(pg.mkPen(text))
+            self.plot.getAxis(side).setTextPen(pg.mkPen(text))
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)
+
+    # ------------------------------------------------------------------ runs
+
+    def _results_changed(self) -> None:
+        state = self.state
+        key = (id(state.input), id(state.embedder))
+        if self.text_map is not None and key == self._key:
+            self._fill_columns()                 # same texts, same model: new colours only
+            return
+        self._stale = True
+        self.runner.cancel()
+        if self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale and not self.runner.running:
+            self.refresh()
+
+    def drawn(self) -> bool:
+        """True when the map shows the current input (nothing left to compute)."""
+        return self.text_map is not None and not self._stale and not self.runner.running
+
+    def refresh(self) -> None:
+        """Encode (cache first) and project the current input's texts in the worker."""
+        state = self.state
+        if state.input is None or state.embedder is None:
+            self._clear("Open pairs or documents: each of their texts becomes a point here.")
+            return
+        self._stale = False
+        self._key = (id(state.input), id(state.embedder))
+        table, embedder, cache = state.input, state.embedder, self._cache()
+        self.summary.setText("Mapping the texts…")
+        self.runner.start(lambda progress, should_stop: map_input(
+            table, embedder, cache=cache, progress=progress, should_stop=should_stop))
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.summary.setText(f"Mapping the texts: {message}…")
+
+    def _failed(self, message: str) -> None:
+        self.summary.setText(message.partition("\n\nTraceback")[0])
+
+    def _clear(self, text: str) -> None:
+        self.text_map, self._key, self.columns = None, None, {}
+        self.neighbours, self.source = [], None
+        self.neighbour_table.setRowCount(0)
+        self.scatter.clear()
+        self.segments.setData([], [])
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self._show_marks()
+        self.summary.setText(text)
+
+    def _mapped(self, text_map) -> None:
+        self.text_map = text_map
+        coords = text_map.projection.coords
+        many = len(text_map) > MANY_POINTS
+        self.scatter.setData(pos=coords, data=np.arange(len(text_map)), size=4 if many else 7)
+        pairs = coords[text_map.segments.ravel()] if len(text_map.segments) else np.zeros((0, 2))
+        self.segments.setData(pairs[:, 0], pairs[:, 1])
+        self.segments_box.setEnabled(len(text_map.segments) > 0)
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self.neighbours, self.source = [], None
+        self._fill_columns()
+        self._show_marks()
+        self.neighbour_table.setRowCount(0)
+        first, second = text_map.projection.explained
+        self.summary.setText(f"{plural(len(text_map), 'distinct text')} · PCA: the two directions shown "
+                             f"hold {first:.0%} and {second:.0%} of the variance".replace("%", " %")
+                             + ("; drawn small and translucent, where points crowd the colour deepens"
+                                if many else ""))
+        self.plot.autoRange()
+
+    # ------------------------------------------------------------------ colours
+
+    def _fill_columns(self) -> None:
+        if self.text_map is None:
+            return
+        self.columns = point_columns(self.text_map, self.state)
+        before = self.colour_combo.currentText()
+        self.colour_combo.blockSignals(True)
+        self.colour_combo.clear()
+        self.colour_combo.addItems(list(self.columns))
+        self.colour_combo.setCurrentIndex(max(0, self.colour_combo.findText(before)))
+        self.colour_combo.blockSignals(False)
+        self.recolour()
+
+    def recolour(self) -> None:
+        """Brush every point by the chosen column."""
+        if self.text_map is None:
+            return
+        alpha = 110 if len(self.text_map) > MANY_POINTS else 230
+        name = self.colour_combo.currentText()
+        if name in self.columns:
+            brushes, legend = colour_brushes(self.columns[name], alpha)
+            self.legend.setText(f"<b>{name}</b>: {legend}")
+        else:
+            brushes = [pg.mkBrush(CATEGORY_COLOURS[0])] * len(self.text_map)
+            self.legend.setText("")
+        self.scatter.setBrush(brushes)
+
+    def _draw_segments(self, shown: bool) -> None:
+        self.segments.setVisible(shown)
+
+    # ------------------------------------------------------------------ hover, click, selection
+
+    def hover_text(self, x=None, y=None, data=None) -> str:
+        """A point's id and text (cut to `HOVER_CHARS`), and its value of the colour column."""
+        text_map = self.text_map
+        if text_map is None or data is None:
+            return ""
+        point = int(data)
+        text = shorten(text_map.texts[point])
+        name = self.colour_combo.currentText()
+        value = self.columns[name][point] if name in self.columns else None
+        shown = "" if value is None else (f"\n{name}: {value:.3g}" if isinstance(value, float) else f"\n{name}: {value}")
+        return f"{text_map.ids[point]}: {text}{shown}"
+
+    def _set_mode(self, mode: str) -> None:
+        self.view_box.mode = mode
+        self.view_box.setMouseEnabled(x=True, y=True)
+
+    def choose_inside(self, polygon) -> None:
+        """Choose the points inside a drawn rectangle or lasso."""
+        if self.text_map is not None:
+            self.choose(np.flatnonzero(points_in_polygon(self.text_map.projection.coords, polygon)))
+
+    def choose(self, points) -> None:
+        """Choose these points: ringed here; the Results table shows only the pairs touching them."""
+        self.chosen = np.asarray(points, dtype=np.int64)
+        self._show_marks()
+        self.clear_button.setEnabled(len(self.chosen) > 0)
+        text_map = self.text_map
+        if text_map is None or not len(text_map.segments):
+            return
+        if len(self.chosen):
+            rows = text_map.rows_touching(self.chosen)
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} of "
+                                             f"{plural(len(self.chosen), 'text')} chosen on the Map")
+        elif self.state.chosen_rows is not None:
+            self.state.set_chosen_rows(None)
+
+    def _range_changed(self) -> None:
+        if self.state.chosen_rows is None and len(self.chosen):
+            self.chosen = np.zeros(0, dtype=np.int64)      # cleared from the Results tab
+            self._show_marks()
+            self.clear_button.setEnabled(False)
+
+    def _show_marks(self) -> None:
+        coords = None if self.text_map is None else self.text_map.projection.coords
+        self.marks.setData(pos=np.zeros((0, 2)) if coords is None else coords[self.chosen])
+        hits = [p for p, _, _ in self.neighbours]
+        self.picked.setData(pos=np.zeros((0, 2)) if coords is None or not hits else coords[hits])
+        source = [] if coords is None or self.source is None else [self.source]
+        self.origin.setData(pos=np.zeros((0, 2)) if not source else coords[source])
+
+    def _clicked(self, _item, points, _event=None) -> None:
+        if len(points):
+            self.show_neighbours(int(points[0].data()))
+
+    # ------------------------------------------------------------------ neighbours & typed search
+
+    def _metric(self) -> str:
+        profile = self.state.profile
+        return self.state.metric if profile is not None and self.state.metric in profile.references() \
+            else "cosine"
+
+    def show_neighbours(self, point: int) -> None:
+        """List the nearest texts of a point (itself left out), best first."""
+        text_map = self.text_map
+        if text_map is None or self.state.profile is None:
+            return
+        found = nearest(text_map, text_map.vectors[point], self.state.profile, metric=self._metric(),
+                        k=NEIGHBOURS, exclude=point)
+        self.source = point
+        self._list(found, f"Nearest to {text_map.ids[point]}: {shorten(text_map.texts[point], 90)}")
+
+    def find_like(self) -> None:
+        """Encode the typed text (in the worker, cache first), then list its nearest texts."""
+        text = self.query_edit.text().strip()
+        state = self.state
+        if not text or self.text_map is None or state.embedder is None:
+            return
+        embedder, cache = state.embedder, self._cache()
+        self._query = text
+        self.neighbour_title.setText(f"Finding texts like “{text}”…")
+        self.query_runner.start(lambda progress, should_stop: encode_query(
+            embedder, text, cache, progress=progress, should_stop=should_stop))
+
+    def _query_encoded(self, vector) -> None:
+        if self.text_map is None or self.state.profile is None:
+            return
+        found = nearest(self.text_map, vector, self.state.profile, metric=self._metric(), k=NEIGHBOURS)
+        self.source = None
+        self._list(found, f"Nearest to the typed text “{shorten(self._query, 90)}”")
+
+    def _list(self, found, title: str) -> None:
+        self.neighbours = found
+        metric = self._metric()
+        self.neighbour_title.setText(f"{title}\n({metric}: raw, and calibrated 0–1)")
+        table = self.neighbour_table
+        table.setRowCount(len(found))
+        for row, (point, raw, calibrated) in enumerate(found):
+            cells = (self.text_map.texts[point], self.text_map.ids[point], f"{raw:.3f}", f"{calibrated:.3f}")
+            for column, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                if column == 0:
+                    item.setToolTip(value)
+                if column >= 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                table.setItem(row, column, item)
+        self._show_marks()
+        self.neighbours_listed.emit()
+
+    def focus_query(self) -> None:
+        """Ctrl+K: put the cursor in the search box."""
+        self.query_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.query_edit.selectAll()

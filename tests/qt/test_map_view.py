@@ -1,0 +1,167 @@
+"""The Text map tab: one point per text, colours, hover, rectangle and lasso choosing the Results
+rows, a clicked point's neighbours and a typed search (#28 Map tab, type-in search)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from calibsim_gui.qt.map_view import SIDE
+from tests.qt.conftest import drop
+
+
+@pytest.fixture
+def mapped(window, qtbot, pairs_csv, monkeypatch):
+    """The window with the 30 test pairs scored and mapped on the Text map tab (every mouse move
+    reaches the map: pyqtgraph drops moves that come faster than a hand moves)."""
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", 0)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    return window
+
+
+def widget_point(view, x: float, y: float):
+    """Where the map point (x, y) is drawn, in the plot widget's viewport."""
+    return view.plot_widget.mapFromScene(view.view_box.mapViewToScene(QPointF(x, y)))
+
+
+def mouse(widget, kind, pos, buttons) -> None:
+    button = Qt.MouseButton.LeftButton
+    event = QMouseEvent(kind, QPointF(pos), widget.mapToGlobal(QPointF(pos)), button, buttons,
+                        Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, event)
+
+
+def drag(view, corners) -> None:
+    """Press at the first map point, move through the others, release at the last."""
+    viewport = view.plot_widget.viewport()
+    points = [widget_point(view, x, y) for x, y in corners]
+    held = Qt.MouseButton.LeftButton
+    mouse(viewport, QEvent.Type.MouseButtonPress, points[0], held)
+    for point in points[1:]:
+        mouse(viewport, QEvent.Type.MouseMove, point, held)
+    mouse(viewport, QEvent.Type.MouseButtonRelease, points[-1], Qt.MouseButton.NoButton)
+
+
+def test_the_map_shows_one_point_per_distinct_text(mapped):
+    view, frame = mapped.map, mapped.state.results.frame
+    distinct = set(frame["sentence1"]) | set(frame["sentence2"])
+    assert len(view.scatter.data) == len(distinct) == 30
+    assert set(view.text_map.texts) == distinct
+    assert "30 distinct texts" in view.summary.text() and "variance" in view.summary.text()
+    # hovering names the text with its id and its value of the colour column
+    tip = view.hover_text(data=0)
+    assert tip.startswith("row 1 A: " + view.text_map.texts[0][:20]) and "cosine_calibrated:" in tip
+
+
+def test_choosing_another_colour_column_recolours_the_points(mapped):
+    view = mapped.map
+    names = [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())]
+    assert names[:3] == ["cosine_calibrated", "cosine_raw", "score"] and SIDE in names
+    view.colour_combo.setCurrentText("cosine_raw")
+    before = [b.color().name() for b in view.scatter.data["brush"]]
+    assert len(set(before)) > 5                                # a gradient over the raw scores
+    assert "cosine_raw" in view.legend.text() and "yellow" in view.legend.text()
+    view.colour_combo.setCurrentText(SIDE)                     # every text is on both sides here
+    after = [b.color().name() for b in view.scatter.data["brush"]]
+    assert after != before and len(set(after)) == 1
+    assert "both" in view.legend.text()
+
+
+def test_a_rectangle_drawn_on_the_map_filters_results_to_the_pairs_touching_it(mapped, qtbot):
+    view, results = mapped.map, mapped.results
+    coords = view.text_map.projection.coords
+    x0, x1 = np.quantile(coords[:, 0], [0.0, 0.5])
+    y0, y1 = coords[:, 1].min(), coords[:, 1].max()
+    view.mode_combo.setCurrentText("Rectangle")
+    drag(view, [(x0 - 1e-3, y0 - 1e-3), ((x0 + x1) / 2, y1 / 2), (x1 + 1e-3, y1 + 1e-3)])
+    inside = {view.text_map.texts[i] for i in view.chosen}
+    assert inside == {t for t, (x, _) in zip(view.text_map.texts, coords) if x <= x1 + 1e-3}
+    assert 10 <= len(inside) < 30
+    frame = mapped.state.results.frame
+    touching = frame.index[frame["sentence1"].isin(inside) | frame["sentence2"].isin(inside)]
+    shown = [results.model.frame_row(r) for r in range(results.model.rowCount())]
+    assert sorted(shown) == sorted(touching) and len(shown) < 30
+    assert results.range_button.isVisibleTo(results) and "chosen on the Map" in results.range_button.text()
+    results.range_button.click()                               # show all rows: the map's choice goes
+    assert results.model.rowCount() == 30 and len(view.chosen) == 0
+
+
+def test_a_lasso_chooses_the_points_inside_its_path(mapped):
+    view = mapped.map
+    coords = view.text_map.projection.coords
+    centre = coords.mean(axis=0)
+    radius = np.percentile(np.linalg.norm(coords - centre, axis=1), 40)
+    circle = [tuple(centre + radius * np.array([np.cos(a), np.sin(a)])) for a in np.linspace(0, 2 * np.pi, 40)]
+    view.mode_combo.setCurrentText("Lasso")
+    drag(view, circle)
+    expected = np.flatnonzero(np.linalg.norm(coords - centre, axis=1) < radius * 0.98)
+    assert set(expected) <= set(view.chosen.tolist()) and len(view.chosen) < 30
+    rows = mapped.state.chosen_rows[0]
+    assert mapped.results.model.rowCount() == len(rows) > 0
+
+
+def test_clicking_a_point_lists_its_nearest_texts_best_first(mapped, qtbot):
+    view = mapped.map
+    coords = view.text_map.projection.coords
+    point = int(np.argmax(coords[:, 0]))                       # an outer point: no other on top of it
+    with qtbot.waitSignal(view.neighbours_listed, timeout=5_000):
+        QTest.mouseClick(view.plot_widget.viewport(), Qt.MouseButton.LeftButton,
+                         pos=widget_point(view, *coords[point]))
+    table = view.neighbour_table
+    assert table.rowCount() == 10
+    raws = [float(table.item(r, 2).text()) for r in range(10)]
+    calibrated = [float(table.item(r, 3).text()) for r in range(10)]
+    assert raws == sorted(raws, reverse=True) and calibrated == sorted(calibrated, reverse=True)
+    assert view.text_map.texts[point] not in [table.item(r, 0).text() for r in range(10)]
+    assert view.text_map.ids[point] in view.neighbour_title.text()
+    assert len(view.picked.data) == 10                        # the neighbours are ringed on the map
+
+
+def test_a_typed_text_finds_its_nearest_texts_with_ids_and_scores(mapped, qtbot):
+    view = mapped.map
+    frame = mapped.state.results.frame
+    typed = frame["sentence1"].iloc[4]
+    qtbot.keyClick(mapped, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    assert mapped.tabs.currentWidget() is view and view.query_edit.hasFocus()
+    view.query_edit.setText(typed)
+    with qtbot.waitSignal(view.neighbours_listed, timeout=10_000):
+        qtbot.keyClick(view.query_edit, Qt.Key.Key_Return)
+    table = view.neighbour_table
+    assert table.item(0, 0).text() == typed and table.item(0, 1).text() == "row 5 A"
+    assert float(table.item(0, 2).text()) == pytest.approx(1.0, abs=1e-3)
+    assert float(table.item(0, 3).text()) > 0.9
+    assert "typed text" in view.neighbour_title.text()
+
+
+def test_map_screenshot(mapped, qtbot):
+    view = mapped.map
+    view.segments_box.setChecked(True)
+    coords = view.text_map.projection.coords
+    view.choose(np.flatnonzero(coords[:, 0] > np.median(coords[:, 0])))
+    view.show_neighbours(0)
+    assert view.segments.isVisible() and len(view.segments.xData) == 2 * 30
+    mapped.grab().save("/tmp/map.png")
+
+
+def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
+    for name, words in (("animals.txt", "cat dog horse"), ("tools.txt", "hammer saw drill")):
+        (tmp_path / name).write_text("\n".join(f"{w} number {i}" for w in words.split() for i in range(3)))
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([tmp_path / "animals.txt", tmp_path / "tools.txt"], per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    view = window.map
+    assert len(view.scatter.data) == 18 and not view.segments_box.isEnabled()
+    assert [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())] == \
+        ["source file", "best match (calibrated)"]
+    assert "animals.txt" in view.legend.text() and "tools.txt" in view.legend.text()
+    assert pd.Series(view.columns["source file"]).value_counts().tolist() == [9, 9]
