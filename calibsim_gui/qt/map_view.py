@@ -185,16 +185,18 @@ class MapView(QWidget):
         self.chosen = np.zeros(0, dtype=np.int64)
         self.neighbours: list[tuple[int, float, float]] = []
         self.source: int | None = None       # the clicked point whose neighbours are listed
-        self._key = None                    # (input, model) the map was computed for
+        self._key = None                    # (input, model) the map was computed for (the objects)
         self._query = ""                    # the typed text being encoded
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
         self.runner.finished.connect(self._mapped)
         self.runner.failed.connect(self._failed)
         self.runner.progress.connect(self._progress)
+        self.runner.cancelled.connect(self._cancelled)
         self.query_runner = TaskRunner("finding texts like the typed one", self)
         self.query_runner.finished.connect(self._query_encoded)
-        self.query_runner.failed.connect(self._failed)
+        self.query_runner.failed.connect(
+            lambda message: self.neighbour_title.setText(message.partition("\n\nTraceback")[0]))
 
         self.summary = QLabel("Open pairs or documents: each of their texts becomes a point here.")
         self.summary.setWordWrap(True)
@@ -218,6 +220,10 @@ class MapView(QWidget):
         self.query_edit.setToolTip("Type a text: its nearest texts of the input are listed, with raw "
                                    "and calibrated scores, and ringed on the map")
         self.query_edit.returnPressed.connect(self.find_like)
+        self.again_button = QPushButton("Draw the map")
+        self.again_button.setToolTip("Encode (from the cache) and project the texts again")
+        self.again_button.clicked.connect(self.refresh)
+        self.again_button.hide()
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
 
@@ -238,7 +244,9 @@ class MapView(QWidget):
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
         self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
-        for item in (self.segments, self.scatter, self.marks, self.picked, self.origin):
+        self.current = pg.ScatterPlotItem(size=20, brush=None, pen=pg.mkPen((30, 140, 230), width=3),
+                                          symbol="d")
+        for item in (self.segments, self.scatter, self.marks, self.picked, self.origin, self.current):
             self.plot.addItem(item)
 
         self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
@@ -252,6 +260,7 @@ class MapView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.neighbour_table.verticalHeader().setVisible(False)
+        self.neighbour_table.currentCellChanged.connect(self._neighbour_chosen)
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
@@ -271,13 +280,17 @@ class MapView(QWidget):
         bar.addWidget(self.segments_box)
         bar.addWidget(self.clear_button)
         bar.addStretch(1)
+        top = QHBoxLayout()
+        top.addWidget(self.summary, 1)
+        top.addWidget(self.again_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
+        layout.addLayout(top)
         layout.addLayout(bar)
         layout.addWidget(self.legend)
         layout.addWidget(splitter, 1)
         state.results_changed.connect(self._results_changed)
         state.range_changed.connect(self._range_changed)
+        state.selection_changed.connect(self._selection_changed)
         self._apply_palette()
 
     def _apply_palette(self) -> None:
@@ -297,9 +310,10 @@ class MapView(QWidget):
     # ------------------------------------------------------------------ runs
 
     def _results_changed(self) -> None:
+        """New results: recolour the same texts, or map new ones (the input or the model changed)."""
         state = self.state
-        key = (id(state.input), id(state.embedder))
-        if self.text_map is not None and key == self._key:
+        same = self._key is not None and self._key[0] is state.input and self._key[1] is state.embedder
+        if same and (self.text_map is not None or self.runner.running):
             self._fill_columns()                 # same texts, same model: new colours only
             return
         self._stale = True
@@ -317,23 +331,34 @@ class MapView(QWidget):
         return self.text_map is not None and not self._stale and not self.runner.running
 
     def refresh(self) -> None:
-        """Encode (cache first) and project the current input's texts in the worker."""
+        """Encode and project the current input's texts in the worker, once the input is scored
+        (its vectors are then in the cache: nothing is encoded twice)."""
         state = self.state
+        self.again_button.hide()
         if state.input is None or state.embedder is None:
             self._clear("Open pairs or documents: each of their texts becomes a point here.")
             return
+        if state.results is None:
+            self._clear("The map is drawn once the input is scored.")
+            return
         self._stale = False
-        self._key = (id(state.input), id(state.embedder))
+        self._key = (state.input, state.embedder)
         table, embedder, cache = state.input, state.embedder, self._cache()
         self.summary.setText("Mapping the texts…")
         self.runner.start(lambda progress, should_stop: map_input(
             table, embedder, cache=cache, progress=progress, should_stop=should_stop))
+
+    def _cancelled(self) -> None:
+        self._stale, self._key = True, None
+        self.summary.setText("Mapping was cancelled: the map is not drawn.")
+        self.again_button.show()
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.summary.setText(f"Mapping the texts: {message}…")
 
     def _failed(self, message: str) -> None:
         self.summary.setText(message.partition("\n\nTraceback")[0])
+        self.again_button.show()
 
     def _clear(self, text: str) -> None:
         self.text_map, self._key, self.columns = None, None, {}
@@ -355,6 +380,7 @@ class MapView(QWidget):
         self.segments_box.setEnabled(len(text_map.segments) > 0)
         self.chosen = np.zeros(0, dtype=np.int64)
         self.neighbours, self.source = [], None
+        self._mark_current([])
         self._fill_columns()
         self._show_marks()
         self.neighbour_table.setRowCount(0)
@@ -447,6 +473,29 @@ class MapView(QWidget):
         self.picked.setData(pos=np.zeros((0, 2)) if coords is None or not hits else coords[hits])
         source = [] if coords is None or self.source is None else [self.source]
         self.origin.setData(pos=np.zeros((0, 2)) if not source else coords[source])
+
+    def _mark_current(self, points) -> None:
+        coords = None if self.text_map is None else self.text_map.projection.coords
+        points = np.asarray(points, dtype=np.int64)
+        self.current.setData(pos=np.zeros((0, 2)) if coords is None or not len(points) else coords[points])
+
+    def _selection_changed(self) -> None:
+        """The pair selected in Results (or elsewhere): its two texts are marked with diamonds."""
+        text_map, row = self.text_map, self.state.selected_row
+        if text_map is None or row is None or not len(text_map.segments):
+            return
+        found = np.flatnonzero(text_map.rows == row)
+        self._mark_current(text_map.segments[found[0]] if len(found) else [])
+
+    def _neighbour_chosen(self, row: int, *_previous) -> None:
+        """A listed text chosen: marked here; for pairs, its first pair is selected in Results."""
+        if self.text_map is None or not 0 <= row < len(self.neighbours):
+            return
+        point = self.neighbours[row][0]
+        self._mark_current([point])
+        rows = self.text_map.rows_touching([point])
+        if len(rows):
+            self.state.select_row(int(rows[0]))
 
     def _clicked(self, _item, points, _event=None) -> None:
         if len(points):

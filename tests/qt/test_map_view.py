@@ -165,3 +165,30 @@ def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
         ["source file", "best match (calibrated)"]
     assert "animals.txt" in view.legend.text() and "tools.txt" in view.legend.text()
     assert pd.Series(view.columns["source file"]).value_counts().tolist() == [9, 9]
+
+
+def test_a_listed_text_selects_its_pair_in_results_and_is_marked(mapped):
+    view, results = mapped.map, mapped.results
+    view.show_neighbours(3)
+    point = view.neighbours[2][0]
+    view.neighbour_table.setCurrentCell(2, 0)
+    row = mapped.state.selected_row
+    frame = mapped.state.results.frame
+    assert view.text_map.texts[point] in (frame["sentence1"].iloc[row], frame["sentence2"].iloc[row])
+    assert results.model.frame_row(results.table.currentIndex().row()) == row
+    marked = {tuple(p) for p in np.asarray([(s.pos().x(), s.pos().y()) for s in view.current.points()])}
+    assert tuple(view.text_map.projection.coords[point].astype(float)) in marked and len(marked) == 2
+
+
+def test_cancelling_the_map_says_so_and_draws_it_again_on_request(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    view = window.map
+    window.tabs.setCurrentWidget(view)                   # the map starts in its worker
+    assert view.runner.running
+    window.escape()                                      # Esc: the status bar's Cancel
+    assert not view.runner.running and view.text_map is None
+    assert "cancelled" in view.summary.text() and view.again_button.isVisibleTo(view)
+    view.again_button.click()
+    qtbot.waitUntil(lambda: view.text_map is not None, timeout=20_000)
+    assert len(view.text_map) == 30 and not view.again_button.isVisibleTo(view)
