@@ -43,6 +43,7 @@ CATEGORY_COLOURS = [QColor(c) for c in ("#4c78a8", "#f58518", "#54a24b", "#e4575
 MAX_CATEGORIES = len(CATEGORY_COLOURS)
 MISSING = QColor(150, 150, 150, 120)
 MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
+SHADES = 16                 # steps of a numeric colour scale: one scatter layer each (pyqtgraph's fast path)
 SIDE = "side of the pair"
 
 
@@ -87,33 +88,31 @@ def point_columns(text_map, state) -> dict[str, np.ndarray]:
     return columns
 
 
-def colour_brushes(values: np.ndarray, alpha: int = 255) -> tuple[list, str]:
-    """One brush per point for `values` (numbers: viridis from low to high; categories: one colour
-    each), and a legend line that says what the colours mean."""
-    def brush(colour: QColor):
-        colour = QColor(colour)
-        colour.setAlpha(min(alpha, colour.alpha()))
-        return pg.mkBrush(colour)
-
-    missing = brush(MISSING)
+def colour_groups(values: np.ndarray) -> tuple[np.ndarray, list, str]:
+    """Points grouped by colour for `values` (numbers: viridis in `SHADES` steps from low to high;
+    categories: one colour each): per point its group, each group's colour (the last group is
+    "no value"), and a legend line that says what the colours mean."""
     if values.dtype != object:
         known = np.isfinite(values)
+        lookup = pg.colormap.get("viridis").getLookupTable(nPts=SHADES)
+        colours = [QColor(*rgb) for rgb in lookup] + [MISSING]
+        groups = np.full(len(values), SHADES, dtype=np.int64)
         if not known.any():
-            return [missing] * len(values), "no values"
+            return groups, colours, "no values"
         low, high = float(values[known].min()), float(values[known].max())
-        lookup = pg.colormap.get("viridis").getLookupTable(nPts=64)
-        palette = [brush(QColor(*rgb)) for rgb in lookup]
-        steps = np.zeros(len(values), dtype=np.int64)
-        if high > low:
-            steps[known] = np.round((values[known] - low) / (high - low) * 63).astype(np.int64)
-        out = [palette[s] if k else missing for s, k in zip(steps, known)]
-        return out, f"dark purple = {low:.3g} … yellow = {high:.3g}; grey = no value"
-    names, counts = np.unique(values.astype(str), return_counts=True)
+        scaled = (values[known] - low) / (high - low) if high > low else np.zeros(int(known.sum()))
+        groups[known] = np.round(scaled * (SHADES - 1)).astype(np.int64)
+        return groups, colours, f"dark purple = {low:.3g} … yellow = {high:.3g}; grey = no value"
+    text = values.astype(str)
+    names, counts = np.unique(text, return_counts=True)
     shown = [n for n in names[np.argsort(-counts, kind="stable")] if n][:MAX_CATEGORIES]
-    palette = {name: brush(colour) for name, colour in zip(shown, CATEGORY_COLOURS)}
+    groups = np.full(len(values), len(shown), dtype=np.int64)
+    for group, name in enumerate(shown):
+        groups[text == name] = group
     legend = ", ".join(f"<span style='color:{CATEGORY_COLOURS[i].name()}'>●</span> {name}"
                        for i, name in enumerate(shown))
-    return [palette.get(str(v), missing) for v in values], legend + ("; grey = other" if len(names) > len(shown) else "")
+    other = "; grey = other" if len(names) > len(shown) else ""
+    return groups, CATEGORY_COLOURS[:len(shown)] + [MISSING], legend + other
 
 
 def shorten(text: str, chars: int = HOVER_CHARS) -> str:
@@ -187,6 +186,7 @@ class MapView(QWidget):
         self.source: int | None = None       # the clicked point whose neighbours are listed
         self._key = None                    # (input, model) the map was computed for (the objects)
         self._query = ""                    # the typed text being encoded
+        self._colour = ""                   # the colour column the user chose (kept across runs)
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
         self.runner.finished.connect(self._mapped)
@@ -205,6 +205,7 @@ class MapView(QWidget):
                                      "the mean over its pairs)")
         self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.colour_combo.currentIndexChanged.connect(self.recolour)
+        self.colour_combo.activated.connect(self._colour_chosen)
         self.mode_combo = QComboBox()
         self.mode_combo.addItems(MODES)
         self.mode_combo.setToolTip("Drag with the left button to pan, or to choose the points inside "
@@ -237,16 +238,14 @@ class MapView(QWidget):
         self.plot_menu = PlotMenu(self, self.plot_widget, [self.plot], image_name="map.png")
         self.segments = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(120, 120, 120, 90))
         self.segments.setVisible(False)
-        self.scatter = pg.ScatterPlotItem(size=7, pen=None, hoverable=True, tip=self.hover_text,
-                                          hoverSize=11)
-        self.scatter.sigClicked.connect(self._clicked)
+        self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour
         self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
         self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
         self.current = pg.ScatterPlotItem(size=20, brush=None, pen=pg.mkPen((30, 140, 230), width=3),
                                           symbol="d")
-        for item in (self.segments, self.scatter, self.marks, self.picked, self.origin, self.current):
+        for item in (self.segments, self.marks, self.picked, self.origin, self.current):
             self.plot.addItem(item)
 
         self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
@@ -291,6 +290,8 @@ class MapView(QWidget):
         state.results_changed.connect(self._results_changed)
         state.range_changed.connect(self._range_changed)
         state.selection_changed.connect(self._selection_changed)
+        state.view_changed.connect(self._fill_columns)          # another metric: its scores
+        state.labels_changed.connect(self._fill_columns)        # another human-score column
         self._apply_palette()
 
     def _apply_palette(self) -> None:
@@ -364,7 +365,8 @@ class MapView(QWidget):
         self.text_map, self._key, self.columns = None, None, {}
         self.neighbours, self.source = [], None
         self.neighbour_table.setRowCount(0)
-        self.scatter.clear()
+        for layer in self.layers:
+            layer.clear()
         self.segments.setData([], [])
         self.chosen = np.zeros(0, dtype=np.int64)
         self._show_marks()
@@ -374,7 +376,6 @@ class MapView(QWidget):
         self.text_map = text_map
         coords = text_map.projection.coords
         many = len(text_map) > MANY_POINTS
-        self.scatter.setData(pos=coords, data=np.arange(len(text_map)), size=4 if many else 7)
         pairs = coords[text_map.segments.ravel()] if len(text_map.segments) else np.zeros((0, 2))
         self.segments.setData(pairs[:, 0], pairs[:, 1])
         self.segments_box.setEnabled(len(text_map.segments) > 0)
@@ -397,27 +398,48 @@ class MapView(QWidget):
         if self.text_map is None:
             return
         self.columns = point_columns(self.text_map, self.state)
-        before = self.colour_combo.currentText()
         self.colour_combo.blockSignals(True)
         self.colour_combo.clear()
         self.colour_combo.addItems(list(self.columns))
-        self.colour_combo.setCurrentIndex(max(0, self.colour_combo.findText(before)))
+        self.colour_combo.setCurrentIndex(max(0, self.colour_combo.findText(self._colour)))
         self.colour_combo.blockSignals(False)
         self.recolour()
 
+    def _colour_chosen(self, index: int) -> None:
+        self._colour = self.colour_combo.itemText(index)     # kept while results come and go
+
     def recolour(self) -> None:
-        """Brush every point by the chosen column."""
+        """Draw every point in the colour of its value of the chosen column."""
         if self.text_map is None:
             return
-        alpha = 110 if len(self.text_map) > MANY_POINTS else 230
+        many = len(self.text_map) > MANY_POINTS
         name = self.colour_combo.currentText()
         if name in self.columns:
-            brushes, legend = colour_brushes(self.columns[name], alpha)
+            groups, colours, legend = colour_groups(self.columns[name])
             self.legend.setText(f"<b>{name}</b>: {legend}")
         else:
-            brushes = [pg.mkBrush(CATEGORY_COLOURS[0])] * len(self.text_map)
+            groups, colours = np.zeros(len(self.text_map), dtype=np.int64), CATEGORY_COLOURS[:1]
             self.legend.setText("")
-        self.scatter.setBrush(brushes)
+        while len(self.layers) < len(colours):
+            layer = pg.ScatterPlotItem(pen=None, hoverable=True, tip=self.hover_text, hoverSize=11)
+            layer.sigClicked.connect(self._clicked)
+            layer.setZValue(-1)                          # under the rings and marks
+            self.plot.addItem(layer)
+            self.layers.append(layer)
+        coords = self.text_map.projection.coords
+        for group, layer in enumerate(self.layers):
+            points = np.flatnonzero(groups == group) if group < len(colours) else np.zeros(0, dtype=np.int64)
+            colour = QColor(colours[group]) if group < len(colours) else QColor()
+            colour.setAlpha(min(110 if many else 230, colour.alpha()))
+            layer.setData(pos=coords[points], data=points, size=4 if many else 7, brush=pg.mkBrush(colour))
+
+    def point_colours(self) -> np.ndarray:
+        """Each point's colour as drawn (``#rrggbb``), in point order."""
+        out = np.full(len(self.text_map) if self.text_map is not None else 0, "", dtype=object)
+        for layer in self.layers:
+            if len(layer.data):
+                out[layer.data["data"].astype(np.int64)] = layer.opts["brush"].color().name()
+        return out
 
     def _draw_segments(self, shown: bool) -> None:
         self.segments.setVisible(shown)

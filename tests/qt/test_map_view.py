@@ -54,7 +54,7 @@ def drag(view, corners) -> None:
 def test_the_map_shows_one_point_per_distinct_text(mapped):
     view, frame = mapped.map, mapped.state.results.frame
     distinct = set(frame["sentence1"]) | set(frame["sentence2"])
-    assert len(view.scatter.data) == len(distinct) == 30
+    assert sum(len(layer.data) for layer in view.layers) == len(distinct) == 30
     assert set(view.text_map.texts) == distinct
     assert "30 distinct texts" in view.summary.text() and "variance" in view.summary.text()
     # hovering names the text with its id and its value of the colour column
@@ -67,11 +67,11 @@ def test_choosing_another_colour_column_recolours_the_points(mapped):
     names = [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())]
     assert names[:3] == ["cosine_calibrated", "cosine_raw", "score"] and SIDE in names
     view.colour_combo.setCurrentText("cosine_raw")
-    before = [b.color().name() for b in view.scatter.data["brush"]]
+    before = view.point_colours().tolist()
     assert len(set(before)) > 5                                # a gradient over the raw scores
     assert "cosine_raw" in view.legend.text() and "yellow" in view.legend.text()
     view.colour_combo.setCurrentText(SIDE)                     # every text is on both sides here
-    after = [b.color().name() for b in view.scatter.data["brush"]]
+    after = view.point_colours().tolist()
     assert after != before and len(set(after)) == 1
     assert "both" in view.legend.text()
 
@@ -160,10 +160,12 @@ def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
     window.tabs.setCurrentWidget(window.map)
     qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
     view = window.map
-    assert len(view.scatter.data) == 18 and not view.segments_box.isEnabled()
+    assert len(view.text_map) == 18 and not view.segments_box.isEnabled()
     assert [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())] == \
         ["source file", "best match (calibrated)"]
     assert "animals.txt" in view.legend.text() and "tools.txt" in view.legend.text()
+    colours = view.point_colours()
+    assert len(set(colours[:9])) == len(set(colours[9:])) == 1 and colours[0] != colours[9]
     assert pd.Series(view.columns["source file"]).value_counts().tolist() == [9, 9]
 
 
@@ -192,3 +194,13 @@ def test_cancelling_the_map_says_so_and_draws_it_again_on_request(window, qtbot,
     view.again_button.click()
     qtbot.waitUntil(lambda: view.text_map is not None, timeout=20_000)
     assert len(view.text_map) == 30 and not view.again_button.isVisibleTo(view)
+
+
+def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, qtbot):
+    view = mapped.map
+    view.colour_combo.activated.emit(view.colour_combo.findText("cosine_raw"))
+    view.colour_combo.setCurrentText("cosine_raw")
+    with qtbot.waitSignal(mapped.results_shown, timeout=20_000):
+        mapped.session.rescore()
+    assert view.colour_combo.currentText() == "cosine_raw" and "cosine_raw" in view.legend.text()
+    assert len(view.text_map) == 30                      # the same texts: recoloured, not mapped again
