@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -44,6 +44,7 @@ MAX_CATEGORIES = len(CATEGORY_COLOURS)
 MISSING = QColor(150, 150, 150, 120)
 MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
 SHADES = 16                 # steps of a numeric colour scale: one scatter layer each (pyqtgraph's fast path)
+LAYER_POINTS = 4000         # points of one layer: a large map is drawn a layer per event-loop turn
 SIDE = "side of the pair"
 
 
@@ -238,7 +239,10 @@ class MapView(QWidget):
         self.plot_menu = PlotMenu(self, self.plot_widget, [self.plot], image_name="map.png")
         self.segments = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(120, 120, 120, 90))
         self.segments.setVisible(False)
-        self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour
+        self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour (or part of one)
+        self._jobs: list = []                           # layers still to draw: (layer, (colour, points))
+        self.draw_timer = QTimer(self, interval=0)
+        self.draw_timer.timeout.connect(self._draw_layer)
         self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
@@ -365,6 +369,8 @@ class MapView(QWidget):
         self.text_map, self._key, self.columns = None, None, {}
         self.neighbours, self.source = [], None
         self.neighbour_table.setRowCount(0)
+        self._jobs = []
+        self.draw_timer.stop()
         for layer in self.layers:
             layer.clear()
         self.segments.setData([], [])
@@ -420,18 +426,42 @@ class MapView(QWidget):
         else:
             groups, colours = np.zeros(len(self.text_map), dtype=np.int64), CATEGORY_COLOURS[:1]
             self.legend.setText("")
-        while len(self.layers) < len(colours):
+        jobs = []                                        # (colour, points) of one layer each
+        for group, colour in enumerate(colours):
+            points = np.flatnonzero(groups == group)
+            colour = QColor(colour)
+            colour.setAlpha(min(110 if many else 230, colour.alpha()))
+            jobs += [(colour, points[start:start + LAYER_POINTS]) for start in range(0, len(points), LAYER_POINTS)]
+        while len(self.layers) < len(jobs):
             layer = pg.ScatterPlotItem(pen=None, hoverable=True, tip=self.hover_text, hoverSize=11)
             layer.sigClicked.connect(self._clicked)
             layer.setZValue(-1)                          # under the rings and marks
             self.plot.addItem(layer)
             self.layers.append(layer)
-        coords = self.text_map.projection.coords
-        for group, layer in enumerate(self.layers):
-            points = np.flatnonzero(groups == group) if group < len(colours) else np.zeros(0, dtype=np.int64)
-            colour = QColor(colours[group]) if group < len(colours) else QColor()
-            colour.setAlpha(min(110 if many else 230, colour.alpha()))
-            layer.setData(pos=coords[points], data=points, size=4 if many else 7, brush=pg.mkBrush(colour))
+        empty = (QColor(), np.zeros(0, dtype=np.int64))
+        self._jobs = list(zip(self.layers, jobs + [empty] * (len(self.layers) - len(jobs))))
+        if many:
+            self.draw_timer.start()                      # one layer per turn of the event loop
+        else:
+            while self._jobs:
+                self._draw_layer()
+
+    def _draw_layer(self) -> None:
+        """Draw the next layer waiting to be drawn."""
+        if not self._jobs or self.text_map is None:
+            self._jobs = []
+            self.draw_timer.stop()
+            return
+        layer, (colour, points) = self._jobs.pop(0)
+        many = len(self.text_map) > MANY_POINTS
+        layer.setData(pos=self.text_map.projection.coords[points], data=points, size=4 if many else 7,
+                      brush=pg.mkBrush(colour))
+        if not self._jobs:
+            self.draw_timer.stop()
+
+    def drawing(self) -> bool:
+        """True while layers of a large map are still being drawn."""
+        return bool(self._jobs)
 
     def point_colours(self) -> np.ndarray:
         """Each point's colour as drawn (``#rrggbb``), in point order."""

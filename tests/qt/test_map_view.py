@@ -204,3 +204,24 @@ def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, 
         mapped.session.rescore()
     assert view.colour_combo.currentText() == "cosine_raw" and "cosine_raw" in view.legend.text()
     assert len(view.text_map) == 30                      # the same texts: recoloured, not mapped again
+
+
+def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
+    from calibsim_gui.core.analysis.projection import TextMap, pca_2d
+    from calibsim_gui.qt.map_view import LAYER_POINTS, MANY_POINTS, MapView
+    from calibsim_gui.qt.state import AppState
+
+    n = MANY_POINTS + 1500
+    vectors = np.random.default_rng(0).standard_normal((n, 16)).astype(np.float32)
+    text_map = TextMap([f"text {i}" for i in range(n)], [f"d{i}" for i in range(n)], vectors,
+                       pca_2d(vectors), sources=[f"file{i % 3}.txt" for i in range(n)])
+    view = MapView(AppState())
+    qtbot.addWidget(view)
+    view._mapped(text_map)
+    assert view.drawing()                                    # not all at once: the window stays responsive
+    qtbot.waitUntil(lambda: not view.drawing(), timeout=10_000)
+    drawn = np.concatenate([layer.data["data"].astype(np.int64) for layer in view.layers if len(layer.data)])
+    assert sorted(drawn.tolist()) == list(range(n))
+    assert max(len(layer.data) for layer in view.layers) <= LAYER_POINTS
+    colours = view.point_colours()
+    assert all(len(set(colours[i::3])) == 1 for i in range(3)) and len(set(colours)) == 3
