@@ -142,14 +142,17 @@ def test_a_typed_text_finds_its_nearest_texts_with_ids_and_scores(mapped, qtbot)
     assert "typed text" in view.neighbour_title.text()
 
 
-def test_map_screenshot(mapped, qtbot):
+def test_pairs_drawn_as_segments_and_a_picture_of_the_map(mapped, tmp_path):
     view = mapped.map
     view.segments_box.setChecked(True)
     coords = view.text_map.projection.coords
     view.choose(np.flatnonzero(coords[:, 0] > np.median(coords[:, 0])))
     view.show_neighbours(0)
     assert view.segments.isVisible() and len(view.segments.xData) == 2 * 30
-    mapped.grab().save("/tmp/map.png")
+    first = view.text_map.segments[0]
+    assert view.segments.xData[:2].tolist() == coords[first, 0].tolist()
+    image = mapped.grab()                                  # what the user sees (looked at while building)
+    assert image.save(str(tmp_path / "map.png")) and image.width() > 500
 
 
 def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
