@@ -12,7 +12,7 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from calibsim_gui.qt.map_view import SIDE
+from calibsim_gui.qt.map_colours import SIDE
 from tests.qt.conftest import drop
 
 
