@@ -30,8 +30,9 @@ SCRIPTS = {
     "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},
     "search_scale": {"runs", "cold_s", "warm_s", "memory_budget_mb", "within_budget"},
     "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
+    "map_projection": {"runs", "stall_target_ms", "target_met"},
 }
-USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput"}
+USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection"}
 
 
 def run_quick(name: str, results: Path) -> dict:

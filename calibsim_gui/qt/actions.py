@@ -25,7 +25,8 @@ class WindowMenus(QObject):
         self.build_menus()
 
     def build_shortcuts(self) -> None:
-        """Esc (scoped, see `TaskStatus.escape`), Ctrl+Tab / Ctrl+Shift+Tab and Ctrl+1..9 for the tabs."""
+        """Esc (scoped, see `TaskStatus.escape`), Ctrl+Tab / Ctrl+Shift+Tab and Ctrl+1..9 for the tabs,
+        Ctrl+K for a typed search."""
         window, tabs = self.window, self.window.tabs
 
         def shortcut(keys, slot):
@@ -43,6 +44,12 @@ class WindowMenus(QObject):
         for n in range(1, 9):
             shortcut(f"Ctrl+{n}", lambda n=n: tabs.setCurrentIndex(min(n, tabs.count()) - 1))
         shortcut("Ctrl+9", lambda: tabs.setCurrentIndex(tabs.count() - 1))   # the last, as in browsers
+        shortcut("Ctrl+K", self.find_texts)
+
+    def find_texts(self) -> None:
+        """Ctrl+K: the Text map's search box, ready for a typed text."""
+        self.window.tabs.setCurrentWidget(self.window.map)
+        self.window.map.focus_query()
 
     def step_tab(self, step: int) -> None:
         tabs = self.window.tabs

@@ -25,6 +25,7 @@ from calibsim_gui.qt.compare_flow import CompareFlow
 from calibsim_gui.qt.export_flow import ExportFlow
 from calibsim_gui.qt.first_run import FirstRunView
 from calibsim_gui.qt.human_flow import HumanFlow
+from calibsim_gui.qt.map_view import MapView
 from calibsim_gui.qt.messages import for_the_app
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
@@ -98,6 +99,8 @@ class MainWindow(QMainWindow):
         self.heatmap = HeatmapView(self.state)
         self.space = SpaceView(self.state)
         self.runners.append(self.space.runner)
+        self.map = MapView(self.state, cache=lambda: self.cache)
+        self.runners += [self.map.runner, self.map.query_runner]
         self.search = SearchView(self.state, cache=lambda: self.cache, memory_budget=memory_budget)
         self.runners += [self.search.runner, self.search.export_runner]
         self.welcome = FirstRunView()
@@ -107,7 +110,7 @@ class MainWindow(QMainWindow):
                               (self.anchors, "&Anchors"),
                               (self.background, "&Background"), (self.results, "&Results"),
                               (self.distributions, "&Distributions"), (self.agreement, "Agreeme&nt"),
-                              (self.heatmap, "H&eatmap"),
+                              (self.heatmap, "H&eatmap"), (self.map, "Te&xt map"),
                               (self.space, "S&pace"), (self.search, "Sear&ch")):
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do

@@ -139,7 +139,7 @@ class ResultsTableModel(QAbstractTableModel):
         self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
         self._keep = None                             # filter mask over frame rows (None: all)
         self._rows = self._order                      # frame rows shown, in order
-        self._text, self._range = "", None
+        self._text, self._range, self._chosen = "", None, None
         self.endResetModel()
 
     def _interval_source(self, name: str, profile):
@@ -218,14 +218,20 @@ class ResultsTableModel(QAbstractTableModel):
         self._text = text
         self._refilter()
 
-    def set_range(self, value) -> None:
-        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all)."""
+    def set_range(self, value, rows=None) -> None:
+        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all)
+        and, unless `rows` is None, that are among these frame rows (chosen on the Map)."""
         self._range = value
+        self._chosen = None if rows is None else np.asarray(rows, dtype=np.int64)
         self._refilter()
 
     def _refilter(self) -> None:
         self.beginResetModel()
         keep = self.contains(self._text) if self._text else None
+        if self._chosen is not None:
+            chosen = np.zeros(len(self._order), dtype=bool)
+            chosen[self._chosen[self._chosen < len(chosen)]] = True
+            keep = chosen if keep is None else keep & chosen
         column = -1 if self._range is None else self.column_of(self._range[0])
         if column >= 0 and self.is_numeric(column):
             numbers, (_, low, high) = self._numbers[column], self._range
@@ -400,8 +406,8 @@ class ResultsView(QWidget):
     headers. With human scores (any numeric input column, chosen above the table with its
     scale) a ``disagreement`` column |calibrated − human on 0-1| is added, without rescoring.
     Selecting a row selects it in `state` (plots highlight it); a selection made elsewhere
-    selects the row here. A range brushed on a histogram (`state.score_range`) filters the
-    rows until cleared. Ctrl+F focuses the filter.
+    selects the row here. A range brushed on a histogram (`state.score_range`) or texts chosen
+    on the Map (`state.chosen_rows`) filter the rows until cleared. Ctrl+F focuses the filter.
     """
 
     def __init__(self, state, parent=None):
@@ -444,8 +450,8 @@ class ResultsView(QWidget):
         self.range_button = QToolButton(autoRaise=True)
         self.range_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.range_button.setToolTip("Rows are limited to a range brushed on the Distributions "
-                                     "tab: click to show every row again")
-        self.range_button.clicked.connect(lambda: self.state.set_score_range(None))
+                                     "tab or to texts chosen on the Map: click to show every row again")
+        self.range_button.clicked.connect(self._show_all_rows)
         self.range_button.hide()
         self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse,
                               wordWrap=True)
@@ -755,17 +761,22 @@ class ResultsView(QWidget):
         self._select_from_state()
 
     def _apply_range(self) -> None:
-        value = self.state.score_range
-        self.model.set_range(value)
-        if value is None:
-            self.range_button.hide()
-        else:
+        value, chosen = self.state.score_range, self.state.chosen_rows
+        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0])
+        limits = [] if chosen is None else [chosen[1] or f"{len(chosen[0]):,} chosen rows"]
+        if value is not None:
             column, low, high = value
             title = column_title(column).replace("\n", " · ")
-            self.range_button.setText(f"✕ Only {title} from {low:.3g} to {high:.3g} — show all rows")
-            self.range_button.show()
+            limits.insert(0, f"{title} from {low:.3g} to {high:.3g}")
+        self.range_button.setText(f"✕ Only {' and '.join(limits)} — show all rows")
+        self.range_button.setVisible(bool(limits))
         self._update_summary()
         self._select_from_state()
+
+    def _show_all_rows(self) -> None:
+        self.state.set_score_range(None)
+        if self.state.chosen_rows is not None:
+            self.state.set_chosen_rows(None)
 
     def _row_chosen(self, current: QModelIndex, _previous=None) -> None:
         if self.showing_documents or not current.isValid():

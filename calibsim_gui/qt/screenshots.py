@@ -39,6 +39,9 @@ class ScreenshotTour:
         self.give_up_timer = QTimer(window, singleShot=True, interval=TIMEOUT_S * 1000)
         self.give_up_timer.timeout.connect(self._give_up)
         self.give_up_timer.start()
+        self._after_map = None                 # what to do once the Text map is drawn
+        window.map.runner.finished.connect(self._map_ready)
+        window.map.runner.failed.connect(self._map_ready)
 
     def _window_shown(self) -> None:
         self.timings["window_shown_s"] = round(time.perf_counter() - PROCESS_START, 3)
@@ -67,13 +70,35 @@ class ScreenshotTour:
                                  (w.distributions, "distributions"), (w.agreement, "agreement")):
                 self._shoot(widget, name)
             self._shoot_brushed(results)
-            w.open_inputs([resource_path("demo", "documents.txt")], per_file=False)
+            self._shoot_map("map", lambda: w.open_inputs([resource_path("demo", "documents.txt")],
+                                                         per_file=False))
         elif isinstance(results, DocumentMatrix):
             self._shoot(w.heatmap, "heatmap")
-            write_text_atomic(self.out / "timings.json", json.dumps(self.timings, indent=1))
-            self.exit_code = 0
-            self.window.close()
-            self.app.exit(0)
+            self._shoot_map("map_documents", self._finish)
+
+    def _finish(self) -> None:
+        write_text_atomic(self.out / "timings.json", json.dumps(self.timings, indent=1))
+        self.exit_code = 0
+        self.window.close()
+        self.app.exit(0)
+
+    def _shoot_map(self, name: str, then) -> None:
+        """Open the Text map (it computes in its worker); shoot it once drawn, then `then()`."""
+        self._after_map = (name, then)
+        view = self.window.map
+        self.window.tabs.setCurrentWidget(view)
+        if view.drawn():
+            self._map_ready()
+
+    def _map_ready(self, _result=None) -> None:
+        if self._after_map is None:
+            return
+        (name, then), self._after_map = self._after_map, None
+        view = self.window.map
+        if view.text_map is not None:
+            view.show_neighbours(0)                   # a clicked point's nearest texts, ringed
+        self._shoot(view, name)
+        then()
 
     def _shoot_brushed(self, results) -> None:
         """A range brushed on the calibrated histogram, and the table it filters."""

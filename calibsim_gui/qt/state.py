@@ -6,6 +6,7 @@ setters. Heavy work (loading, encoding, building) happens in `TaskRunner`s, neve
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from calibsim_gui.core.geometry.metrics import METRICS
@@ -65,6 +66,9 @@ class AppState(QObject):
         or "human" once a human calibration is fitted.
     score_range : (column, low, high) or None
         A range of one score column brushed on a histogram: the table shows only those rows.
+    chosen_rows : (ndarray of rows, description) or None
+        Rows of `results.frame` chosen on another view (the texts selected on the Map): the
+        table shows only those rows; `range_changed` says when it changes too.
     """
 
     model_changed = Signal()
@@ -96,6 +100,7 @@ class AppState(QObject):
         self.label_scale = None
         self.compared_form = "calibrated"
         self.score_range = None
+        self.chosen_rows = None
 
     def set_model(self, embedder, info) -> None:
         """A new model invalidates the profile and results (they belong to one model)."""
@@ -118,13 +123,14 @@ class AppState(QObject):
         self.results = None
         self.selected_row = None
         self.label_column = self.label_scale = self.score_range = None     # another file's columns
+        self.chosen_rows = None
         self.input_changed.emit()
         self.results_changed.emit()
 
     def set_results(self, results) -> None:
         self.results = results
         self.selected_row = None
-        self.score_range = None
+        self.score_range = self.chosen_rows = None
         self.results_changed.emit()
 
     def set_view(self, *, metric: str | None = None, form: str | None = None) -> None:
@@ -174,6 +180,13 @@ class AppState(QObject):
         if value != self.score_range:
             self.score_range = value
             self.range_changed.emit()
+
+    def set_chosen_rows(self, rows, description: str = "") -> None:
+        """Show only these rows of the results (None: every row); `description` says where they
+        were chosen ("12 texts chosen on the Map")."""
+        self.chosen_rows = None if rows is None else (np.unique(np.asarray(rows, dtype=np.int64)),
+                                                      str(description))
+        self.range_changed.emit()
 
     def forms(self) -> tuple[str, ...]:
         """Calibrated forms available with the current profile."""

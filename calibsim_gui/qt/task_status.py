@@ -125,6 +125,7 @@ class TaskStatus(QObject):
             window.distributions: scoring, window.heatmap: scoring, getattr(window, "agreement", None): scoring,
             window.space: [window.space.runner],
             window.search: [window.search.runner, window.search.export_runner],
+            window.map: [window.map.runner, window.map.query_runner],
         }
         return [r for r in per_view.get(widget, []) if r is not None]
 

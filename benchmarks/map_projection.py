@@ -1,0 +1,132 @@
+"""Text map: PCA time and peak memory for 5,000 and 50,000 texts, and the map's GUI cost at that size.
+
+Each size runs in a fresh process on precomputed unit vectors of 384 dimensions (the built-in
+model's), made of a few dozen topic directions plus noise so that they cluster a little as
+sentences do; encoding is left out (the map reads a scored input's vectors from the cache).
+Measured: `pca_2d` (best of 3, after a warm-up call; its peak memory from the first), a 200-vertex lasso (`points_in_polygon`), one point's 10 nearest texts, the
+GUI-thread time to draw the points in the Map tab (`MapView._mapped`: columns and colours, then
+one layer of at most 4,000 points per event-loop turn: the longest turn counts), a colour
+change, and the frame time of panning the map (offscreen, each frame rendered).
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/map_projection.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import common
+
+SIZES = (5_000, 50_000)
+QUICK_SIZES = (300,)
+DIM = 384
+STALL_TARGET_MS = 100          # no GUI-thread step longer than this
+PAN_FRAMES = 20
+
+
+def vectors(n: int, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    topics = rng.standard_normal((40, DIM))
+    x = topics[rng.integers(0, len(topics), n)] + 1.5 * rng.standard_normal((n, DIM))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def measure(n: int) -> dict:
+    """One size, in this (fresh) process."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import numpy as np
+    from PySide6.QtWidgets import QApplication
+
+    from calibsim_gui.core.analysis.projection import TextMap, nearest, pca_2d, points_in_polygon
+    from calibsim_gui.qt.map_view import MapView
+    from calibsim_gui.qt.state import AppState
+
+    app = QApplication.instance() or QApplication([])
+    x = vectors(n)
+    pca_2d(vectors(100, seed=1))                      # first-call costs (LAPACK, BLAS threads) apart
+    common.reset_peak_rss()
+    before = common.rss_mb()
+    _, projection = common.timed(pca_2d, x)
+    peak = common.peak_rss_mb() - before
+    timing = common.interleaved({"pca": lambda: pca_2d(x)}, 3)["pca"]
+    coords = projection.coords
+    centre, radius = coords.mean(axis=0), coords.std()
+    angles = np.linspace(0, 2 * np.pi, 200, endpoint=False)
+    lasso = centre + radius * np.c_[np.cos(angles), np.sin(angles)]
+    lasso_s, inside = common.timed(points_in_polygon, coords, lasso)
+    text_map = TextMap([f"text {i}" for i in range(n)], [f"d{i}" for i in range(n)], x, projection,
+                       sources=[f"file{i % 7}.txt" for i in range(n)])
+    profile = common.builtin_profile()
+    nearest_s, _ = common.timed(nearest, text_map, x[0], profile, k=10, exclude=0)
+
+    view = MapView(AppState())
+    view.resize(1000, 700)
+    view.show()
+    app.processEvents()
+    steps = []                                        # each GUI-thread step while the points are drawn
+
+    def finish_drawing() -> float:
+        start = time.perf_counter()
+        while view.drawing():
+            step = time.perf_counter()
+            app.processEvents()                       # one layer (and whatever else is queued)
+            steps.append(time.perf_counter() - step)
+        return time.perf_counter() - start
+
+    draw_s, _ = common.timed(view._mapped, text_map)
+    draw_layers_s = finish_drawing()
+    first_frame_s, _ = common.timed(view.plot_widget.grab)
+    recolour_s, _ = common.timed(view.recolour)
+    recolour_layers_s = finish_drawing()
+    frames = []
+    for _ in range(PAN_FRAMES):
+        start = time.perf_counter()
+        view.view_box.translateBy(x=radius * 0.05)
+        view.plot_widget.grab()                       # render the frame
+        frames.append(time.perf_counter() - start)
+    view.close()
+    return {"texts": n, "pca_s": timing["best_s"], "pca_median_s": timing["median_s"],
+            "pca_peak_rss_mb": round(peak, 1),
+            "explained": [round(float(v), 4) for v in projection.explained],
+            "lasso_200_vertices_s": round(lasso_s, 4), "points_in_lasso": int(inside.sum()),
+            "nearest_10_s": round(nearest_s, 4), "draw_points_gui_s": round(draw_s, 4),
+            "draw_layers_total_s": round(draw_layers_s, 4), "recolour_gui_s": round(recolour_s, 4),
+            "recolour_layers_total_s": round(recolour_layers_s, 4),
+            "longest_layer_step_ms": round(1000 * max(steps, default=0.0), 1),
+            "layers": len(view.layers), "first_frame_s": round(first_frame_s, 4),
+            "pan_frame_median_ms": round(1000 * statistics.median(frames), 1),
+            "pan_frame_max_ms": round(1000 * max(frames), 1)}
+
+
+def main() -> None:
+    args = common.arguments(__doc__, quick_help=f"{QUICK_SIZES[0]} texts only")
+    if args.child:
+        import json
+
+        common.child_answer(measure(json.loads(args.child)["texts"]))
+        return
+    runs = [common.run_child("map_projection.py", {"texts": n},
+                             env={"QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")})
+            for n in (QUICK_SIZES if args.quick else SIZES)]
+    common.print_table([{"texts": r["texts"], "PCA s": r["pca_s"], "PCA peak MB": r["pca_peak_rss_mb"],
+                         "lasso s": r["lasso_200_vertices_s"], "10 nearest s": r["nearest_10_s"],
+                         "draw (GUI) s": r["draw_points_gui_s"], "recolour (GUI) s": r["recolour_gui_s"],
+                         "longest layer step ms": r["longest_layer_step_ms"],
+                         "pan frame median ms": r["pan_frame_median_ms"],
+                         "pan frame max ms": r["pan_frame_max_ms"]} for r in runs])
+    steps = [max(r["draw_points_gui_s"] * 1000, r["recolour_gui_s"] * 1000, r["longest_layer_step_ms"])
+             for r in runs]
+    met = all(s <= STALL_TARGET_MS for s in steps) and all(r["pan_frame_max_ms"] <= STALL_TARGET_MS
+                                                            for r in runs)
+    print(f"target: no GUI-thread step over {STALL_TARGET_MS} ms: {'met' if met else 'NOT met'}"
+          + (" (quick run: sizes are tiny)" if args.quick else ""))
+    common.save("map_projection", args, {"runs": runs, "dimension": DIM, "stall_target_ms": STALL_TARGET_MS,
+                                         "target_met": met})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,539 @@
+"""The Map tab: every text of the current input as a point of a 2-D map (PCA of its embeddings).
+
+Points are coloured by a chosen column, name their text on hover, and can be chosen with a
+rectangle or a lasso: the Results table then shows only the pairs that touch them. A clicked
+point, or a text typed in the search box (Ctrl+K), lists its nearest texts with raw and
+calibrated scores. Encoding (through the cache) and projecting run in `TaskRunner`s; what the
+points are coloured by is `map_colours`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
+from calibsim_gui.core.embedding.encoding import encode_texts
+from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, colour_groups, point_columns
+from calibsim_gui.qt.messages import plural
+from calibsim_gui.qt.plot_menu import PlotMenu
+from calibsim_gui.qt.workers import TaskRunner
+
+MODES = ("Pan and zoom", "Rectangle", "Lasso")
+NEIGHBOURS = 10
+HOVER_CHARS = 160
+MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
+LAYER_POINTS = 4000         # points of one layer: a large map is drawn a layer per event-loop turn
+
+
+def shorten(text: str, chars: int = HOVER_CHARS) -> str:
+    """`text` cut to `chars` characters (with an ellipsis when cut)."""
+    return text if len(text) <= chars else text[:chars - 1] + "…"
+
+
+class SelectionViewBox(pg.ViewBox):
+    """A ViewBox that, in rectangle or lasso mode, draws a shape with the left button and emits
+    its vertices (view coordinates) when the drag ends; otherwise it pans and zooms."""
+
+    shape_drawn = Signal(object)          # ndarray of shape (n_vertices, 2)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mode = MODES[0]
+        self._path: list = []
+        self.outline = pg.PlotCurveItem(pen=pg.mkPen((230, 120, 20), width=1.5, style=Qt.PenStyle.DashLine))
+        self.outline.setZValue(10)
+        self.addItem(self.outline, ignoreBounds=True)
+
+    def mouseDragEvent(self, ev, axis=None) -> None:
+        if self.mode == MODES[0] or ev.button() != Qt.MouseButton.LeftButton:
+            super().mouseDragEvent(ev, axis)
+            return
+        ev.accept()
+        here = self.mapSceneToView(ev.scenePos())
+        if ev.isStart():
+            start = self.mapSceneToView(ev.buttonDownScenePos())
+            self._path = [(start.x(), start.y())]
+        self._path.append((here.x(), here.y()))
+        shape = self.drawn_shape()
+        closed = np.vstack([shape, shape[:1]])
+        self.outline.setData(closed[:, 0], closed[:, 1])
+        if ev.isFinish():
+            self.outline.setData([], [])
+            self.shape_drawn.emit(shape)
+
+    def drawn_shape(self) -> np.ndarray:
+        """The drawn shape: the rectangle spanned by the drag, or the lasso's path."""
+        path = np.asarray(self._path, dtype=float)
+        if self.mode == "Rectangle":
+            (x0, y0), (x1, y1) = path[0], path[-1]
+            return np.array([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+        return path
+
+
+def encode_query(embedder, text: str, cache, *, progress, should_stop) -> np.ndarray:
+    """A typed text's vector, encoded like the map's texts (same prompt, through the cache)."""
+    return encode_texts(embedder, [text], cache=cache, should_stop=should_stop).embeddings[0]
+
+
+class MapView(QWidget):
+    """A scatter of the input's texts with colour, hover, selection, neighbours and type-in search.
+
+    The map is computed when the tab is shown after the input or model changed (results with the
+    same input and model only recolour it). `chosen` holds the selected points; for pairs,
+    `state.chosen_rows` then limits the Results table to the pairs touching them.
+    """
+
+    neighbours_listed = Signal()
+
+    def __init__(self, state, *, cache=lambda: None, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self._cache = cache
+        self.text_map = None
+        self.columns: dict[str, np.ndarray] = {}
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self.neighbours: list[tuple[int, float, float]] = []
+        self.source: int | None = None       # the clicked point whose neighbours are listed
+        self._key = None                    # (input, model) the map was computed for (the objects)
+        self._query = ""                    # the typed text being encoded
+        self._colour = ""                   # the colour column the user chose (kept across runs)
+        self._stale = True
+        self.runner = TaskRunner("mapping the texts", self)
+        self.runner.finished.connect(self._mapped)
+        self.runner.failed.connect(self._failed)
+        self.runner.progress.connect(self._progress)
+        self.runner.cancelled.connect(self._cancelled)
+        self.query_runner = TaskRunner("finding texts like the typed one", self)
+        self.query_runner.finished.connect(self._query_encoded)
+        self.query_runner.failed.connect(
+            lambda message: self.neighbour_title.setText(message.partition("\n\nTraceback")[0]))
+
+        self.summary = QLabel("Open pairs or documents: each of their texts becomes a point here.")
+        self.summary.setWordWrap(True)
+        self.colour_combo = QComboBox()
+        self.colour_combo.setToolTip("Colour the points by this column (a text in several pairs: "
+                                     "the mean over its pairs)")
+        self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.colour_combo.currentIndexChanged.connect(self.recolour)
+        self.colour_combo.activated.connect(self._colour_chosen)
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItems(MODES)
+        self.mode_combo.setToolTip("Drag with the left button to pan, or to choose the points inside "
+                                   "a rectangle or a lasso (the Results tab then shows their pairs)")
+        self.segments_box = QCheckBox("Draw pairs as segments")
+        self.segments_box.setToolTip("A line between the two texts of every pair")
+        self.segments_box.toggled.connect(self._draw_segments)
+        self.clear_button = QPushButton("Clear selection")
+        self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
+        self.clear_button.setEnabled(False)
+        self.query_edit = QLineEdit(placeholderText="Find texts like… (Ctrl+K, Enter)")
+        self.query_edit.setClearButtonEnabled(True)
+        self.query_edit.setToolTip("Type a text: its nearest texts of the input are listed, with raw "
+                                   "and calibrated scores, and ringed on the map")
+        self.query_edit.returnPressed.connect(self.find_like)
+        self.again_button = QPushButton("Draw the map")
+        self.again_button.setToolTip("Encode (from the cache) and project the texts again")
+        self.again_button.clicked.connect(self.refresh)
+        self.again_button.hide()
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+
+        self.view_box = SelectionViewBox()
+        self.view_box.shape_drawn.connect(self.choose_inside)
+        self.mode_combo.currentTextChanged.connect(self._set_mode)
+        self.plot_widget = pg.PlotWidget(viewBox=self.view_box)
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setLabel("bottom", "first principal direction")
+        self.plot.setLabel("left", "second principal direction")
+        self.plot_menu = PlotMenu(self, self.plot_widget, [self.plot], image_name="map.png")
+        self.segments = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(120, 120, 120, 90))
+        self.segments.setVisible(False)
+        self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour (or part of one)
+        self._jobs: list = []                           # layers still to draw: (layer, (colour, points))
+        self.draw_timer = QTimer(self, interval=0)
+        self.draw_timer.timeout.connect(self._draw_layer)
+        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
+        self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
+                                         symbol="s")
+        self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
+        self.current = pg.ScatterPlotItem(size=20, brush=None, pen=pg.mkPen((30, 140, 230), width=3),
+                                          symbol="d")
+        for item in (self.segments, self.marks, self.picked, self.origin, self.current):
+            self.plot.addItem(item)
+
+        self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
+        self.neighbour_title.setWordWrap(True)
+        self.neighbour_title.setMinimumHeight(3 * self.fontMetrics().lineSpacing() + 4)
+        self.neighbour_table = QTableWidget(0, 4)
+        self.neighbour_table.setHorizontalHeaderLabels(["Text", "Id", "Raw", "Calibrated"])
+        self.neighbour_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.neighbour_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        header = self.neighbour_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.neighbour_table.verticalHeader().setVisible(False)
+        self.neighbour_table.currentCellChanged.connect(self._neighbour_chosen)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.query_edit)
+        side_layout.addWidget(self.neighbour_title)
+        side_layout.addWidget(self.neighbour_table, 1)
+        splitter = QSplitter()
+        splitter.addWidget(self.plot_widget)
+        splitter.addWidget(side)
+        splitter.setSizes([600, 400])
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Colour by:"))
+        bar.addWidget(self.colour_combo)
+        bar.addWidget(QLabel("Mouse:"))
+        bar.addWidget(self.mode_combo)
+        bar.addWidget(self.segments_box)
+        bar.addWidget(self.clear_button)
+        bar.addStretch(1)
+        top = QHBoxLayout()
+        top.addWidget(self.summary, 1)
+        top.addWidget(self.again_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(bar)
+        layout.addWidget(self.legend)
+        layout.addWidget(splitter, 1)
+        state.results_changed.connect(self._results_changed)
+        state.range_changed.connect(self._range_changed)
+        state.selection_changed.connect(self._selection_changed)
+        state.view_changed.connect(self._fill_columns)          # another metric: its scores
+        state.labels_changed.connect(self._fill_columns)        # another human-score column
+        self._apply_palette()
+
+    def _apply_palette(self) -> None:
+        """Plot colours follow the window's palette (light or dark)."""
+        self.plot_widget.setBackground(self.palette().color(QPalette.ColorRole.Base))
+        text = self.palette().color(QPalette.ColorRole.Text)
+        for side in ("left", "bottom"):
+            self.plot.getAxis(side).setPen(pg.mkPen(text))
+            self.plot.getAxis(side).setTextPen(pg.mkPen(text))
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+        super().changeEvent(event)
+
+    # ------------------------------------------------------------------ runs
+
+    def _results_changed(self) -> None:
+        """New results: recolour the same texts, or map new ones (the input or the model changed)."""
+        state = self.state
+        same = self._key is not None and self._key[0] is state.input and self._key[1] is state.embedder
+        if same and (self.text_map is not None or self.runner.running):
+            self._fill_columns()                 # same texts, same model: new colours only
+            return
+        self._stale = True
+        self.runner.cancel()
+        if self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale and not self.runner.running:
+            self.refresh()
+
+    def drawn(self) -> bool:
+        """True when the map shows the current input (nothing left to compute)."""
+        return self.text_map is not None and not self._stale and not self.runner.running
+
+    def refresh(self) -> None:
+        """Encode and project the current input's texts in the worker, once the input is scored
+        (its vectors are then in the cache: nothing is encoded twice)."""
+        state = self.state
+        self.again_button.hide()
+        if state.input is None or state.embedder is None:
+            self._clear("Open pairs or documents: each of their texts becomes a point here.")
+            return
+        if state.results is None:
+            self._clear("The map is drawn once the input is scored.")
+            return
+        self._stale = False
+        self._key = (state.input, state.embedder)
+        table, embedder, cache = state.input, state.embedder, self._cache()
+        self.summary.setText("Mapping the texts…")
+        self.runner.start(lambda progress, should_stop: map_input(
+            table, embedder, cache=cache, progress=progress, should_stop=should_stop))
+
+    def _cancelled(self) -> None:
+        self._stale, self._key = True, None
+        self.summary.setText("Mapping was cancelled: the map is not drawn.")
+        self.again_button.show()
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.summary.setText(f"Mapping the texts: {message}…")
+
+    def _failed(self, message: str) -> None:
+        self.summary.setText(message.partition("\n\nTraceback")[0])
+        self.again_button.show()
+
+    def _clear(self, text: str) -> None:
+        self.text_map, self._key, self.columns = None, None, {}
+        self.neighbours, self.source = [], None
+        self.neighbour_table.setRowCount(0)
+        self._jobs = []
+        self.draw_timer.stop()
+        for layer in self.layers:
+            layer.clear()
+        self.segments.setData([], [])
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self._show_marks()
+        self.summary.setText(text)
+
+    def _mapped(self, text_map) -> None:
+        self.text_map = text_map
+        coords = text_map.projection.coords
+        many = len(text_map) > MANY_POINTS
+        pairs = coords[text_map.segments.ravel()] if len(text_map.segments) else np.zeros((0, 2))
+        self.segments.setData(pairs[:, 0], pairs[:, 1])
+        self.segments_box.setEnabled(len(text_map.segments) > 0)
+        self.chosen = np.zeros(0, dtype=np.int64)
+        self.neighbours, self.source = [], None
+        self._mark_current([])
+        self._fill_columns()
+        self._show_marks()
+        self.neighbour_table.setRowCount(0)
+        first, second = text_map.projection.explained
+        self.summary.setText(f"{plural(len(text_map), 'distinct text')} · PCA: the two directions shown "
+                             f"hold {first:.0%} and {second:.0%} of the variance".replace("%", " %")
+                             + ("; drawn small and translucent, where points crowd the colour deepens"
+                                if many else ""))
+        self.plot.autoRange()
+
+    # ------------------------------------------------------------------ colours
+
+    def _fill_columns(self) -> None:
+        if self.text_map is None:
+            return
+        self.columns = point_columns(self.text_map, self.state)
+        self.colour_combo.blockSignals(True)
+        self.colour_combo.clear()
+        self.colour_combo.addItems(list(self.columns))
+        self.colour_combo.setCurrentIndex(max(0, self.colour_combo.findText(self._colour)))
+        self.colour_combo.blockSignals(False)
+        self.recolour()
+
+    def _colour_chosen(self, index: int) -> None:
+        self._colour = self.colour_combo.itemText(index)     # kept while results come and go
+
+    def recolour(self) -> None:
+        """Draw every point in the colour of its value of the chosen column."""
+        if self.text_map is None:
+            return
+        many = len(self.text_map) > MANY_POINTS
+        name = self.colour_combo.currentText()
+        if name in self.columns:
+            groups, colours, legend = colour_groups(self.columns[name])
+            self.legend.setText(f"<b>{name}</b>: {legend}")
+        else:
+            groups, colours = np.zeros(len(self.text_map), dtype=np.int64), CATEGORY_COLOURS[:1]
+            self.legend.setText("")
+        jobs = []                                        # (colour, points) of one layer each
+        for group, colour in enumerate(colours):
+            points = np.flatnonzero(groups == group)
+            colour = QColor(colour)
+            colour.setAlpha(min(110 if many else 230, colour.alpha()))
+            jobs += [(colour, points[start:start + LAYER_POINTS]) for start in range(0, len(points), LAYER_POINTS)]
+        while len(self.layers) < len(jobs):
+            layer = pg.ScatterPlotItem(pen=None, hoverable=True, tip=self.hover_text, hoverSize=11)
+            layer.sigClicked.connect(self._clicked)
+            layer.setZValue(-1)                          # under the rings and marks
+            self.plot.addItem(layer)
+            self.layers.append(layer)
+        empty = (QColor(), np.zeros(0, dtype=np.int64))
+        self._jobs = list(zip(self.layers, jobs + [empty] * (len(self.layers) - len(jobs))))
+        if many:
+            self.draw_timer.start()                      # one layer per turn of the event loop
+        else:
+            while self._jobs:
+                self._draw_layer()
+
+    def _draw_layer(self) -> None:
+        """Draw the next layer waiting to be drawn."""
+        if not self._jobs or self.text_map is None:
+            self._jobs = []
+            self.draw_timer.stop()
+            return
+        layer, (colour, points) = self._jobs.pop(0)
+        many = len(self.text_map) > MANY_POINTS
+        layer.setData(pos=self.text_map.projection.coords[points], data=points, size=4 if many else 7,
+                      brush=pg.mkBrush(colour))
+        if not self._jobs:
+            self.draw_timer.stop()
+
+    def drawing(self) -> bool:
+        """True while layers of a large map are still being drawn."""
+        return bool(self._jobs)
+
+    def point_colours(self) -> np.ndarray:
+        """Each point's colour as drawn (``#rrggbb``), in point order."""
+        out = np.full(len(self.text_map) if self.text_map is not None else 0, "", dtype=object)
+        for layer in self.layers:
+            if len(layer.data):
+                out[layer.data["data"].astype(np.int64)] = layer.opts["brush"].color().name()
+        return out
+
+    def _draw_segments(self, shown: bool) -> None:
+        self.segments.setVisible(shown)
+
+    # ------------------------------------------------------------------ hover, click, selection
+
+    def hover_text(self, x=None, y=None, data=None) -> str:
+        """A point's id and text (cut to `HOVER_CHARS`), and its value of the colour column."""
+        text_map = self.text_map
+        if text_map is None or data is None:
+            return ""
+        point = int(data)
+        text = shorten(text_map.texts[point])
+        name = self.colour_combo.currentText()
+        value = self.columns[name][point] if name in self.columns else None
+        shown = "" if value is None else (f"\n{name}: {value:.3g}" if isinstance(value, float) else f"\n{name}: {value}")
+        return f"{text_map.ids[point]}: {text}{shown}"
+
+    def _set_mode(self, mode: str) -> None:
+        self.view_box.mode = mode
+        self.view_box.setMouseEnabled(x=True, y=True)
+
+    def choose_inside(self, polygon) -> None:
+        """Choose the points inside a drawn rectangle or lasso."""
+        if self.text_map is not None:
+            self.choose(np.flatnonzero(points_in_polygon(self.text_map.projection.coords, polygon)))
+
+    def choose(self, points) -> None:
+        """Choose these points: ringed here; the Results table shows only the pairs touching them."""
+        self.chosen = np.asarray(points, dtype=np.int64)
+        self._show_marks()
+        self.clear_button.setEnabled(len(self.chosen) > 0)
+        text_map = self.text_map
+        if text_map is None or not len(text_map.segments):
+            return
+        if len(self.chosen):
+            rows = text_map.rows_touching(self.chosen)
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} of "
+                                             f"{plural(len(self.chosen), 'text')} chosen on the Map")
+        elif self.state.chosen_rows is not None:
+            self.state.set_chosen_rows(None)
+
+    def _range_changed(self) -> None:
+        if self.state.chosen_rows is None and len(self.chosen):
+            self.chosen = np.zeros(0, dtype=np.int64)      # cleared from the Results tab
+            self._show_marks()
+            self.clear_button.setEnabled(False)
+
+    def _show_marks(self) -> None:
+        coords = None if self.text_map is None else self.text_map.projection.coords
+        self.marks.setData(pos=np.zeros((0, 2)) if coords is None else coords[self.chosen])
+        hits = [p for p, _, _ in self.neighbours]
+        self.picked.setData(pos=np.zeros((0, 2)) if coords is None or not hits else coords[hits])
+        source = [] if coords is None or self.source is None else [self.source]
+        self.origin.setData(pos=np.zeros((0, 2)) if not source else coords[source])
+
+    def _mark_current(self, points) -> None:
+        coords = None if self.text_map is None else self.text_map.projection.coords
+        points = np.asarray(points, dtype=np.int64)
+        self.current.setData(pos=np.zeros((0, 2)) if coords is None or not len(points) else coords[points])
+
+    def _selection_changed(self) -> None:
+        """The pair selected in Results (or elsewhere): its two texts are marked with diamonds."""
+        text_map, row = self.text_map, self.state.selected_row
+        if text_map is None or row is None or not len(text_map.segments):
+            return
+        found = np.flatnonzero(text_map.rows == row)
+        self._mark_current(text_map.segments[found[0]] if len(found) else [])
+
+    def _neighbour_chosen(self, row: int, *_previous) -> None:
+        """A listed text chosen: marked here; for pairs, its first pair is selected in Results."""
+        if self.text_map is None or not 0 <= row < len(self.neighbours):
+            return
+        point = self.neighbours[row][0]
+        self._mark_current([point])
+        rows = self.text_map.rows_touching([point])
+        if len(rows):
+            self.state.select_row(int(rows[0]))
+
+    def _clicked(self, _item, points, _event=None) -> None:
+        if len(points):
+            self.show_neighbours(int(points[0].data()))
+
+    # ------------------------------------------------------------------ neighbours & typed search
+
+    def _metric(self) -> str:
+        profile = self.state.profile
+        return self.state.metric if profile is not None and self.state.metric in profile.references() \
+            else "cosine"
+
+    def show_neighbours(self, point: int) -> None:
+        """List the nearest texts of a point (itself left out), best first."""
+        text_map = self.text_map
+        if text_map is None or self.state.profile is None:
+            return
+        found = nearest(text_map, text_map.vectors[point], self.state.profile, metric=self._metric(),
+                        k=NEIGHBOURS, exclude=point)
+        self.source = point
+        self._list(found, f"Nearest to {text_map.ids[point]}: {shorten(text_map.texts[point], 90)}")
+
+    def find_like(self) -> None:
+        """Encode the typed text (in the worker, cache first), then list its nearest texts."""
+        text = self.query_edit.text().strip()
+        state = self.state
+        if not text or self.text_map is None or state.embedder is None:
+            return
+        embedder, cache = state.embedder, self._cache()
+        self._query = text
+        self.neighbour_title.setText(f"Finding texts like “{text}”…")
+        self.query_runner.start(lambda progress, should_stop: encode_query(
+            embedder, text, cache, progress=progress, should_stop=should_stop))
+
+    def _query_encoded(self, vector) -> None:
+        if self.text_map is None or self.state.profile is None:
+            return
+        found = nearest(self.text_map, vector, self.state.profile, metric=self._metric(), k=NEIGHBOURS)
+        self.source = None
+        self._list(found, f"Nearest to the typed text “{shorten(self._query, 90)}”")
+
+    def _list(self, found, title: str) -> None:
+        self.neighbours = found
+        metric = self._metric()
+        self.neighbour_title.setText(f"{title}\n({metric}: raw, and calibrated 0–1)")
+        table = self.neighbour_table
+        table.setRowCount(len(found))
+        for row, (point, raw, calibrated) in enumerate(found):
+            cells = (self.text_map.texts[point], self.text_map.ids[point], f"{raw:.3f}", f"{calibrated:.3f}")
+            for column, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                if column == 0:
+                    item.setToolTip(value)
+                if column >= 2:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                table.setItem(row, column, item)
+        self._show_marks()
+        self.neighbours_listed.emit()
+
+    def focus_query(self) -> None:
+        """Ctrl+K: put the cursor in the search box."""
+        self.query_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.query_edit.selectAll()

@@ -1,0 +1,230 @@
+"""The Text map tab: one point per text, colours, hover, rectangle and lasso choosing the Results
+rows, a clicked point's neighbours and a typed search (#28 Map tab, type-in search)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from calibsim_gui.qt.map_colours import SIDE
+from tests.qt.conftest import drop
+
+
+@pytest.fixture
+def mapped(window, qtbot, pairs_csv, monkeypatch):
+    """The window with the 30 test pairs scored and mapped on the Text map tab (every mouse move
+    reaches the map: pyqtgraph drops moves that come faster than a hand moves)."""
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", 0)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    return window
+
+
+def widget_point(view, x: float, y: float):
+    """Where the map point (x, y) is drawn, in the plot widget's viewport."""
+    return view.plot_widget.mapFromScene(view.view_box.mapViewToScene(QPointF(x, y)))
+
+
+def mouse(widget, kind, pos, buttons) -> None:
+    button = Qt.MouseButton.LeftButton
+    event = QMouseEvent(kind, QPointF(pos), widget.mapToGlobal(QPointF(pos)), button, buttons,
+                        Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(widget, event)
+
+
+def drag(view, corners) -> None:
+    """Press at the first map point, move through the others, release at the last."""
+    viewport = view.plot_widget.viewport()
+    points = [widget_point(view, x, y) for x, y in corners]
+    held = Qt.MouseButton.LeftButton
+    mouse(viewport, QEvent.Type.MouseButtonPress, points[0], held)
+    for point in points[1:]:
+        mouse(viewport, QEvent.Type.MouseMove, point, held)
+    mouse(viewport, QEvent.Type.MouseButtonRelease, points[-1], Qt.MouseButton.NoButton)
+
+
+def test_the_map_shows_one_point_per_distinct_text(mapped):
+    view, frame = mapped.map, mapped.state.results.frame
+    distinct = set(frame["sentence1"]) | set(frame["sentence2"])
+    assert sum(len(layer.data) for layer in view.layers) == len(distinct) == 30
+    assert set(view.text_map.texts) == distinct
+    assert "30 distinct texts" in view.summary.text() and "variance" in view.summary.text()
+    # hovering names the text with its id and its value of the colour column
+    tip = view.hover_text(data=0)
+    assert tip.startswith("row 1 A: " + view.text_map.texts[0][:20]) and "cosine_calibrated:" in tip
+
+
+def test_choosing_another_colour_column_recolours_the_points(mapped):
+    view = mapped.map
+    names = [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())]
+    assert names[:3] == ["cosine_calibrated", "cosine_raw", "score"] and SIDE in names
+    view.colour_combo.setCurrentText("cosine_raw")
+    before = view.point_colours().tolist()
+    assert len(set(before)) > 5                                # a gradient over the raw scores
+    assert "cosine_raw" in view.legend.text() and "yellow" in view.legend.text()
+    view.colour_combo.setCurrentText(SIDE)                     # every text is on both sides here
+    after = view.point_colours().tolist()
+    assert after != before and len(set(after)) == 1
+    assert "both" in view.legend.text()
+
+
+def test_a_rectangle_drawn_on_the_map_filters_results_to_the_pairs_touching_it(mapped, qtbot):
+    view, results = mapped.map, mapped.results
+    coords = view.text_map.projection.coords
+    x0, x1 = np.quantile(coords[:, 0], [0.0, 0.5])
+    y0, y1 = coords[:, 1].min(), coords[:, 1].max()
+    view.mode_combo.setCurrentText("Rectangle")
+    drag(view, [(x0 - 1e-3, y0 - 1e-3), ((x0 + x1) / 2, y1 / 2), (x1 + 1e-3, y1 + 1e-3)])
+    inside = {view.text_map.texts[i] for i in view.chosen}
+    assert inside == {t for t, (x, _) in zip(view.text_map.texts, coords) if x <= x1 + 1e-3}
+    assert 10 <= len(inside) < 30
+    frame = mapped.state.results.frame
+    touching = frame.index[frame["sentence1"].isin(inside) | frame["sentence2"].isin(inside)]
+    shown = [results.model.frame_row(r) for r in range(results.model.rowCount())]
+    assert sorted(shown) == sorted(touching) and len(shown) < 30
+    assert results.range_button.isVisibleTo(results) and "chosen on the Map" in results.range_button.text()
+    results.range_button.click()                               # show all rows: the map's choice goes
+    assert results.model.rowCount() == 30 and len(view.chosen) == 0
+
+
+def test_a_lasso_chooses_the_points_inside_its_path(mapped):
+    view = mapped.map
+    coords = view.text_map.projection.coords
+    centre = coords.mean(axis=0)
+    radius = np.percentile(np.linalg.norm(coords - centre, axis=1), 40)
+    circle = [tuple(centre + radius * np.array([np.cos(a), np.sin(a)])) for a in np.linspace(0, 2 * np.pi, 40)]
+    view.mode_combo.setCurrentText("Lasso")
+    drag(view, circle)
+    expected = np.flatnonzero(np.linalg.norm(coords - centre, axis=1) < radius * 0.98)
+    assert set(expected) <= set(view.chosen.tolist()) and len(view.chosen) < 30
+    rows = mapped.state.chosen_rows[0]
+    assert mapped.results.model.rowCount() == len(rows) > 0
+
+
+def test_clicking_a_point_lists_its_nearest_texts_best_first(mapped, qtbot):
+    view = mapped.map
+    coords = view.text_map.projection.coords
+    point = int(np.argmax(coords[:, 0]))                       # an outer point: no other on top of it
+    with qtbot.waitSignal(view.neighbours_listed, timeout=5_000):
+        QTest.mouseClick(view.plot_widget.viewport(), Qt.MouseButton.LeftButton,
+                         pos=widget_point(view, *coords[point]))
+    table = view.neighbour_table
+    assert table.rowCount() == 10
+    raws = [float(table.item(r, 2).text()) for r in range(10)]
+    calibrated = [float(table.item(r, 3).text()) for r in range(10)]
+    assert raws == sorted(raws, reverse=True) and calibrated == sorted(calibrated, reverse=True)
+    assert view.text_map.texts[point] not in [table.item(r, 0).text() for r in range(10)]
+    assert view.text_map.ids[point] in view.neighbour_title.text()
+    assert len(view.picked.data) == 10                        # the neighbours are ringed on the map
+
+
+def test_a_typed_text_finds_its_nearest_texts_with_ids_and_scores(mapped, qtbot):
+    view = mapped.map
+    frame = mapped.state.results.frame
+    typed = frame["sentence1"].iloc[4]
+    qtbot.keyClick(mapped, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    assert mapped.tabs.currentWidget() is view and view.query_edit.hasFocus()
+    view.query_edit.setText(typed)
+    with qtbot.waitSignal(view.neighbours_listed, timeout=10_000):
+        qtbot.keyClick(view.query_edit, Qt.Key.Key_Return)
+    table = view.neighbour_table
+    assert table.item(0, 0).text() == typed and table.item(0, 1).text() == "row 5 A"
+    assert float(table.item(0, 2).text()) == pytest.approx(1.0, abs=1e-3)
+    assert float(table.item(0, 3).text()) > 0.9
+    assert "typed text" in view.neighbour_title.text()
+
+
+def test_pairs_drawn_as_segments_and_a_picture_of_the_map(mapped, tmp_path):
+    view = mapped.map
+    view.segments_box.setChecked(True)
+    coords = view.text_map.projection.coords
+    view.choose(np.flatnonzero(coords[:, 0] > np.median(coords[:, 0])))
+    view.show_neighbours(0)
+    assert view.segments.isVisible() and len(view.segments.xData) == 2 * 30
+    first = view.text_map.segments[0]
+    assert view.segments.xData[:2].tolist() == coords[first, 0].tolist()
+    image = mapped.grab()                                  # what the user sees (looked at while building)
+    assert image.save(str(tmp_path / "map.png")) and image.width() > 500
+
+
+def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
+    for name, words in (("animals.txt", "cat dog horse"), ("tools.txt", "hammer saw drill")):
+        (tmp_path / name).write_text("\n".join(f"{w} number {i}" for w in words.split() for i in range(3)))
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs([tmp_path / "animals.txt", tmp_path / "tools.txt"], per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    view = window.map
+    assert len(view.text_map) == 18 and not view.segments_box.isEnabled()
+    assert [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())] == \
+        ["source file", "best match (calibrated)"]
+    assert "animals.txt" in view.legend.text() and "tools.txt" in view.legend.text()
+    colours = view.point_colours()
+    assert len(set(colours[:9])) == len(set(colours[9:])) == 1 and colours[0] != colours[9]
+    assert pd.Series(view.columns["source file"]).value_counts().tolist() == [9, 9]
+
+
+def test_a_listed_text_selects_its_pair_in_results_and_is_marked(mapped):
+    view, results = mapped.map, mapped.results
+    view.show_neighbours(3)
+    point = view.neighbours[2][0]
+    view.neighbour_table.setCurrentCell(2, 0)
+    row = mapped.state.selected_row
+    frame = mapped.state.results.frame
+    assert view.text_map.texts[point] in (frame["sentence1"].iloc[row], frame["sentence2"].iloc[row])
+    assert results.model.frame_row(results.table.currentIndex().row()) == row
+    marked = {tuple(p) for p in np.asarray([(s.pos().x(), s.pos().y()) for s in view.current.points()])}
+    assert tuple(view.text_map.projection.coords[point].astype(float)) in marked and len(marked) == 2
+
+
+def test_cancelling_the_map_says_so_and_draws_it_again_on_request(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [pairs_csv])
+    view = window.map
+    window.tabs.setCurrentWidget(view)                   # the map starts in its worker
+    assert view.runner.running
+    window.escape()                                      # Esc: the status bar's Cancel
+    assert not view.runner.running and view.text_map is None
+    assert "cancelled" in view.summary.text() and view.again_button.isVisibleTo(view)
+    view.again_button.click()
+    qtbot.waitUntil(lambda: view.text_map is not None, timeout=20_000)
+    assert len(view.text_map) == 30 and not view.again_button.isVisibleTo(view)
+
+
+def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, qtbot):
+    view = mapped.map
+    view.colour_combo.activated.emit(view.colour_combo.findText("cosine_raw"))
+    view.colour_combo.setCurrentText("cosine_raw")
+    with qtbot.waitSignal(mapped.results_shown, timeout=20_000):
+        mapped.session.rescore()
+    assert view.colour_combo.currentText() == "cosine_raw" and "cosine_raw" in view.legend.text()
+    assert len(view.text_map) == 30                      # the same texts: recoloured, not mapped again
+
+
+def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
+    from calibsim_gui.core.analysis.projection import TextMap, pca_2d
+    from calibsim_gui.qt.map_view import LAYER_POINTS, MANY_POINTS, MapView
+    from calibsim_gui.qt.state import AppState
+
+    n = MANY_POINTS + 1500
+    vectors = np.random.default_rng(0).standard_normal((n, 16)).astype(np.float32)
+    text_map = TextMap([f"text {i}" for i in range(n)], [f"d{i}" for i in range(n)], vectors,
+                       pca_2d(vectors), sources=[f"file{i % 3}.txt" for i in range(n)])
+    view = MapView(AppState())
+    qtbot.addWidget(view)
+    view._mapped(text_map)
+    assert view.drawing()                                    # not all at once: the window stays responsive
+    qtbot.waitUntil(lambda: not view.drawing(), timeout=10_000)
+    drawn = np.concatenate([layer.data["data"].astype(np.int64) for layer in view.layers if len(layer.data)])
+    assert sorted(drawn.tolist()) == list(range(n))
+    assert max(len(layer.data) for layer in view.layers) <= LAYER_POINTS
+    colours = view.point_colours()
+    assert all(len(set(colours[i::3])) == 1 for i in range(3)) and len(set(colours)) == 3
