@@ -394,8 +394,8 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                      + (f": {pairs} pairs have a truncated text (column {TRUNCATED_COLUMN}); "
                         "score them whole with --long-texts chunk (app: Settings > Long texts)"
                         if pairs else ""))
-    if scored.any() and (first[scored] == second[scored]).all():
-        notes.append(f"all {int(scored.sum())} pairs compare a text with itself, so each scores as "
+    if len(first) and (first == second).all():           # first, second: the scored pairs' texts
+        notes.append(f"all {len(first)} pairs compare a text with itself, so each scores as "
                      "identical texts do (the top of every scale); if that is not meant, check that "
                      "the two text columns are not the same texts")
     lengths = np.linalg.norm(vectors, axis=1)
