@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.analysis.pairs import score_pairs
-from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -84,7 +84,7 @@ class Browser:
         self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height,
                   deviceScaleFactor=1, mobile=False)
         loader = self.send("Page.navigate", session, url=page.as_uri())["loaderId"]
-        idle = lambda m: (m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "networkIdle"  # noqa: E731
+        idle = lambda m: (m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "networkIdle"
                           and m["params"]["loaderId"] == loader)
         if not any(idle(m) for m in self.events):
             self._next(idle)
