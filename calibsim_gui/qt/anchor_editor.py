@@ -140,6 +140,36 @@ class AnchorTableModel(QAbstractTableModel):
                                     for m, raw in self._raw.items()}
         return medians
 
+    def misfiled(self, metric: str) -> list[tuple[int, str, float]]:
+        """Pairs filed by the user (not as the profile scored them) that score past the median of
+        a level two or more steps from their own, in that level's direction, as (row, that
+        level, its median), both "higher = more similar".
+
+        Neighbouring levels overlap in any real model (in the built-in ladder, two neighbours'
+        cosine medians differ by 0.02), so only a pair that skips a level is judged misfiled;
+        pairs as the profile scored them are the model's, not the user's, and new pairs have no
+        score yet: neither is judged.
+        """
+        as_scored = set(self._profile_ladder[1]) if self._profile_ladder is not None else set()
+        scores = self.similarity_scores(metric)
+        names = [lv.name for lv in sorted(self.levels, key=lambda lv: lv.target)]
+        filed = np.array([p.level for p in self.pairs], dtype=object)
+        medians = []
+        for name in names:
+            known = scores[(filed == name) & ~np.isnan(scores)]
+            medians.append(float(np.median(known)) if known.size else np.nan)
+        found = []
+        for row, (pair, score) in enumerate(zip(self.pairs, scores)):
+            if np.isnan(score) or pair in as_scored or pair.level not in names:
+                continue
+            own = names.index(pair.level)
+            past = [j for j, median in enumerate(medians) if (j >= own + 2 and score > median)
+                    or (j <= own - 2 and score < median)]       # NaN medians compare False
+            if past:
+                far = max(past, key=lambda j: abs(j - own))
+                found.append((row, names[far], medians[far]))
+        return found
+
     def set_profile(self, profile) -> None:
         """Show `profile`'s anchor scores (None: no scores)."""
         metrics = list(profile.metrics) if profile is not None else []
@@ -586,7 +616,7 @@ class AnchorEditor(QWidget):
     def apply(self) -> AnchorSet | None:
         """Validate the ladder and emit `anchors_applied`; an invalid ladder shows why."""
         anchors = self._validated()
-        if anchors is not None and self._thin_levels(anchors):
+        if anchors is not None and (self._thin_levels(anchors) or self._misfiled_pairs()):
             return None
         if anchors is not None:
             self._show_message("")
@@ -767,6 +797,26 @@ class AnchorEditor(QWidget):
             f"{'have' if len(thin) > 1 else 'has'} fewer than {MIN_LEVEL_PAIRS} pairs, too few for a "
             "median to stand for the level: add pairs, or delete the level." if thin else "")
         return bool(thin)
+
+    def _misfiled_pairs(self) -> bool:
+        """Say so beside the levels, and select the pair, when a pair the user filed scores past
+        the median of a level two or more steps from its own in the current metric (True)."""
+        metric = self._state.metric
+        misfiled = self.model.misfiled(metric) if metric in self.model.metrics else []
+        if not misfiled:
+            return False
+        row, level, median = misfiled[0]
+        pair, sign = self.model.pairs[row], 1 if METRICS[metric].higher_is_similar else -1
+        short = lambda text: text if len(text) <= 30 else text[:29] + "…"
+        more = len(misfiled) - 1
+        self._show_level_message(
+            f"Pair {row + 1} (“{short(pair.text_a)}” / “{short(pair.text_b)}”) is filed under "
+            f"“{pair.level}” but scores {_fmt(sign * self.model.similarity_scores(metric)[row])} "
+            f"({metric}), past the median of “{level}” ({_fmt(sign * median)}), two or more levels "
+            "away: move it to the level it resembles, or delete it"
+            + (f" ({more} more pair{'s' if more > 1 else ''} like it)." if more else "."))
+        self.table.selectRow(row)
+        return True
 
     def _choose_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import anchors", "",

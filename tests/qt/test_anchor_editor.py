@@ -437,3 +437,24 @@ def test_restoring_damaged_edits_says_so_in_plain_words(qtbot, state):
     assert not editor.restore_edits({"name": "x", "levels": [{"label": "no name"}], "pairs": []})
     assert "could not be restored (the saved record is damaged)" in editor.message.text()
     assert "KeyError" not in editor.message.text()
+
+
+def test_a_pair_filed_two_levels_from_where_it_scores_is_refused_beside_the_levels(qtbot, state):
+    editor = make_editor(qtbot, state)
+    names = [lv.name for lv in editor.model.levels]
+    row = next(r for r, p in enumerate(editor.model.pairs) if p.level == "identical")
+    cosine = editor.model.raw_score("cosine", row)
+    assert editor.model.setData(editor.model.index(row, LEVEL), "not_equivalent_same_topic")
+    with qtbot.assertNotEmitted(editor.anchors_applied):
+        assert editor.apply() is None
+    message = editor.level_message.text()
+    assert message.startswith(f"Pair {row + 1} (") and "filed under “not_equivalent_same_topic”" in message
+    assert f"scores {cosine:.4g} (cosine), past the median of “" in message
+    passed = re.search("past the median of “(.+?)”", message).group(1)
+    assert names.index(passed) >= names.index("not_equivalent_same_topic") + 2
+    assert editor.level_message.isVisibleTo(editor)
+    assert editor.table.currentIndex().row() == row                  # the pair is selected
+    assert editor.model.setData(editor.model.index(row, LEVEL), "equivalent")    # one level off: fine
+    with qtbot.waitSignal(editor.anchors_applied, timeout=30_000):
+        editor.apply()
+    assert not editor.level_message.isVisibleTo(editor)
