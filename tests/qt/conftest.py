@@ -1,10 +1,14 @@
 """Shared for the Qt tests: private settings, a main window on the fake model, dropping files."""
 
+import traceback
+
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import QCoreApplication, QEvent, QMimeData, QPointF, Qt, QUrl
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QEvent, QMimeData, QObject, QPointF, QThreadPool, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QApplication
 
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.calibration.profile_builder import build_profile
@@ -17,6 +21,70 @@ from tests.fakes import FakeEmbedder, random_sentences
 @pytest.fixture(autouse=True)
 def _private_settings(isolated_settings):
     """Every test here keeps its QSettings in a temporary folder."""
+
+
+WORKERS_END_MS = 60_000           # a bound for a stopped worker's last step, not a pace
+
+
+class SingleShots:
+    """Stands in for `QTimer.singleShot(ms, callable)` without a context object (one that outlives
+    whatever the callable touches): each becomes a timer the fixture below can see and stop."""
+
+    original = QTimer.singleShot
+
+    def __init__(self):
+        self.timers: list[tuple[QTimer, str]] = []
+
+    def __call__(self, msec, *args):
+        functor = args[-1] if args else None
+        if len(args) == 1 and callable(functor) and not isinstance(getattr(functor, "__self__", None), QObject):
+            timer = QTimer(singleShot=True, interval=msec)
+            timer.timeout.connect(functor)
+            timer.start()
+            self.timers.append((timer, "".join(traceback.format_stack(limit=4)[:-1])))
+            return None
+        return self.original(msec, *args)
+
+    def pending(self) -> list[str]:
+        return [f"QTimer.singleShot without a context object, created at\n{where}"
+                for timer, where in self.timers if timer.isActive()]
+
+
+def _address(obj) -> int:
+    return shiboken6.getCppPointer(obj)[0]
+
+
+def _active_timers(owners) -> list[str]:
+    """Active timers parented (at any depth) to `owners`, which outlive the test."""
+    return [f"QTimer {t.objectName() or ''} (every {t.interval()} ms) of {type(t.parent()).__name__} "
+            f"under {type(owner).__name__}"
+            for owner in owners for t in owner.findChildren(QTimer) if t.isActive()]
+
+
+@pytest.fixture(autouse=True)
+def no_timer_or_worker_left(qtbot, monkeypatch):
+    """A test fails when it leaves a worker thread running (after a bounded wait for its last
+    step), or a timer that would fire after it ended: one on a top-level widget or the
+    application that outlive the test, or a `QTimer.singleShot` bound to nothing."""
+    app = QApplication.instance()
+    before = {_address(w) for w in app.topLevelWidgets()} | {_address(o) for o in app.children()}
+    shots = SingleShots()
+    monkeypatch.setattr(QTimer, "singleShot", shots)
+    yield
+    pool, problems = QThreadPool.globalInstance(), []
+    try:
+        qtbot.waitUntil(lambda: pool.activeThreadCount() == 0, timeout=WORKERS_END_MS)
+    except qtbot.TimeoutError:
+        problems.append(f"{pool.activeThreadCount()} worker thread(s) still running "
+                        f"{WORKERS_END_MS // 1000} s after the test")
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)   # windows closed and deleted
+    owners = [o for o in [*app.topLevelWidgets(), *app.children()]
+              if shiboken6.isValid(o) and _address(o) not in before]
+    problems += _active_timers(owners) + shots.pending()
+    for timer, _ in shots.timers:
+        timer.stop()
+    if problems:
+        pytest.fail("left running after the test:\n" + "\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(scope="module")
