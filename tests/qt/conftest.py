@@ -56,8 +56,8 @@ def _address(obj) -> int:
 
 def _active_timers(owners) -> list[str]:
     """Active timers parented (at any depth) to `owners`, which outlive the test."""
-    return [f"QTimer {t.objectName() or ''} (every {t.interval()} ms) of {type(t.parent()).__name__} "
-            f"under {type(owner).__name__}"
+    return [f"QTimer{' ' + t.objectName() if t.objectName() else ''} (every {t.interval()} ms) of "
+            f"{type(t.parent()).__name__} under {type(owner).__name__}"
             for owner in owners for t in owner.findChildren(QTimer) if t.isActive()]
 
 
@@ -70,7 +70,7 @@ def no_timer_or_worker_left(qtbot, monkeypatch):
     before = {_address(w) for w in app.topLevelWidgets()} | {_address(o) for o in app.children()}
     shots = SingleShots()
     monkeypatch.setattr(QTimer, "singleShot", shots)
-    yield
+    yield shots
     pool, problems = QThreadPool.globalInstance(), []
     try:
         qtbot.waitUntil(lambda: pool.activeThreadCount() == 0, timeout=WORKERS_END_MS)
