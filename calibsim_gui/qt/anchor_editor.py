@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -49,6 +49,7 @@ LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
 _FIELDS = ("level", "text_a", "text_b")
 PENDING = "…"
+TEXT_MIN_WIDTH = 220          # px: a text column narrower than this shows only "…"
 MIN_LEVEL_PAIRS = 2            # a level's median needs at least two pairs (the built-in has 15 or more)
 _PENDING_TIP = "A new pair: apply the ladder (Ctrl+Return) to score it."
 _STALE_TIP = ("Score of this pair from the references in use. The ladder has edits that are not "
@@ -505,6 +506,7 @@ class AnchorEditor(QWidget):
         self.table.setWordWrap(False)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.model.modelReset.connect(self._fit_columns)
+        self.table.viewport().installEventFilter(self)
         self.levels_table = QTableView()
         self.levels_table.setModel(self.levels_model)
         self.levels_table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
@@ -567,14 +569,17 @@ class AnchorEditor(QWidget):
         self.apply_button = self._add_tool(tools, "Apply", "Score the edited ladder with the loaded "
                                            "model and use it", "Ctrl+Return", self.apply)
 
-        form = QHBoxLayout()
-        for widget in (self.level_name, self.level_label, self.level_target, add_level,
-                       self.delete_level_button):
-            form.addWidget(widget)
+        names, buttons = QHBoxLayout(), QHBoxLayout()      # two rows: each field wide enough to read
+        for row, widgets in ((names, (self.level_name, self.level_label)),
+                             (buttons, (self.level_target, add_level, self.delete_level_button))):
+            for widget in widgets:
+                row.addWidget(widget)
+        buttons.addStretch(1)
         levels_box = QGroupBox("Levels")
         levels_layout = QVBoxLayout(levels_box)
         levels_layout.addWidget(self.levels_table)
-        levels_layout.addLayout(form)
+        levels_layout.addLayout(names)
+        levels_layout.addLayout(buttons)
         levels_layout.addWidget(self.level_message)
         self.calibrated_map = CalibratedMapPlot(state)
         bottom = QSplitter(Qt.Orientation.Horizontal)
@@ -886,8 +891,21 @@ class AnchorEditor(QWidget):
         score_width = self.table.fontMetrics().horizontalAdvance("manhattan_") + 12
         for column in range(TEXT_B + 1, self.model.columnCount()):
             header.resizeSection(column, score_width)
+        self._fit_text_columns()
+
+    def _fit_text_columns(self) -> None:
+        """The two texts share the width the other columns leave, but never get narrower than
+        `TEXT_MIN_WIDTH` (on a small screen the score columns scroll instead)."""
+        header = self.table.horizontalHeader()
+        others = sum(header.sectionSize(c) for c in range(self.model.columnCount()) if c not in (TEXT_A, TEXT_B))
+        width = max(TEXT_MIN_WIDTH, (self.table.viewport().width() - others) // 2)
         for column in (TEXT_A, TEXT_B):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+            header.resizeSection(column, width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_text_columns()
+        return super().eventFilter(watched, event)
 
     def _keep_levels_scroll(self) -> None:
         self._levels_scroll = self.levels_table.horizontalScrollBar().value()
