@@ -1,5 +1,6 @@
 """Shared for the Qt tests: private settings, a main window on the fake model, dropping files."""
 
+import threading
 import traceback
 
 import numpy as np
@@ -24,6 +25,28 @@ def _private_settings(isolated_settings):
 
 
 WORKERS_END_MS = 60_000           # a bound for a stopped worker's last step, not a pace
+REFERENCES_MS = 240_000           # building references: ~10 s alone, over 60 s on a busy machine
+HOLD_S = 120                      # a held step waits at most this long (a bound, not a pace)
+
+
+class Gate:
+    """Holds a run at a known point, whatever the machine's load: called at each step, the
+    first `free` steps pass, later ones wait until `release()`."""
+
+    def __init__(self, free=0):
+        self.free, self.steps, self._open = free, 0, threading.Event()
+
+    def __call__(self):
+        self.steps += 1
+        if self.steps > self.free:
+            self._open.wait(HOLD_S)
+
+    @property
+    def holding(self) -> bool:
+        return self.steps > self.free and not self._open.is_set()
+
+    def release(self):
+        self._open.set()
 
 
 class SingleShots:
@@ -107,10 +130,10 @@ def window(qtbot, monkeypatch):
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=REFERENCES_MS)
     yield w
     w.close()
-    assert wait_for_workers(10_000)
+    assert wait_for_workers(WORKERS_END_MS)
     w.deleteLater()              # free the window now, not at interpreter exit
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
@@ -128,7 +151,7 @@ def good_results(window, qtbot, pairs_csv):
     """Drop a good pairs file and check it is scored: the window still works."""
     def check():
         window._last_error = None
-        with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        with qtbot.waitSignal(window.results_shown, timeout=120_000):
             drop(window, [pairs_csv])
         assert window.state.input.path == pairs_csv
         assert len(window.state.results.frame) == 30
@@ -137,7 +160,7 @@ def good_results(window, qtbot, pairs_csv):
     return check
 
 
-def shown_error(window, qtbot, timeout=10_000) -> str:
+def shown_error(window, qtbot, timeout=120_000) -> str:
     """The text of the (non-modal) error box the window shows next."""
     qtbot.waitUntil(lambda: window._last_error is not None, timeout=timeout)
     assert window._last_error.isVisible() and not window._last_error.isModal()
@@ -157,8 +180,8 @@ def build_background(window, qtbot, tmp_path, *, sentences, pairs, seed):
     corpus = tmp_path / "bg.txt"
     corpus.write_text("\n".join(random_sentences(sentences, seed=8)))
     window.background.add_paths([corpus])
-    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=10_000)
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+    qtbot.waitUntil(lambda: window.background.documents() is not None, timeout=120_000)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=REFERENCES_MS):
         window.build_background(window.background.documents(), pairs, seed)
 
 

@@ -118,7 +118,7 @@ def test_selection_is_linked_between_table_and_scatter(views, qtbot):
     # clicking a point selects its row in the table
     view.resize(700, 600)
     view.show()
-    qtbot.waitExposed(view)
+    qtbot.waitExposed(view, timeout=120_000)
     target = 6
     spot = view.points.pointsAt(QPointF(view.result.human[target], view.result.calibrated[target]))
     view._clicked(view.points, spot, None)
