@@ -49,13 +49,13 @@ def test_at_1024x700_the_space_tabs_log_axis_labels_do_not_run_into_each_other(w
     build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
     window.resize(*SMALL)
     window.tabs.setCurrentWidget(window.space)
-    qtbot.waitUntil(lambda: window.space.space is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: window.space.space is not None and not window.space.runner.running,
+                    timeout=120_000)
     plot = window.space.spectrum_plot
     plot.setYRange(math.log10(0.004), math.log10(0.2), padding=0)   # a real model's spectrum: < 2 decades
     axis = plot.getAxis("left")
-    qtbot.waitUntil(lambda: axis.geometry().height() > 100, timeout=120_000)
+    qtbot.waitUntil(lambda: {"0.01", "0.1"} <= {text for _, text in axis_labels(axis)}, timeout=120_000)
     labels = axis_labels(axis)
-    assert {"0.01", "0.1"} <= {text for _, text in labels}
     overlapping = [(a, b) for i, (a, _) in enumerate(labels) for b, _ in labels[i + 1:] if a.intersects(b)]
     assert overlapping == [], f"labels overlap: {[t for _, t in labels]}"
     window.grab().save("/tmp/space_1024x700.png")
