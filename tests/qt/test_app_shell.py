@@ -12,11 +12,11 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui import cli
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt import actions, projects, task_status
+from calibsim_gui.qt import actions, projects
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.messages import format_seconds, plural
 from calibsim_gui.qt.workers import wait_for_workers
-from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, drop
+from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, Gate, drop
 from tests.qt.test_interruptions import SlowEmbedder, many_pairs
 
 
@@ -200,23 +200,23 @@ def test_a_project_keeps_the_human_calibration_and_the_columns(window, qtbot, tm
 
 
 def test_scoring_shows_the_file_time_left_and_a_done_message(window, qtbot, tmp_path, monkeypatch):
-    window.state.embedder = SlowEmbedder()
-    path = many_pairs(tmp_path / "many.csv", n=1200)
-    drop(window, [path])
-    qtbot.waitUntil(lambda: window.score_runner.running, timeout=120_000)
-    assert window.results.hint.text() == "Scoring many.csv…"
-    steps = []
-    window.score_runner.partial.connect(lambda chunk: steps.append(chunk.done))
-    monkeypatch.setattr(task_status, "ALERT_AFTER_S", 0.0)
+    gate = Gate(free=3)                                  # held after three batches, however fast
+    window.state.embedder = SlowEmbedder(gate=gate)
     monkeypatch.setattr(window, "isActiveWindow", lambda: False)
-    alerts = []
+    alerts, steps, bars = [], [], []
     monkeypatch.setattr(window, "notify_done", alerts.append)
-    qtbot.waitUntil(lambda: "left" in window.progress.format(), timeout=120_000)
+    window.score_runner.partial.connect(lambda chunk: (steps.append(chunk.done),     # after the bar's update
+                                                       bars.append(window.progress.format())))
+    drop(window, [many_pairs(tmp_path / "many.csv", n=1200)])
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)
+    assert window.results.hint.text() == "Scoring many.csv…"
+    window.score_runner.started_at -= 12                  # 12 s in: the pace so far tells the rest
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        pass
+        gate.release()
+    assert any(re.fullmatch(r"%p% · .+ left", bar) for bar in bars)
     assert len(steps) >= 10                               # fine steps: ~100 per run, not 256 pairs each
-    assert re.match(r"Scoring done in [\d.]+ s", window.status_label.text())
-    assert alerts and alerts[-1].startswith("Scoring done in")
+    assert re.match(r"Scoring done in ([\d.]+ s|\d+ min \d+ s)", window.status_label.text())
+    assert alerts and alerts[-1].startswith("Scoring done in")          # 12 s or more, window inactive
 
 
 def test_the_space_tab_is_computed_after_scoring_without_being_opened(window, qtbot, pairs_csv):
