@@ -101,7 +101,14 @@ def test_closing_during_a_run_stops_its_thread(qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: w.state.profile is not None, timeout=REFERENCES_MS)
     monkeypatch.setattr(slow, "encode_batch", lambda texts: (gate(), original(texts))[1])
     cancel = w.score_runner.cancel
-    monkeypatch.setattr(w.score_runner, "cancel", lambda: (cancel(), gate.release()))   # stop, then let go
+
+    def stop_then_let_go():
+        running = w.score_runner.running               # (a start cancels nothing running: no release)
+        cancel()
+        if running:
+            gate.release()
+
+    monkeypatch.setattr(w.score_runner, "cancel", stop_then_let_go)
     texts = random_sentences(2000, seed=12)
     path = tmp_path / "many.csv"
     pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
