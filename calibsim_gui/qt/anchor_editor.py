@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -49,6 +49,7 @@ LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
 _FIELDS = ("level", "text_a", "text_b")
 PENDING = "…"
+TEXT_MIN_WIDTH = 220          # px: a text column narrower than this shows only "…"
 MIN_LEVEL_PAIRS = 2            # a level's median needs at least two pairs (the built-in has 15 or more)
 _PENDING_TIP = "A new pair: apply the ladder (Ctrl+Return) to score it."
 _STALE_TIP = ("Score of this pair from the references in use. The ladder has edits that are not "
@@ -139,6 +140,36 @@ class AnchorTableModel(QAbstractTableModel):
                 medians[lv.name] = {m: (float(np.median(raw[known])), len(known) == len(mine))
                                     for m, raw in self._raw.items()}
         return medians
+
+    def misfiled(self, metric: str) -> list[tuple[int, str, float]]:
+        """Pairs filed by the user (not as the profile scored them) that score past the median of
+        a level two or more steps from their own, in that level's direction, as (row, that
+        level, its median), both "higher = more similar".
+
+        Neighbouring levels overlap in any real model (in the built-in ladder, two neighbours'
+        cosine medians differ by 0.02), so only a pair that skips a level is judged misfiled;
+        pairs as the profile scored them are the model's, not the user's, and new pairs have no
+        score yet: neither is judged.
+        """
+        as_scored = set(self._profile_ladder[1]) if self._profile_ladder is not None else set()
+        scores = self.similarity_scores(metric)
+        names = [lv.name for lv in sorted(self.levels, key=lambda lv: lv.target)]
+        filed = np.array([p.level for p in self.pairs], dtype=object)
+        medians = []
+        for name in names:
+            known = scores[(filed == name) & ~np.isnan(scores)]
+            medians.append(float(np.median(known)) if known.size else np.nan)
+        found = []
+        for row, (pair, score) in enumerate(zip(self.pairs, scores)):
+            if np.isnan(score) or pair in as_scored or pair.level not in names:
+                continue
+            own = names.index(pair.level)
+            past = [j for j, median in enumerate(medians) if (j >= own + 2 and score > median)
+                    or (j <= own - 2 and score < median)]       # NaN medians compare False
+            if past:
+                far = max(past, key=lambda j: abs(j - own))
+                found.append((row, names[far], medians[far]))
+        return found
 
     def set_profile(self, profile) -> None:
         """Show `profile`'s anchor scores (None: no scores)."""
@@ -475,6 +506,7 @@ class AnchorEditor(QWidget):
         self.table.setWordWrap(False)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.model.modelReset.connect(self._fit_columns)
+        self.table.viewport().installEventFilter(self)
         self.levels_table = QTableView()
         self.levels_table.setModel(self.levels_model)
         self.levels_table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
@@ -537,14 +569,17 @@ class AnchorEditor(QWidget):
         self.apply_button = self._add_tool(tools, "Apply", "Score the edited ladder with the loaded "
                                            "model and use it", "Ctrl+Return", self.apply)
 
-        form = QHBoxLayout()
-        for widget in (self.level_name, self.level_label, self.level_target, add_level,
-                       self.delete_level_button):
-            form.addWidget(widget)
+        names, buttons = QHBoxLayout(), QHBoxLayout()      # two rows: each field wide enough to read
+        for row, widgets in ((names, (self.level_name, self.level_label)),
+                             (buttons, (self.level_target, add_level, self.delete_level_button))):
+            for widget in widgets:
+                row.addWidget(widget)
+        buttons.addStretch(1)
         levels_box = QGroupBox("Levels")
         levels_layout = QVBoxLayout(levels_box)
         levels_layout.addWidget(self.levels_table)
-        levels_layout.addLayout(form)
+        levels_layout.addLayout(names)
+        levels_layout.addLayout(buttons)
         levels_layout.addWidget(self.level_message)
         self.calibrated_map = CalibratedMapPlot(state)
         bottom = QSplitter(Qt.Orientation.Horizontal)
@@ -586,7 +621,7 @@ class AnchorEditor(QWidget):
     def apply(self) -> AnchorSet | None:
         """Validate the ladder and emit `anchors_applied`; an invalid ladder shows why."""
         anchors = self._validated()
-        if anchors is not None and self._thin_levels(anchors):
+        if anchors is not None and (self._thin_levels(anchors) or self._misfiled_pairs()):
             return None
         if anchors is not None:
             self._show_message("")
@@ -768,6 +803,26 @@ class AnchorEditor(QWidget):
             "median to stand for the level: add pairs, or delete the level." if thin else "")
         return bool(thin)
 
+    def _misfiled_pairs(self) -> bool:
+        """Say so beside the levels, and select the pair, when a pair the user filed scores past
+        the median of a level two or more steps from its own in the current metric (True)."""
+        metric = self._state.metric
+        misfiled = self.model.misfiled(metric) if metric in self.model.metrics else []
+        if not misfiled:
+            return False
+        row, level, median = misfiled[0]
+        pair, sign = self.model.pairs[row], 1 if METRICS[metric].higher_is_similar else -1
+        short = lambda text: text if len(text) <= 30 else text[:29] + "…"
+        more = len(misfiled) - 1
+        self._show_level_message(
+            f"Pair {row + 1} (“{short(pair.text_a)}” / “{short(pair.text_b)}”) is filed under "
+            f"“{pair.level}” but scores {_fmt(sign * self.model.similarity_scores(metric)[row])} "
+            f"({metric}), past the median of “{level}” ({_fmt(sign * median)}), two or more levels "
+            "away: move it to the level it resembles, or delete it"
+            + (f" ({more} more pair{'s' if more > 1 else ''} like it)." if more else "."))
+        self.table.selectRow(row)
+        return True
+
     def _choose_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import anchors", "",
                                               "Anchor ladders (*.json *.csv *.tsv)")
@@ -836,8 +891,21 @@ class AnchorEditor(QWidget):
         score_width = self.table.fontMetrics().horizontalAdvance("manhattan_") + 12
         for column in range(TEXT_B + 1, self.model.columnCount()):
             header.resizeSection(column, score_width)
+        self._fit_text_columns()
+
+    def _fit_text_columns(self) -> None:
+        """The two texts share the width the other columns leave, but never get narrower than
+        `TEXT_MIN_WIDTH` (on a small screen the score columns scroll instead)."""
+        header = self.table.horizontalHeader()
+        others = sum(header.sectionSize(c) for c in range(self.model.columnCount()) if c not in (TEXT_A, TEXT_B))
+        width = max(TEXT_MIN_WIDTH, (self.table.viewport().width() - others) // 2)
         for column in (TEXT_A, TEXT_B):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+            header.resizeSection(column, width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_text_columns()
+        return super().eventFilter(watched, event)
 
     def _keep_levels_scroll(self) -> None:
         self._levels_scroll = self.levels_table.horizontalScrollBar().value()

@@ -86,10 +86,16 @@ def column_tooltip(name: str) -> str:
     return text
 
 
+DISAGREEMENT_DECIMALS = 3     # as the Agreement tab and the reports show 0-1 scores
+
+
 def _decimals(values: np.ndarray, form: str | None) -> int:
-    """Decimals that give a column's typical value 4 significant digits (percentiles: 1)."""
+    """Decimals that give a column's typical value 4 significant digits (percentiles: 1; the
+    disagreement, whose typical size varies from 0.05 to 0.2 between runs: always 3)."""
     if form == "bg_percentile":
         return 1
+    if form == DISAGREEMENT_COLUMN:
+        return DISAGREEMENT_DECIMALS
     sample = values[:: max(1, len(values) // 2000)]        # a typical value needs no full scan
     finite = np.abs(sample[np.isfinite(sample)])
     typical = float(np.median(finite)) if len(finite) else 0.0
@@ -131,7 +137,8 @@ class ResultsTableModel(QAbstractTableModel):
             numbers = _as_numbers(column) if is_text else column.to_numpy(dtype=np.float64)
             self._numbers.append(numbers)
             self._texts.append(column.astype(str).to_numpy() if is_text else None)
-            self._decimals.append(None if numbers is None else _decimals(numbers, parts and parts[1]))
+            self._decimals.append(None if numbers is None else _decimals(
+                numbers, parts[1] if parts else name if name == DISAGREEMENT_COLUMN else None))
         self._flags = self._columns.index(TRUNCATED_COLUMN) if TRUNCATED_COLUMN in self._columns else -1
         self._intervals = {column: tip for column, name in enumerate(self._columns)
                            if (tip := self._interval_source(name, profile)) is not None}

@@ -263,6 +263,18 @@ def test_numbers_are_formatted_for_reading(value, form, text):
     assert format_number(value, form) == text
 
 
+def test_a_number_column_that_is_not_a_score_reads_at_one_precision():
+    from calibsim_gui.core.reports.content import readable
+
+    frame = pd.DataFrame({"score": ["2.5", "1.714", "3", ""], "pair_id": [7, 12, 3, 4],
+                          "ratio": [0.1 + 0.2, 1e-07, 2.0, 3.0], "cosine_calibrated": [0.5, 0.25, 0.1, 1.0]})
+    shown = readable(frame)
+    assert list(shown["score"]) == ["2.500", "1.714", "3.000", "–"]          # labels as written, aligned
+    assert list(shown["pair_id"]) == ["7", "12", "3", "4"]
+    assert list(shown["ratio"]) == ["0.3", "1e-07", "2", "3"]                # computed: as before
+    assert list(shown["cosine_calibrated"]) == ["0.500", "0.250", "0.100", "1.000"]
+
+
 def test_stopping_a_pdf_export_midway_leaves_no_file(report, tmp_path):
     from calibsim_gui.core.errors import Cancelled
 

@@ -1,63 +1,120 @@
 """The HTML report in headless Chromium: it renders, and the page asks the network for nothing.
 
-Chromium's requests go through a recording proxy. The browser's own service calls (Google
-hosts) are told apart from the page's; a control page with one remote image proves the check
-sees a page's request. Skipped where Chromium is not installed (CI installs it).
+Chromium is driven over its DevTools pipe: the requests counted are those the page's own
+Network domain reports (what the document and its resources asked for), never the browser's
+own service calls. Background networking and component updates are off, and every host name
+resolves to nothing, so no request leaves the machine. A control page with one remote image
+proves the check sees a page's request. Skipped where Chromium is not installed (CI installs it).
 """
 
+import base64
+import io
+import itertools
+import json
+import os
+import select
 import shutil
-import socket
 import subprocess
-import threading
 
 import numpy as np
 import pytest
 
 from calibsim_gui.core.analysis.pairs import score_pairs
-from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-BROWSER_SERVICE_HOSTS = ("google.com", "gvt1.com", "googleapis.com/chrome-variations", "gstatic.com")
+QUIET = ("--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-default-apps", "--disable-domain-reliability", "--no-pings",
+         "--disable-client-side-phishing-detection", "--disable-features=OptimizationHints,Translate,MediaRouter",
+         "--host-resolver-rules=MAP * ~NOTFOUND")
+ANSWER_S = 120            # a browser silent this long is stuck (a bound, not a pace)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 
 
-class RecordingProxy:
-    """A proxy that records the first line of every request and answers nothing."""
+class Browser:
+    """Headless Chromium over --remote-debugging-pipe (it reads fd 3, writes fd 4: JSON + NUL)."""
 
     def __init__(self):
-        self.requests: list[str] = []
-        self.server = socket.socket()
-        self.server.bind(("127.0.0.1", 0))
-        self.server.listen(64)
-        self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        into_read, self._into = os.pipe()
+        self._out, out_write = os.pipe()
+        command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                   *QUIET, "--remote-debugging-pipe", "about:blank"]
+        self.process = subprocess.Popen(         # bash: sh redirects only one-digit descriptors
+            ["bash", "-c", f'exec "$@" 3<&{into_read} 4>&{out_write}', "bash", *command],
+            pass_fds=(into_read, out_write), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(into_read)
+        os.close(out_write)
+        self._ids, self._pending, self.events = itertools.count(1), b"", []
 
-    def _serve(self):
+    def send(self, method, session=None, **params) -> dict:
+        message_id = next(self._ids)
+        message = {"id": message_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self._into, json.dumps(message).encode() + b"\0")
+        answer = self._next(lambda m: m.get("id") == message_id)
+        assert "error" not in answer, f"{method}: {answer['error']}"
+        return answer["result"]
+
+    def _next(self, wanted) -> dict:
+        """Read messages until one is `wanted`; the others are kept as events."""
         while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            with conn:
-                line = conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
-                self.requests.append(line)
+            while b"\0" not in self._pending:
+                ready, _, _ = select.select([self._out], [], [], ANSWER_S)
+                chunk = os.read(self._out, 1 << 20) if ready else b""
+                assert chunk, "Chromium stopped answering"
+                self._pending += chunk
+            raw, self._pending = self._pending.split(b"\0", 1)
+            message = json.loads(raw)
+            if wanted(message):
+                return message
+            self.events.append(message)
 
-    def page_requests(self) -> list[str]:
-        """Requests for hosts other than the browser's own services (empty preconnects ignored)."""
-        return [r for r in self.requests
-                if r.strip() and not any(host in r for host in BROWSER_SERVICE_HOSTS)]
+    def open(self, page, width=1300, height=1600) -> str:
+        """Load `page` in a new tab and wait until its network is idle; returns the tab's session."""
+        target = self.send("Target.createTarget", url="about:blank")["targetId"]
+        session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for method in ("Page.enable", "Network.enable"):
+            self.send(method, session)
+        self.send("Page.setLifecycleEventsEnabled", session, enabled=True)
+        self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+        loader = self.send("Page.navigate", session, url=page.as_uri())["loaderId"]
+        idle = lambda m: (m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "networkIdle"
+                          and m["params"]["loaderId"] == loader)
+        if not any(idle(m) for m in self.events):
+            self._next(idle)
+        return session
+
+    def page_requests(self, session, page) -> list[str]:
+        """URLs the page asked for, other than itself and inline data."""
+        urls = [m["params"]["request"]["url"] for m in self.events
+                if m.get("sessionId") == session and m.get("method") == "Network.requestWillBeSent"]
+        return [u for u in urls if u != page.as_uri() and not u.startswith("data:")]
+
+    def close(self):
+        try:
+            self.send("Browser.close")
+        except (AssertionError, OSError):        # it may leave before answering
+            pass
+        try:
+            self.process.wait(timeout=ANSWER_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._into)
+        os.close(self._out)
 
 
-def chromium(page, *args, proxy):
-    return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update",
-         f"--proxy-server=http://127.0.0.1:{proxy.port}", "--proxy-bypass-list=<-loopback>",
-         *args, page.as_uri()], capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def browser():
+    chromium = Browser()
+    yield chromium
+    chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -71,23 +128,22 @@ def html_report(tmp_path_factory):
     return write_report(build_report(scored, profile), folder / "report.html")
 
 
-def test_report_renders_with_summary_table_and_figure_and_no_network(html_report, tmp_path):
-    proxy = RecordingProxy()
-    dom = chromium(html_report, "--dump-dom", proxy=proxy).stdout
+def test_report_renders_with_summary_table_and_figure_and_no_network(html_report, browser):
+    session = browser.open(html_report)
+    dom = browser.send("Runtime.evaluate", session, expression="document.documentElement.outerHTML",
+                       returnByValue=True)["result"]["value"]
     assert 'id="summary"' in dom and "Model fingerprint" in dom
     assert dom.count("<tr>") > 40 and "data:image/png;base64," in dom
-    shot = tmp_path / "shot.png"
-    chromium(html_report, "--window-size=1300,1600", f"--screenshot={shot}", proxy=proxy)
+    shot = base64.b64decode(browser.send("Page.captureScreenshot", session, format="png")["data"])
     from PIL import Image
 
-    pixels = np.asarray(Image.open(shot).convert("L"))
-    assert pixels.std() > 20, "the page is not blank"
-    assert proxy.page_requests() == []
+    pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("L"))
+    assert pixels.shape == (1600, 1300) and pixels.std() > 20, "the page is not blank"
+    assert browser.page_requests(session, html_report) == []
 
 
-def test_the_check_sees_a_page_that_does_fetch(tmp_path):
+def test_the_check_sees_a_page_that_does_fetch(tmp_path, browser):
     page = tmp_path / "control.html"
     page.write_text('<html><body><img src="http://calibsim-control.example/x.png"></body></html>')
-    proxy = RecordingProxy()
-    chromium(page, "--dump-dom", proxy=proxy)
-    assert any("calibsim-control.example" in r for r in proxy.page_requests())
+    session = browser.open(page)
+    assert browser.page_requests(session, page) == ["http://calibsim-control.example/x.png"]

@@ -82,6 +82,8 @@ def test_any_numeric_column_can_be_chosen_as_human_scores(views):
     shown = [table_view.model.index(r, column).data(Qt.ItemDataRole.UserRole)
              for r in range(table_view.model.rowCount())]
     assert np.allclose(shown, expected)
+    texts = [table_view.model.index(r, column).data() for r in range(table_view.model.rowCount())]
+    assert texts == [f"{v:.3f}" for v in expected[[table_view.model.frame_row(r) for r in range(len(texts))]]]
     assert f"MAE {np.mean(expected):.3f}" in view.summary.text()
     assert f"RMSE {np.sqrt(np.mean(expected ** 2)):.3f}" in view.summary.text()
     assert "MAE" in table_view.summary.text() and "Agreement tab" in table_view.summary.text()
@@ -116,7 +118,7 @@ def test_selection_is_linked_between_table_and_scatter(views, qtbot):
     # clicking a point selects its row in the table
     view.resize(700, 600)
     view.show()
-    qtbot.waitExposed(view)
+    qtbot.waitExposed(view, timeout=120_000)
     target = 6
     spot = view.points.pointsAt(QPointF(view.result.human[target], view.result.calibrated[target]))
     view._clicked(view.points, spot, None)

@@ -191,7 +191,7 @@ def test_apply_emits_a_valid_ladder_and_refuses_an_invalid_one(qtbot, state):
     editor = make_editor(qtbot, state)
     editor.table.selectRow(0)
     editor.delete_selected()
-    with qtbot.waitSignal(editor.anchors_applied) as blocker:
+    with qtbot.waitSignal(editor.anchors_applied, timeout=120_000) as blocker:
         editor.apply_button.click()
     applied = blocker.args[0]
     assert isinstance(applied, AnchorSet)
@@ -285,7 +285,7 @@ def test_warns_when_the_ladder_is_not_monotone_for_the_current_metric(qtbot, sta
 def test_keyboard_shortcuts_undo_redo_and_apply(qtbot, state):
     editor = make_editor(qtbot, state)
     editor.show()
-    with qtbot.waitActive(editor):
+    with qtbot.waitActive(editor, timeout=120_000):
         editor.activateWindow()
     editor.table.setFocus()
     editor.table.selectRow(0)
@@ -297,7 +297,7 @@ def test_keyboard_shortcuts_undo_redo_and_apply(qtbot, state):
     qtbot.keyClick(editor.table, Qt.Key.Key_Z,
                    Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert len(editor.anchor_set().pairs) == len(original.pairs) - 1
-    with qtbot.waitSignal(editor.anchors_applied, timeout=1000):
+    with qtbot.waitSignal(editor.anchors_applied, timeout=120_000):
         qtbot.keyClick(editor.table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
 
 
@@ -339,7 +339,7 @@ def test_calibrated_map_follows_the_metric_and_reads_values_on_hover(qtbot, stat
 
     editor.resize(1024, 700)
     editor.show()
-    qtbot.waitExposed(editor)
+    qtbot.waitExposed(editor, timeout=120_000)
     x, y = chart.points.getData()
     lowest = int(np.argmin(x))
     where = chart.canvas.mapFromScene(chart.plot.vb.mapViewToScene(QPointF(x[lowest], y[lowest])))
@@ -425,7 +425,7 @@ def test_the_calibrated_map_previews_an_unapplied_edit(qtbot, state, profile):
 
     editor.resize(1100, 750)
     editor.show()
-    qtbot.waitExposed(editor)
+    qtbot.waitExposed(editor, timeout=120_000)
     editor.grab().save("/tmp/anchors_edit.png")
     editor.undo_action.trigger()                                       # back to the applied ladder
     assert chart.preview_points.getData()[0].size == 0
@@ -437,3 +437,24 @@ def test_restoring_damaged_edits_says_so_in_plain_words(qtbot, state):
     assert not editor.restore_edits({"name": "x", "levels": [{"label": "no name"}], "pairs": []})
     assert "could not be restored (the saved record is damaged)" in editor.message.text()
     assert "KeyError" not in editor.message.text()
+
+
+def test_a_pair_filed_two_levels_from_where_it_scores_is_refused_beside_the_levels(qtbot, state):
+    editor = make_editor(qtbot, state)
+    names = [lv.name for lv in editor.model.levels]
+    row = next(r for r, p in enumerate(editor.model.pairs) if p.level == "identical")
+    cosine = editor.model.raw_score("cosine", row)
+    assert editor.model.setData(editor.model.index(row, LEVEL), "not_equivalent_same_topic")
+    with qtbot.assertNotEmitted(editor.anchors_applied):
+        assert editor.apply() is None
+    message = editor.level_message.text()
+    assert message.startswith(f"Pair {row + 1} (") and "filed under “not_equivalent_same_topic”" in message
+    assert f"scores {cosine:.4g} (cosine), past the median of “" in message
+    passed = re.search("past the median of “(.+?)”", message).group(1)
+    assert names.index(passed) >= names.index("not_equivalent_same_topic") + 2
+    assert editor.level_message.isVisibleTo(editor)
+    assert editor.table.currentIndex().row() == row                  # the pair is selected
+    assert editor.model.setData(editor.model.index(row, LEVEL), "equivalent")    # one level off: fine
+    with qtbot.waitSignal(editor.anchors_applied, timeout=120_000):
+        editor.apply()
+    assert not editor.level_message.isVisibleTo(editor)

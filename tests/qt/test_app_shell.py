@@ -12,11 +12,11 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui import cli
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt import actions, projects, task_status
+from calibsim_gui.qt import actions, projects
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.messages import format_seconds, plural
 from calibsim_gui.qt.workers import wait_for_workers
-from tests.qt.conftest import drop
+from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, Gate, drop
 from tests.qt.test_interruptions import SlowEmbedder, many_pairs
 
 
@@ -40,21 +40,21 @@ def test_esc_in_the_results_filter_clears_it_and_cancels_nothing(window, qtbot):
     edit = window.results.filter_edit
     edit.setFocus()
     edit.setText("cat")
-    qtbot.waitUntil(lambda: QApplication.focusWidget() is edit, timeout=2_000)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is edit, timeout=120_000)
     qtbot.keyClick(edit, Qt.Key.Key_Escape)                   # the real key, through the shortcut
     assert edit.text() == "" and window.profile_runner.running
     window.escape()                            # empty field, no task of the Results tab: nothing stops
     assert window.profile_runner.running and "Cancel button" in window.status_label.text()
     window.tabs.setCurrentWidget(window.background)
-    with qtbot.waitSignal(window.profile_runner.cancelled, timeout=5_000):
+    with qtbot.waitSignal(window.profile_runner.cancelled, timeout=120_000):
         window.escape()                        # on its own tab, Esc stops it
-    assert wait_for_workers(5_000)
+    assert wait_for_workers(WORKERS_END_MS)
 
 
 def test_esc_stops_only_the_current_tabs_task_and_the_cancel_button_offers_each(window, qtbot):
     window.search.runner.start(block_until_stopped)
     window.space.runner.start(block_until_stopped)
-    qtbot.waitUntil(lambda: window.cancel_button.isVisible(), timeout=2_000)
+    qtbot.waitUntil(lambda: window.cancel_button.isVisible(), timeout=120_000)
     actions = [a.text() for a in window.cancel_button.menu().actions() if a.text()]
     assert actions == [f"Stop {window.space.runner.name}", f"Stop {window.search.runner.name}", "Stop all"]
     window.tabs.setCurrentWidget(window.space)
@@ -64,7 +64,7 @@ def test_esc_stops_only_the_current_tabs_task_and_the_cancel_button_offers_each(
     assert window.cancel_button.menu() is None and window.cancel_button.text() == "Cancel"
     window.cancel_button.click()               # one task left: the button stops it
     assert not window.search.runner.running
-    assert wait_for_workers(5_000)
+    assert wait_for_workers(WORKERS_END_MS)
 
 
 # ------------------------------------------------------------------ 3. work is not lost without asking
@@ -87,7 +87,7 @@ def asking(window, monkeypatch):
 def test_quitting_with_unsaved_work_asks_and_keeps_the_autosave_until_the_user_chose(
         window, qtbot, pairs_csv, asking):
     asked, answers = asking
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     window.autosaver.save_now()
     assert window.autosaver.path.exists()
@@ -102,11 +102,11 @@ def test_quitting_with_unsaved_work_asks_and_keeps_the_autosave_until_the_user_c
 
 def test_a_saved_or_reopened_project_has_nothing_unsaved_until_edited(window, qtbot, pairs_csv, asking, tmp_path):
     asked, _ = asking
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     assert window.write_project(str(tmp_path / "study.calibsim"))
     assert window.unsaved_work() == []
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_project(str(tmp_path / "study.calibsim"))        # re-opened: still nothing unsaved
     assert window.unsaved_work() == []
     window.anchors.model.setData(window.anchors.model.index(0, 1), "an edit after saving")
@@ -118,7 +118,7 @@ def test_a_saved_or_reopened_project_has_nothing_unsaved_until_edited(window, qt
 def test_save_in_the_question_saves_the_project_then_quits(window, qtbot, pairs_csv, asking, tmp_path,
                                                             monkeypatch):
     _, answers = asking
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     answers.append("save")
     monkeypatch.setattr(projects.QFileDialog, "getSaveFileName",
@@ -136,7 +136,7 @@ def test_built_in_reference_over_edited_anchors_asks_first(window, qtbot, asking
     assert asked and "built-in reference" in asked[0][0] and not window.profile_runner.running
     assert window.anchors.pending_edits() is not None          # the edits are still there
     answers.append("discard")
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+    with qtbot.waitSignal(window.state.profile_changed, timeout=120_000):
         window.background.builtin_requested.emit()
 
 
@@ -150,7 +150,7 @@ def test_opening_a_profile_over_edited_anchors_asks_first(window, qtbot, asking,
     assert asked and "opening news.calibsim-profile" in asked[0][0] and not window.profile_runner.running
     assert window.anchors.pending_edits() is not None          # the edits are still there
     answers.append("discard")
-    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=REFERENCES_MS):
         window.background.profile_open_requested.emit(str(path))
     assert window.state.profile_label == path.name
 
@@ -159,10 +159,10 @@ def test_opening_another_file_asks_nothing_and_keeps_the_human_calibration(windo
                                                                           tmp_path):
     """Results are re-created from the files; anchors and a human fit survive a new input."""
     asked, _ = asking
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     other = many_pairs(tmp_path / "other.csv", n=40)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [other])
     assert asked == [] and len(window.state.results.frame) == 40
 
@@ -177,16 +177,16 @@ def test_a_project_keeps_the_human_calibration_and_the_columns(window, qtbot, tm
     labelled = tmp_path / "labelled.csv"
     pd.DataFrame({"sentence1": texts[:120], "sentence2": texts[120:],
                   "score": np.linspace(0, 5, 120)}).to_csv(labelled, index=False)
-    with qtbot.waitSignal(window.human_runner.finished, timeout=30_000):
+    with qtbot.waitSignal(window.human_runner.finished, timeout=120_000):
         window.fit_human(str(labelled), "0,5")
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     if hasattr(window.state, "set_labels"):
         window.state.set_labels("score", (0.0, 5.0))
     path = tmp_path / "study.calibsim"
     assert window.write_project(str(path))
     window.state.set_human(None)
-    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_project(str(path))
     assert window.state.human is not None
     assert "cosine_human" in window.state.results.frame.columns
@@ -200,30 +200,30 @@ def test_a_project_keeps_the_human_calibration_and_the_columns(window, qtbot, tm
 
 
 def test_scoring_shows_the_file_time_left_and_a_done_message(window, qtbot, tmp_path, monkeypatch):
-    window.state.embedder = SlowEmbedder()
-    path = many_pairs(tmp_path / "many.csv", n=1200)
-    drop(window, [path])
-    qtbot.waitUntil(lambda: window.score_runner.running, timeout=10_000)
-    assert window.results.hint.text() == "Scoring many.csv…"
-    steps = []
-    window.score_runner.partial.connect(lambda chunk: steps.append(chunk.done))
-    monkeypatch.setattr(task_status, "ALERT_AFTER_S", 0.0)
+    gate = Gate(free=3)                                  # held after three batches, however fast
+    window.state.embedder = SlowEmbedder(gate=gate)
     monkeypatch.setattr(window, "isActiveWindow", lambda: False)
-    alerts = []
+    alerts, steps, bars = [], [], []
     monkeypatch.setattr(window, "notify_done", alerts.append)
-    qtbot.waitUntil(lambda: "left" in window.progress.format(), timeout=20_000)
-    with qtbot.waitSignal(window.results_shown, timeout=60_000):
-        pass
+    window.score_runner.partial.connect(lambda chunk: (steps.append(chunk.done),     # after the bar's update
+                                                       bars.append(window.progress.format())))
+    drop(window, [many_pairs(tmp_path / "many.csv", n=1200)])
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)
+    assert window.results.hint.text() == "Scoring many.csv…"
+    window.score_runner.started_at -= 12                  # 12 s in: the pace so far tells the rest
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        gate.release()
+    assert any(re.fullmatch(r"%p% · .+ left", bar) for bar in bars)
     assert len(steps) >= 10                               # fine steps: ~100 per run, not 256 pairs each
-    assert re.match(r"Scoring done in [\d.]+ s", window.status_label.text())
-    assert alerts and alerts[-1].startswith("Scoring done in")
+    assert re.match(r"Scoring done in ([\d.]+ s|\d+ min \d+ s)", window.status_label.text())
+    assert alerts and alerts[-1].startswith("Scoring done in")          # 12 s or more, window inactive
 
 
 def test_the_space_tab_is_computed_after_scoring_without_being_opened(window, qtbot, pairs_csv):
     window.space._stale = True
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
-    qtbot.waitUntil(lambda: not window.space._stale, timeout=5_000)
+    qtbot.waitUntil(lambda: not window.space._stale, timeout=120_000)
     assert not window.space.isVisible()
 
 
@@ -252,7 +252,7 @@ def test_first_launch_is_large_on_a_view_that_says_what_to_do(window, qtbot):
 
 
 def test_the_demo_button_scores_the_demo(window, qtbot):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.welcome.demo_button.click()
     assert window.state.input.path == resource_path("demo", "pairs.csv")
     assert window.tabs.currentWidget() is window.results
@@ -328,7 +328,7 @@ def test_files_on_the_command_line_open_in_the_app(monkeypatch, tmp_path, pairs_
 
 
 def test_open_files_scores_a_pairs_file(window, qtbot, pairs_csv, tmp_path):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_files([pairs_csv, tmp_path / "missing.csv"])
     assert window.state.input.path == pairs_csv
     assert "missing.csv" in window._last_error.text()
@@ -343,7 +343,7 @@ def test_a_geometry_saved_on_a_larger_screen_is_restored_inside_this_one(qtbot):
     again = MainWindow(load_default_model=False, autosave=False)
     qtbot.addWidget(again)
     again.show()
-    qtbot.waitExposed(again)
+    qtbot.waitExposed(again, timeout=120_000)
     frame, status = again.frameGeometry(), again.statusBar()
     assert room.top() <= frame.top() and frame.bottom() <= room.bottom()      # the status bar is on screen
     assert room.top() <= status.mapToGlobal(status.rect().bottomLeft()).y() <= room.bottom()

@@ -32,7 +32,7 @@ def loader(qtbot):
 
 
 def read(qtbot, loader, paths, signal="finished"):
-    with qtbot.waitSignal(getattr(loader.runner, signal), timeout=10_000):
+    with qtbot.waitSignal(getattr(loader.runner, signal), timeout=120_000):
         loader.add_paths(paths)
 
 
@@ -45,7 +45,7 @@ def write_corpus(path: Path) -> Path:
 def test_a_corpus_with_blank_lines_and_duplicates_shows_counts_and_preview(qtbot, loader, tmp_path):
     corpus = write_corpus(tmp_path / "corpus.txt")
     assert not loader.progress.isVisibleTo(loader)
-    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+    with qtbot.waitSignal(loader.runner.finished, timeout=120_000):
         loader.add_paths([corpus])
         assert loader.progress.isVisibleTo(loader)
         assert "Reading 1 file" in loader.progress_label.text()
@@ -80,7 +80,7 @@ def test_a_legacy_encoded_file_is_refused_with_the_fix_and_the_previous_corpus_s
     assert len(loader.preview_model.stringList()) == 4
 
     # the fix the message names works here: choosing the encoding reads both files again
-    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+    with qtbot.waitSignal(loader.runner.finished, timeout=120_000):
         loader.encoding.setCurrentIndex(loader.encoding.findData("cp1252"))
     assert loader.files() == [str(good), str(legacy)]
     assert "café au lait" in loader.preview_model.stringList()
@@ -99,7 +99,7 @@ def test_dropping_a_folder_adds_its_text_files(qtbot, loader, tmp_path):
     enter = QDragEnterEvent(QPoint(10, 10), *rest)
     loader.dragEnterEvent(enter)
     assert enter.isAccepted()
-    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+    with qtbot.waitSignal(loader.runner.finished, timeout=120_000):
         loader.dropEvent(QDropEvent(QPointF(10, 10), *rest))
     assert loader.files() == [str(folder)]
     assert loader.preview_model.stringList() == ["one", "two", "three"]
@@ -114,7 +114,7 @@ def test_build_emits_the_documents_and_the_chosen_pairs_and_seed(qtbot, loader, 
     loader.pairs_spin.setValue(1500)
     loader.seed_spin.setValue(7)
 
-    with qtbot.waitSignal(loader.build_requested) as emitted:
+    with qtbot.waitSignal(loader.build_requested, timeout=120_000) as emitted:
         qtbot.mouseClick(loader.build_button, Qt.MouseButton.LeftButton)
     documents, pairs, seed = emitted.args
     assert documents is loader.documents()
@@ -171,10 +171,10 @@ def test_save_profile_writes_a_profile_that_loads(qtbot, loader, built, tmp_path
 def test_open_and_builtin_buttons_ask_the_main_window(qtbot, loader, tmp_path, monkeypatch):
     path = str(tmp_path / "x.calibsim-profile")
     monkeypatch.setattr(background_loader, "ask_profile_to_open", lambda parent, start: path)
-    with qtbot.waitSignal(loader.profile_open_requested) as opened:
+    with qtbot.waitSignal(loader.profile_open_requested, timeout=120_000) as opened:
         qtbot.mouseClick(loader.open_button, Qt.MouseButton.LeftButton)
     assert opened.args == [path]
-    with qtbot.waitSignal(loader.builtin_requested):
+    with qtbot.waitSignal(loader.builtin_requested, timeout=120_000):
         qtbot.mouseClick(loader.builtin_button, Qt.MouseButton.LeftButton)
 
 
@@ -186,7 +186,7 @@ def test_remove_and_clear_update_the_corpus(qtbot, loader, tmp_path):
     assert len(loader.documents().documents) == 6
 
     loader.file_list.item(0).setSelected(True)
-    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+    with qtbot.waitSignal(loader.runner.finished, timeout=120_000):
         qtbot.mouseClick(loader.remove_button, Qt.MouseButton.LeftButton)
     assert loader.files() == [str(second)]
     assert loader.preview_model.stringList() == ["alpha", "beta"]
@@ -208,7 +208,7 @@ def test_a_tables_text_column_is_shown_and_can_be_chosen(qtbot, loader, tmp_path
     assert [loader.column.itemText(i) for i in range(loader.column.count())] == ["title", "description"]
     assert loader.column.lineEdit().placeholderText() == "auto: description"
     assert loader.preview_model.stringList()[0] == "A cat won the race today."
-    with qtbot.waitSignal(loader.runner.finished, timeout=10_000):
+    with qtbot.waitSignal(loader.runner.finished, timeout=120_000):
         loader.choose_column("title")
     assert loader.preview_model.stringList() == ["Cats win", "Dogs lose", "Fish swim"]
     assert "read the text column 'title'" in loader.message.text().lower()
@@ -238,7 +238,7 @@ def test_html_leftovers_are_counted_and_can_be_cleaned_before_building(qtbot, lo
     assert len(loader.documents().documents) == 5
     loader.resize(900, 650)
     loader.show()
-    qtbot.waitExposed(loader)
+    qtbot.waitExposed(loader, timeout=120_000)
     loader.grab().save("/tmp/background_html.png")
 
     clean = tmp_path / "clean.txt"

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDialog
 from calibsim_gui.core.io import tables
 from calibsim_gui.qt import preferences, projects, session
 from tests.fakes import random_sentences
-from tests.qt.conftest import drop, shown_error
+from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, drop, shown_error
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00"
 
@@ -148,7 +148,7 @@ def test_embedded_newlines_quotes_and_extra_columns_are_kept_as_written(window, 
     path.write_text('id,sentence1,sentence2,extra\n'
                     '1,"He said ""hi"",\nthen left.","A, b",x\n'
                     '2,plain,"x ""quoted""",y\n', encoding="utf-8")
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     frame = window.state.results.frame
     assert frame["sentence1"].tolist() == ['He said "hi",\nthen left.', "plain"]
@@ -161,7 +161,7 @@ def test_pairs_with_an_empty_side_are_listed_and_left_unscored(window, qtbot, tm
     texts = random_sentences(6, seed=5)
     pd.DataFrame({"sentence1": texts[:3] + ["", "alone"], "sentence2": texts[3:] + ["x", " "]}).to_csv(
         path, index=False)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     scored = window.state.results.frame["cosine_calibrated"]
     assert scored.notna().tolist() == [True, True, True, False, False]
@@ -180,7 +180,7 @@ def test_texts_far_beyond_the_models_length_are_scored_and_their_truncation_coun
     path = tmp_path / "long.csv"
     pd.DataFrame({"sentence1": long + ["short one"],
                   "sentence2": ["short", "tiny", long[0], "short two"]}).to_csv(path, index=False)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     assert window.state.results.frame["cosine_calibrated"].notna().all()
     assert "3 texts are longer than the model's max length" in notes(window)
@@ -202,7 +202,7 @@ def test_a_hundred_thousand_identical_lines_are_counted_as_duplicates_and_encode
 def test_a_hundred_thousand_identical_text_lines_become_one_document(window, qtbot, tmp_path, good_results):
     path = tmp_path / "same.txt"
     path.write_text("the same sentence\n" * 100_000)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     documents = window.state.input
     assert (documents.texts, documents.n_duplicates) == (["the same sentence"], 99_999)
@@ -251,7 +251,7 @@ def test_a_corrupt_profile_opened_on_the_background_tab_is_refused_and_the_refer
 
 def test_a_project_with_moved_files_asks_for_them_and_then_scores(window, qtbot, tmp_path, pairs_csv,
                                                                    monkeypatch):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     expected = window.state.results.frame.copy()
     project = tmp_path / "study.calibsim"
@@ -263,7 +263,7 @@ def test_a_project_with_moved_files_asks_for_them_and_then_scores(window, qtbot,
     asked = []
     monkeypatch.setattr(projects.QFileDialog, "getOpenFileName",
                         lambda parent, title, folder, *a: (asked.append(title), (str(moved), ""))[1])
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_project(str(project))
     assert asked == ["Locate moved file pairs.csv"]
     assert window.state.input.path == moved
@@ -279,7 +279,7 @@ def test_a_project_whose_moved_file_is_not_located_says_what_is_missing(window, 
     monkeypatch.setattr(projects.QFileDialog, "getOpenFileName", lambda *a: ("", ""))
     window._last_error = None
     window.open_project(str(project))
-    message = shown_error(window, qtbot, timeout=3_000)
+    message = shown_error(window, qtbot, timeout=120_000)
     assert "gone.csv" in message
     good_results()
 
@@ -306,7 +306,7 @@ def test_a_damaged_project_is_refused_with_the_reason_and_the_window_keeps_worki
 def test_utf16_with_a_bom_is_read_like_utf8(window, qtbot, tmp_path):
     path = tmp_path / "wide.csv"
     path.write_bytes(codecs.BOM_UTF16_LE + "sentence1,sentence2\nnaïve café,thé\n".encode("utf-16-le"))
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     assert window.state.results.frame["sentence1"].tolist() == ["naïve café"]
 
@@ -324,10 +324,10 @@ def test_an_unusable_cache_folder_is_reported_and_scoring_works_without_it(
     qtbot.addWidget(window)
     window.show()
     try:
-        qtbot.waitUntil(lambda: window.state.profile is not None, timeout=5_000)
-        with qtbot.waitSignal(window.results_shown, timeout=10_000):
+        qtbot.waitUntil(lambda: window.state.profile is not None, timeout=REFERENCES_MS)
+        with qtbot.waitSignal(window.results_shown, timeout=120_000):
             drop(window, [pairs_csv])
         assert "embedding cache" in window._last_error.text()
     finally:
         window.close()
-        assert wait_for_workers(10_000)
+        assert wait_for_workers(WORKERS_END_MS)

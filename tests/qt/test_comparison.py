@@ -5,11 +5,11 @@ from tests.fakes import FakeEmbedder
 
 
 def test_compare_with_another_model_shows_differences_and_scatter(window, qtbot, pairs_csv, monkeypatch):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     other = FakeEmbedder(dimension=32, name="fake-small")
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: other)
-    with qtbot.waitSignal(window.compare_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
         window.compare_with("small")
     dialog = window.comparison_dialog
     assert "fake-small" in dialog.windowTitle() and "fake-bow" in dialog.windowTitle()
@@ -32,12 +32,12 @@ def test_with_one_model_the_comparison_says_how_to_add_another(window, qtbot, pa
                                                                 tmp_path):
     from PySide6.QtWidgets import QFileDialog
 
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     monkeypatch.setattr(window.models.table_model, "models", [])       # nothing else listed
     window.choose_comparison_model()
     dialog = window.comparison_dialog
-    qtbot.waitExposed(dialog)
+    qtbot.waitExposed(dialog, timeout=120_000)
     text = dialog.summary.text()
     assert "Only one model is available" in text and "Choose a model folder" in text
     assert "calibsim compare" in text and "--anchors" in text
@@ -56,16 +56,16 @@ def test_with_one_model_the_comparison_says_how_to_add_another(window, qtbot, pa
 def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pairs_csv, monkeypatch):
     from calibsim_gui.core.references.anchors import AnchorSet
 
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     ladder = window.state.profile.anchors
     edited = AnchorSet(ladder.name, ladder.levels, ladder.pairs[::2])
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.apply_anchors(edited)
     assert window.state.profile.anchors == edited
     other = FakeEmbedder(dimension=32, name="fake-small")
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: other)
-    with qtbot.waitSignal(window.compare_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
         window.compare_with("small")
     dialog = window.comparison_dialog
     assert "same anchor ladder" in dialog.summary.text() and "Warning" not in dialog.summary.text()

@@ -14,7 +14,7 @@ from tests.qt.conftest import drop
 
 @pytest.fixture
 def scored_window(window, qtbot, pairs_csv):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     return window
 
@@ -87,7 +87,7 @@ def test_dialog_refuses_an_unknown_extension(qtbot, tmp_path, monkeypatch):
 @pytest.mark.parametrize("suffix", [".html", ".xlsx", ".json", ".csv", ".pdf"])
 def test_export_writes_each_format_in_a_worker(scored_window, qtbot, tmp_path, suffix):
     out = tmp_path / f"report{suffix}"
-    with qtbot.waitSignal(scored_window.export_runner.finished, timeout=60_000):
+    with qtbot.waitSignal(scored_window.export_runner.finished, timeout=120_000):
         scored_window.start_export(path=str(out), metric="cosine", form="calibrated",
                                    figures=suffix == ".html", force=False)
     frame = scored_window.state.results.frame
@@ -110,7 +110,7 @@ def test_export_writes_each_format_in_a_worker(scored_window, qtbot, tmp_path, s
 def test_export_failure_is_shown_and_leaves_nothing(scored_window, qtbot, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder should be")
-    with qtbot.waitSignal(scored_window.export_runner.failed, timeout=30_000) as failed:
+    with qtbot.waitSignal(scored_window.export_runner.failed, timeout=120_000) as failed:
         scored_window.start_export(path=str(blocker / "report.html"), metric="cosine",
                                    form="calibrated", figures=False, force=False)
     assert "report.html" in failed.args[0] or "not-a-folder" in failed.args[0]

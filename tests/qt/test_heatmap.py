@@ -82,7 +82,7 @@ def test_hover_names_both_documents_and_the_score(qtbot, state, matrix):
     state.set_results(matrix)
     view.resize(1100, 600)
     view.show()
-    qtbot.waitExposed(view)
+    qtbot.waitExposed(view, timeout=120_000)
     assert isinstance(view.documents.parent(), QSplitter)          # the table is resizable
     assert view.documents.height() > 300                          # and fills the height
     view._mouse_moved(view.plot.vb.mapViewToScene(QPointF(5.5, 1.5)))     # column 5, row 1
@@ -93,8 +93,7 @@ def test_hover_names_both_documents_and_the_score(qtbot, state, matrix):
     assert view.tip.isVisible()
     assert view.tip.textItem.toPlainText() == (f"{a + 1}  {label(a)}\n{b + 1}  {label(b)}\n"
                                                f"calibrated: {value:.4g}")
-    qtbot.wait(50)                                    # the axis widens to its labels on a repaint
-    assert view.plot.getAxis("left").width() > 120
+    qtbot.waitUntil(lambda: view.plot.getAxis("left").width() > 120, timeout=120_000)   # widened on a repaint
     view.grab().save("/tmp/heatmap.png")
 
 

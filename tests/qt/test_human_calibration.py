@@ -6,9 +6,9 @@ from calibsim_gui.core.calibration.human import HumanFit
 
 def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled_pairs, pairs_csv, tmp_path,
                                                         monkeypatch):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
-    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.fit_human(str(labelled_pairs), "0,5")
     assert "Cross-validated error" in window._last_error.text()
     human = window.state.results.frame["cosine_human"]
@@ -31,11 +31,11 @@ def test_a_fitted_human_calibration_is_shown_and_can_be_compared_with_people(win
                                                                             pairs_csv):
     import numpy as np
 
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     agreement, table = window.agreement, window.results
     assert not agreement.form_combo.model().item(1).isEnabled()            # nothing fitted yet
-    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.fit_human(str(labelled_pairs), "0,5")
     names = table.model.column_names
     assert not table.table.isColumnHidden(names.index("cosine_human"))      # in the default columns
@@ -61,10 +61,10 @@ def test_the_scale_is_picked_from_presets_the_guessed_one_first(window, qtbot, l
                         lambda parent, title, text, items, current, editable: offered.append(items) or ("", False))
     window.human.choose_pairs()
     assert offered[0][:4] == ["0–5", "1–5", "0–1", "0–100"]                 # nothing in view: STS first
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])                                      # scores 0..5 in view
     window.human.choose_pairs()
     assert offered[1][0] == "0–5" and len(set(offered[1])) == len(offered[1])
-    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.fit_human(str(labelled_pairs), "0–5")                         # a preset as offered
     assert "cosine_human" in window.state.results.frame

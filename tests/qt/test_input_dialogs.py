@@ -45,7 +45,7 @@ def test_document_mode_dialog_returns_per_file_and_shows_counts(qtbot):
     dialog = DocumentModeDialog(lines=1234, files=3)
     qtbot.addWidget(dialog)
     dialog.show()
-    qtbot.waitExposed(dialog)
+    qtbot.waitExposed(dialog, timeout=120_000)
     assert "1,234 lines" in dialog.per_line_button.text()
     assert "3 files" in dialog.per_file_button.text()
     assert dialog.per_file() is False

@@ -1,8 +1,7 @@
 """The main window driven like a user would, with the fake embedder standing in for the model."""
 
-import time
-
 import pandas as pd
+from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QMessageBox
 
 from calibsim_gui.core.embedding import models
@@ -11,7 +10,7 @@ from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
-from tests.qt.conftest import build_background, drop
+from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, Gate, build_background, drop
 
 
 def test_starts_with_a_model_and_the_built_in_ladder(window):
@@ -21,7 +20,7 @@ def test_starts_with_a_model_and_the_built_in_ladder(window):
 
 
 def test_dropping_a_pairs_file_shows_raw_and_calibrated_results(window, qtbot, pairs_csv):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     results = window.state.results
     assert isinstance(results, ScoredPairs)
@@ -33,7 +32,7 @@ def test_dropping_a_pairs_file_shows_raw_and_calibrated_results(window, qtbot, p
 def test_building_a_background_adds_percentiles(window, qtbot, tmp_path, pairs_csv):
     build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
     assert window.state.profile.has_background
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     assert window.state.results.frame["cosine_bg_percentile"].between(0, 100).all()
 
@@ -41,74 +40,83 @@ def test_building_a_background_adds_percentiles(window, qtbot, tmp_path, pairs_c
 def test_documents_become_a_heatmap(window, qtbot, tmp_path):
     docs = tmp_path / "docs.txt"
     docs.write_text("\n".join(random_sentences(12, seed=5)))
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([docs], per_file=False)
     assert isinstance(window.state.results, DocumentMatrix)
     assert window.heatmap.shown_matrix().shape == (12, 12)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.state.set_view(metric="euclidean")
     assert window.state.results.metric == "euclidean"
 
 
 def test_project_saves_and_reopens_with_the_same_results(window, qtbot, tmp_path, pairs_csv):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     window.state.set_view(metric="euclidean", form="bg_zscore" if window.state.profile.has_background else "anchor_minmax")
     before = window.state.results.frame.copy()
     path = tmp_path / "study.calibsim"
     window.write_project(str(path))
     window.state.set_input(None)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_project(str(path))
     pd.testing.assert_frame_equal(window.state.results.frame, before)
     assert window.state.metric == "euclidean"
 
 
 def test_cancel_stops_scoring_and_the_window_stays_usable(window, qtbot, tmp_path, monkeypatch):
-    slow = FakeEmbedder()
+    slow, gate = FakeEmbedder(), Gate(free=1)                   # held in its second batch
     original = slow.encode_batch
-    monkeypatch.setattr(slow, "encode_batch", lambda texts: (time.sleep(0.05), original(texts))[1])
+    monkeypatch.setattr(slow, "encode_batch", lambda texts: (gate(), original(texts))[1])
     window.state.embedder = slow
     texts = random_sentences(3000, seed=11)
     path = tmp_path / "many.csv"
     pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
     window.open_inputs([path])
-    qtbot.waitUntil(lambda: window.score_runner.running, timeout=10_000)
-    with qtbot.waitSignal(window.score_runner.cancelled, timeout=5_000):
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)
+    with qtbot.waitSignal(window.score_runner.cancelled, timeout=120_000):
         window.cancel_button.click()
+    gate.release()
     assert window.state.results is None
     assert not window.cancel_button.isVisible()
 
 
 def test_unreadable_input_shows_a_message_and_keeps_previous_results(window, qtbot, tmp_path, pairs_csv):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     bad = tmp_path / "latin.csv"
     bad.write_bytes("sentence1,sentence2\ncaf\xe9,th\xe9\n".encode("cp1252"))
-    with qtbot.waitSignal(window.input_runner.failed, timeout=10_000):
+    with qtbot.waitSignal(window.input_runner.failed, timeout=120_000):
         window.open_inputs([bad])
     assert "--encoding" in window._last_error.text()
     assert window.state.results is not None
 
 
 def test_closing_during_a_run_stops_its_thread(qtbot, tmp_path, monkeypatch):
-    slow = FakeEmbedder()
+    slow, gate = FakeEmbedder(), Gate()
     original = slow.encode_batch
-    monkeypatch.setattr(slow, "encode_batch", lambda texts: (time.sleep(0.05), original(texts))[1])
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: slow)
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: w.state.profile is not None, timeout=REFERENCES_MS)
+    monkeypatch.setattr(slow, "encode_batch", lambda texts: (gate(), original(texts))[1])
+    cancel = w.score_runner.cancel
+
+    def stop_then_let_go():
+        running = w.score_runner.running               # (a start cancels nothing running: no release)
+        cancel()
+        if running:
+            gate.release()
+
+    monkeypatch.setattr(w.score_runner, "cancel", stop_then_let_go)
     texts = random_sentences(2000, seed=12)
     path = tmp_path / "many.csv"
     pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
     w.open_inputs([path])
-    qtbot.waitUntil(lambda: w.score_runner.running, timeout=10_000)
-    started = time.perf_counter()
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)          # in its first batch
     w.close()
-    assert wait_for_workers(1_000)                  # close() already waited for the thread
-    assert time.perf_counter() - started < 5
+    assert QThreadPool.globalInstance().activeThreadCount() == 0     # close() waited for the thread
+    assert gate.steps == 1                                          # which stopped after that batch
 
 
 def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(window, qtbot, tmp_path, pairs_csv):
@@ -120,7 +128,7 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
         {"level": "high", "text_a": "w1 w2 w3", "text_b": "w1 w2 w3"}]})
     window.anchors.set_anchor_set(anchors)
     build_background(window, qtbot, tmp_path, sentences=1200, pairs=900, seed=4)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     before = window.state.results.frame.copy()
     assert window.state.profile.anchors.name == "mine"
@@ -129,9 +137,9 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
 
     window.anchors.reset_to_builtin()
     window.background.clear()
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+    with qtbot.waitSignal(window.state.profile_changed, timeout=120_000):
         window.use_builtin_reference()
-    with qtbot.waitSignal(window.results_shown, timeout=30_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_project(str(path))
     assert window.state.profile.anchors.name == "mine"
     assert window.state.profile.background_pairs == 900
@@ -157,7 +165,7 @@ def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_p
     path = tmp_path / "odd.csv"
     pd.DataFrame({"left text": random_sentences(6, seed=1), "other": random_sentences(6, seed=2),
                   "note": random_sentences(6, seed=3)}).to_csv(path, index=False)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([path])
     assert asked == {"columns": ["left text", "other", "note"], "rows": 5}
     assert window.state.input.text_a == "left text" and len(window.state.results.frame) == 6
@@ -167,38 +175,38 @@ def test_a_killed_session_is_offered_back_and_restored(qtbot, monkeypatch, pairs
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())
     first = MainWindow()
     qtbot.addWidget(first)
-    qtbot.waitUntil(lambda: first.state.profile is not None, timeout=20_000)
-    with qtbot.waitSignal(first.results_shown, timeout=20_000):
+    qtbot.waitUntil(lambda: first.state.profile is not None, timeout=REFERENCES_MS)
+    with qtbot.waitSignal(first.results_shown, timeout=120_000):
         first.open_inputs([pairs_csv])
     first.state.set_view(metric="euclidean")
-    qtbot.waitUntil(lambda: first.autosaver.path.exists(), timeout=5_000)    # within seconds
+    qtbot.waitUntil(lambda: first.autosaver.path.exists(), timeout=120_000)    # within seconds
     expected = first.state.results.frame
     # the process dies: no closeEvent, the autosave stays
-    assert wait_for_workers(10_000)
+    assert wait_for_workers(WORKERS_END_MS)
 
     second = MainWindow()
     qtbot.addWidget(second)
-    qtbot.waitUntil(lambda: second._restore_box is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: second._restore_box is not None, timeout=120_000)
     assert "pairs.csv" in second._restore_box.text()
-    with qtbot.waitSignal(second.results_shown, timeout=20_000):
+    with qtbot.waitSignal(second.results_shown, timeout=120_000):
         second._restore_box.button(QMessageBox.StandardButton.Yes).click()
     pd.testing.assert_frame_equal(second.state.results.frame, expected)
     assert second.state.metric == "euclidean"
     second.close()                        # a normal close forgets the autosave
     assert not second.autosaver.path.exists()
     first.close()
-    assert wait_for_workers(10_000)
+    assert wait_for_workers(WORKERS_END_MS)
     for w in (first, second):
         w.deleteLater()
 
 
 def test_declining_the_restore_forgets_it(window, qtbot, pairs_csv):
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     window.autosaver.save_now()
     again = MainWindow(load_default_model=False)
     qtbot.addWidget(again)
-    qtbot.waitUntil(lambda: again._restore_box is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: again._restore_box is not None, timeout=120_000)
     again._restore_box.button(QMessageBox.StandardButton.No).click()
     assert not again.autosaver.path.exists() and again.state.input is None
     again.close()
@@ -212,10 +220,10 @@ def test_long_texts_setting_is_remembered_and_rescores(window, qtbot, tmp_path):
     pd.DataFrame({"sentence1": [DOC_A, "a cat"], "sentence2": [DOC_B, "a cat"]}).to_csv(path, index=False)
     assert window.long_text_options() == {"long_texts": "truncate", "chunk_aggregate": "match",
                                           "chunk_overlap": 32}
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     assert list(window.state.results.frame["truncated"]) == ["both", ""]
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.set_long_texts("chunk:mean")
     results = window.state.results
     assert "truncated" not in results.frame.columns
@@ -233,7 +241,7 @@ def test_a_model_loads_with_the_engine_and_precision_chosen_on_the_model_tab(win
                         lambda spec, device="auto", **kw: calls.append(kw) or FakeEmbedder())
     window.models.engine_combo.setCurrentIndex(window.models.engine_combo.findData("onnx"))
     window.models.precision_combo.setCurrentIndex(window.models.precision_combo.findData("int8"))
-    with qtbot.waitSignal(window.state.profile_changed, timeout=20_000):
+    with qtbot.waitSignal(window.state.profile_changed, timeout=120_000):
         window.load_model(None, "cpu")
     assert calls[-1]["engine"] == "onnx" and calls[-1]["precision"] == "int8"
 
@@ -242,15 +250,15 @@ def test_an_opened_profile_survives_loading_the_same_model_again(window, qtbot, 
     """Another engine or precision of one model keeps its fingerprint, so its references stay."""
     path = tmp_path / "news.calibsim-profile"
     profile.save(path)
-    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=REFERENCES_MS):
         window.open_profile(str(path))
     assert window.state.profile_label == path.name
-    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=REFERENCES_MS):
         window.load_model("built-in")                       # the same (fake) model, reloaded
     assert window.state.profile_label == path.name and window.profile_path == str(path)
 
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder(name="other"))
-    with qtbot.waitSignal(window.profile_runner.finished, timeout=20_000):
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=REFERENCES_MS):
         window.load_model("other")                          # another model: the built-in reference, said why
     assert window.state.profile_label == "built-in"
     assert "does not fit the model now loaded" in window._last_error.text()

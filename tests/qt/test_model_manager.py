@@ -25,14 +25,14 @@ def make_manager(qtbot, state=None):
     qtbot.addWidget(manager)
     assert not manager.devices.running or manager._state.embedder is not None   # torch waits for a model
     # Results reach the widget through the event loop, so waiting after construction is safe.
-    with qtbot.waitSignals([manager.discovery.finished, manager.devices.finished], timeout=20_000):
+    with qtbot.waitSignals([manager.discovery.finished, manager.devices.finished], timeout=120_000):
         if not manager.devices.running:
             manager.check_devices()
     return manager
 
 
 def wait_listed(qtbot, manager, action):
-    with qtbot.waitSignal(manager.discovery.finished, timeout=10_000):
+    with qtbot.waitSignal(manager.discovery.finished, timeout=120_000):
         action()
 
 
@@ -63,7 +63,7 @@ def test_lists_the_builtin_model_and_load_emits_it_with_the_device(qtbot, device
     assert "Safe weights: yes" in manager.details.text()
 
     manager.device_combo.setCurrentIndex(manager.device_combo.findData("cpu"))
-    with qtbot.waitSignal(manager.load_requested) as blocker:
+    with qtbot.waitSignal(manager.load_requested, timeout=120_000) as blocker:
         manager.load_button.click()
     assert blocker.args == [builtin, "cpu"]
 
@@ -78,7 +78,7 @@ def test_lists_the_builtin_model_and_load_emits_it_with_the_device(qtbot, device
 def test_double_click_on_a_row_requests_loading(qtbot, devices):
     manager = make_manager(qtbot)
     index = manager.table_model.index(0, 0)
-    with qtbot.waitSignal(manager.load_requested) as blocker:
+    with qtbot.waitSignal(manager.load_requested, timeout=120_000) as blocker:
         manager.table.doubleClicked.emit(index)
     assert blocker.args[0].name == BUILTIN_MODEL_NAME and blocker.args[1] == "auto"
 
@@ -161,12 +161,12 @@ def test_loaded_model_is_marked_with_its_fingerprint_and_device(qtbot, devices):
 def test_keyboard_shortcuts_load_and_rescan(qtbot, devices):
     manager = make_manager(qtbot)
     manager.show()
-    with qtbot.waitActive(manager):
+    with qtbot.waitActive(manager, timeout=120_000):
         manager.activateWindow()
     manager.table.setFocus()
-    with qtbot.waitSignal(manager.load_requested):
+    with qtbot.waitSignal(manager.load_requested, timeout=120_000):
         qtbot.keyClick(manager.table, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
-    with qtbot.waitSignal(manager.discovery.finished, timeout=10_000):
+    with qtbot.waitSignal(manager.discovery.finished, timeout=120_000):
         qtbot.keyClick(manager.table, Qt.Key.Key_F5)
 
 

@@ -72,9 +72,9 @@ def test_partial_chunks_accumulate_and_reset_clears(plot, qtbot):
         return plot.plot_data()[key][1].sum()
 
     plot.add_partial(chunk(20))
-    qtbot.waitUntil(lambda: total() == 20)
+    qtbot.waitUntil(lambda: total() == 20, timeout=120_000)
     plot.add_partial(chunk(30))
-    qtbot.waitUntil(lambda: total() == 50)
+    qtbot.waitUntil(lambda: total() == 50, timeout=120_000)
     assert total("cal_user") == 50
     plot.state.set_view(metric="euclidean")                    # every metric was kept
     assert total() == 50 and plot.plot_data()["raw_user"][0][-1] > 1.0
@@ -142,7 +142,7 @@ def test_heatmap_shows_the_matrix_and_switches_forms(qtbot, state, matrix):
 
     view.resize(800, 600)
     view.show()
-    qtbot.waitExposed(view)
+    qtbot.waitExposed(view, timeout=120_000)
     view._mouse_moved(view.plot.vb.mapViewToScene(QPointF(1.5, 0.5)))   # column 1, row 0
     assert view.hover.text() == ("1 docs.txt:1 · the cat sat × 2 docs.txt:2 · a cat sat: "
                                  f"{matrix.matrices['raw'][0, 1]:.4g} (raw cosine)")
@@ -161,7 +161,7 @@ def test_distribution_plot_shows_a_document_sets_pairs(plot, state, matrix):
 def _shown(qtbot, widget, width=1000, height=560):
     widget.resize(width, height)
     widget.show()
-    qtbot.waitExposed(widget)
+    qtbot.waitExposed(widget, timeout=120_000)
     widget.plot_data()
 
 

@@ -108,20 +108,20 @@ def test_sorting_orders_numbers_numerically_and_keeps_input_row_numbers(view, sc
 
 def test_filter_keeps_rows_whose_texts_contain_the_text(view, qtbot):
     view.filter_edit.setText("CAT")
-    qtbot.waitUntil(lambda: view.model.rowCount() == 2)
+    qtbot.waitUntil(lambda: view.model.rowCount() == 2, timeout=120_000)
     assert "2 of 10 rows shown" in view.summary.text()
     view.filter_edit.clear()
-    qtbot.waitUntil(lambda: view.model.rowCount() == len(PAIRS))
+    qtbot.waitUntil(lambda: view.model.rowCount() == len(PAIRS), timeout=120_000)
 
 
 def test_ctrl_f_focuses_the_filter(view, qtbot):
     view.show()
-    qtbot.waitExposed(view)
+    qtbot.waitExposed(view, timeout=120_000)
     view.activateWindow()
     view.table.setFocus()
-    qtbot.waitUntil(view.table.hasFocus)
+    qtbot.waitUntil(view.table.hasFocus, timeout=120_000)
     qtbot.keyClick(view.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(view.filter_edit.hasFocus)
+    qtbot.waitUntil(view.filter_edit.hasFocus, timeout=120_000)
     # Qt keeps Ctrl as the application's modifier state until a key event without it: later
     # tests' selectRow() would otherwise toggle (Ctrl+click) instead of select
     qtbot.keyRelease(view.filter_edit, Qt.Key.Key_Control)
@@ -130,7 +130,7 @@ def test_ctrl_f_focuses_the_filter(view, qtbot):
 def test_selecting_a_row_selects_the_pair_in_state_and_back(view, qtbot):
     state = view.state
     view.table.sortByColumn(view.model.column_of("score"), Qt.SortOrder.AscendingOrder)
-    with qtbot.waitSignal(state.selection_changed):
+    with qtbot.waitSignal(state.selection_changed, timeout=120_000):
         view.table.selectRow(2)                             # label "2": input row 3 (index 2)
     assert state.selected_row == 2
     state.select_row(5)                                    # e.g. chosen in a plot
@@ -308,8 +308,8 @@ def test_texts_come_first_and_stretch_and_headers_are_readable(view, qtbot):
     for width in (1600, 1024):
         view.resize(width, 500)
         view.show()
-        qtbot.waitExposed(view)
-        qtbot.waitUntil(lambda: header.length() >= view.table.viewport().width() - 2)
+        qtbot.waitExposed(view, timeout=120_000)
+        qtbot.waitUntil(lambda: header.length() >= view.table.viewport().width() - 2, timeout=120_000)
         texts = [header.sectionSize(c) for c in (model.column_of("sentence1"), model.column_of("sentence2"))]
         scores = [header.sectionSize(model.column_of(n)) for n in ("cosine_raw", "cosine_calibrated")]
         assert min(texts) > 2 * max(scores)                         # the texts get the room
@@ -343,8 +343,8 @@ def test_with_every_column_the_texts_stay_while_the_scores_scroll(view, qtbot):
     view.columns_combo.setCurrentIndex(view.columns_combo.findData("all"))
     view.resize(1024, 500)
     view.show()
-    qtbot.waitExposed(view)
-    qtbot.waitUntil(lambda: table.horizontalScrollBar().maximum() > 0)
+    qtbot.waitExposed(view, timeout=120_000)
+    qtbot.waitUntil(lambda: table.horizontalScrollBar().maximum() > 0, timeout=120_000)
     assert view.frozen.isVisible()
     texts = [model.column_of("sentence1"), model.column_of("sentence2")]
     assert [c for c in range(model.columnCount()) if not view.frozen.isColumnHidden(c)] == texts
@@ -354,7 +354,7 @@ def test_with_every_column_the_texts_stay_while_the_scores_scroll(view, qtbot):
     table.verticalScrollBar().setValue(table.verticalScrollBar().maximum())
     assert view.frozen.verticalScrollBar().value() == table.verticalScrollBar().value()
     view.columns_combo.setCurrentIndex(view.columns_combo.findData("focus"))
-    qtbot.waitUntil(lambda: not view.frozen.isVisible())           # everything fits again
+    qtbot.waitUntil(lambda: not view.frozen.isVisible(), timeout=120_000)           # everything fits again
 
 
 def test_new_results_drop_the_range_filter(view, scored):

@@ -9,7 +9,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from tests.fakes import random_sentences
-from tests.qt.conftest import drop  # noqa: F401  (the window's own drop helper)
+from tests.qt.conftest import HOLD_S, drop  # noqa: F401  (the window's own drop helper)
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
     assert view.queries.paths() == [str(queries)] and view.corpus.paths() == [str(corpus)]
     view.top_k.setValue(5)
     assert view.search_button.isEnabled()
-    with qtbot.waitSignal(view.runner.finished, timeout=20_000):
+    with qtbot.waitSignal(view.runner.finished, timeout=120_000):
         view.search_button.click()
     model = view.model
     assert model.rowCount() == 3 * 5
@@ -55,7 +55,7 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
     view.grab().save("/tmp/search_tab.png")
 
     out = tmp_path / "hits.html"
-    with qtbot.waitSignal(view.export_runner.finished, timeout=30_000):
+    with qtbot.waitSignal(view.export_runner.finished, timeout=120_000):
         view.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
     assert "NOT comparable across queries" in out.read_text()
 
@@ -68,28 +68,29 @@ def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_fi
     view.set_inputs([queries], [corpus])
 
     def slow_top_hits(*args, should_stop=None, **kwargs):        # runs in the worker thread
-        deadline = time.monotonic() + 10
-        while not should_stop() and time.monotonic() < deadline:
+        for _ in range(HOLD_S * 100):                              # a bound, not a pace
+            if should_stop():
+                break
             time.sleep(0.01)
         from calibsim_gui.core.errors import Cancelled
 
         raise Cancelled("stopped")
 
     monkeypatch.setattr(core_search, "top_hits", slow_top_hits)
-    with qtbot.waitSignal(view.runner.cancelled, timeout=20_000):
+    with qtbot.waitSignal(view.runner.cancelled, timeout=120_000):
         view.start_search()
-        qtbot.waitUntil(lambda: view.cancel_button.isEnabled(), timeout=5_000)
+        qtbot.waitUntil(lambda: view.cancel_button.isEnabled(), timeout=120_000)
         view.cancel_button.click()
     assert view.message.text() == "Search cancelled." and view.hits is None
     monkeypatch.undo()
     view.set_inputs([queries.parent / "missing.txt"], [corpus])
-    with qtbot.waitSignal(view.runner.failed, timeout=20_000):
+    with qtbot.waitSignal(view.runner.failed, timeout=120_000):
         view.start_search()
     assert "missing.txt" in view.message.text()
     assert view.search_button.isEnabled()
     view.set_inputs([queries], [corpus])
     monkeypatch.setattr(core_search, "search_run_bytes", lambda *args: 10**15)   # past any budget
-    with qtbot.waitSignal(view.runner.failed, timeout=20_000):
+    with qtbot.waitSignal(view.runner.failed, timeout=120_000):
         view.start_search()
     assert "In this window: lower Top k." in view.message.text()   # the flag the message names
 
@@ -111,13 +112,13 @@ def labelled_csv(tmp_path):
 def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot, labelled_csv):
     from calibsim_gui.qt.threshold_view import ThresholdDialog
 
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [labelled_csv])
     window.show_threshold()
     dialog = window.threshold_dialog
     assert isinstance(dialog, ThresholdDialog) and dialog.isVisible()
     assert dialog.same_at.value() == pytest.approx(4, abs=0.2)        # upper fifth of the labels' range
-    qtbot.waitUntil(lambda: getattr(dialog, "found", None) is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: getattr(dialog, "found", None) is not None, timeout=120_000)
     x, y = dialog.raw_curve.getData()
     assert len(x) > 2 and y.min() >= 0 and y.max() <= 1
     assert "cosine_raw ≥" in dialog.raw_text.text() and "cosine_calibrated ≥" in dialog.cal_text.text()
@@ -125,23 +126,23 @@ def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot
     first = dialog.found["calibrated"]["threshold"]
     dialog.target.setValue(0.6)
     qtbot.waitUntil(lambda: dialog.found is not None and dialog.found["calibrated"]["threshold"] != first,
-                    timeout=20_000)
+                    timeout=120_000)
     assert dialog.target_line.value() == pytest.approx(0.6)
     dialog.target.setValue(0.9)
     qtbot.waitUntil(lambda: dialog.found is not None and dialog.found["calibrated"]["threshold"] == first,
-                    timeout=20_000)
+                    timeout=120_000)
     dialog.grab().save("/tmp/threshold.png")
     dialog.same_at.setValue(dialog.same_at.maximum() + 1)             # nothing above the cut
     assert "both kinds" in dialog.raw_text.text()
     dialog.close()
-    qtbot.waitUntil(lambda: not dialog.runner.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not dialog.runner.running, timeout=120_000)
 
 
 def test_threshold_without_labels_says_what_it_needs(window, qtbot, good_results, tmp_path):
     path = tmp_path / "unlabelled.csv"
     texts = random_sentences(10, seed=3)
     pd.DataFrame({"sentence1": texts, "sentence2": texts[::-1]}).to_csv(path, index=False)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
     window.show_threshold()
     from tests.qt.conftest import shown_error

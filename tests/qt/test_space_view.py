@@ -8,7 +8,7 @@ def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, q
     window.tabs.setCurrentWidget(window.space)
     assert "no background sample" in window.space.summary.text()
     build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
-    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=120_000)
     rows = window.space.shown_rows()
     raw, whitened = GEOMETRIES["none"].label, GEOMETRIES["whiten"].label
     cosine = rows["mean cosine of random pairs"]
@@ -19,9 +19,9 @@ def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, q
     assert star == rows["IsoScore (0-1, 1 = isotropic)"]
     assert "Random pairs average a raw cosine of" in window.space.summary.text()
 
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.space.geometry_combo.setCurrentIndex(window.space.geometry_combo.findData("whiten"))
     columns = set(window.state.results.frame.columns)
     assert {"cosine_raw", "cosine_raw@whiten", "cosine_calibrated@whiten"} <= columns
@@ -33,7 +33,7 @@ def test_space_tab_diagnoses_labelled_files_with_cluster_structure(window, qtbot
 
     build_background(window, qtbot, tmp_path, sentences=1500, pairs=1000, seed=3)
     window.tabs.setCurrentWidget(window.space)
-    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=120_000)
     files = []
     for i, vocabulary in enumerate((None, 50)):
         path = tmp_path / f"group{i}.txt"
@@ -42,7 +42,7 @@ def test_space_tab_diagnoses_labelled_files_with_cluster_structure(window, qtbot
         files.append(path)
     window.space.space = None
     window.space.diagnose_files(files)
-    qtbot.waitUntil(lambda: window.space.space is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.space.space is not None, timeout=120_000)
     rows = window.space.shown_rows()
     for row in ("IsoScore (0-1, 1 = isotropic)", "silhouette of labels (euclidean)",
                 "Calinski-Harabasz (higher = apart)", "Davies-Bouldin (lower = apart)",

@@ -1,14 +1,16 @@
 import threading
 import time
 
-from calibsim_gui.core.errors import InputError
+from PySide6.QtCore import QCoreApplication
+
+from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
+from tests.qt.conftest import WORKERS_END_MS, Gate
 
 
 def slow_steps(n, *, progress, should_stop, delay=0.01):
     for i in range(n):
         if should_stop():
-            from calibsim_gui.core.errors import Cancelled
             raise Cancelled("stop")
         time.sleep(delay)
         progress(i + 1, n, "step")
@@ -22,7 +24,7 @@ def test_results_progress_and_partials_arrive_on_the_gui_thread(qtbot):
     runner.partial.connect(lambda v: (seen.append(v), threads.append(threading.current_thread())))
     progress = []
     runner.progress.connect(lambda d, t, m: progress.append(d))
-    with qtbot.waitSignal(runner.finished, timeout=5000) as finished:
+    with qtbot.waitSignal(runner.finished, timeout=120_000) as finished:
         runner.start(slow_steps, 5)
     assert finished.args == ["done"]
     assert seen == [0, 1, 2, 3, 4] and progress[-1] == 5
@@ -35,23 +37,30 @@ def test_a_new_run_cancels_the_previous_and_its_results_are_never_delivered(qtbo
     results = []
     runner.finished.connect(results.append)
     runner.start(lambda progress, should_stop: (time.sleep(0.3), "stale")[1])
-    with qtbot.waitSignal(runner.finished, timeout=5000):
+    with qtbot.waitSignal(runner.finished, timeout=120_000):
         runner.start(lambda progress, should_stop: "fresh")
-    assert wait_for_workers(5000)
-    qtbot.wait(50)
+    assert wait_for_workers(WORKERS_END_MS)
+    QCoreApplication.processEvents()                   # the stale run's result would arrive now
     assert results == ["fresh"]
 
 
 def test_cancel_stops_a_generator_between_steps(qtbot):
-    runner = TaskRunner()
-    partials = []
-    runner.partial.connect(partials.append)
-    runner.start(slow_steps, 1000, delay=0.005)
-    qtbot.waitUntil(lambda: len(partials) >= 2, timeout=5000)
-    with qtbot.waitSignal(runner.cancelled, timeout=1000):
+    runner, gate = TaskRunner(), Gate(free=2)                   # held in its third step
+
+    def steps(progress, should_stop):
+        for i in range(1000):
+            if should_stop():
+                raise Cancelled("stop")
+            gate()
+            yield i
+
+    runner.start(steps)
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)
+    with qtbot.waitSignal(runner.cancelled, timeout=120_000):
         runner.cancel()
-    assert wait_for_workers(5000)
-    assert len(partials) < 1000 and not runner.running
+    gate.release()
+    assert wait_for_workers(WORKERS_END_MS)
+    assert gate.steps == 3 and not runner.running                # no step after the one held
 
 
 def test_user_errors_arrive_as_messages(qtbot):
@@ -60,7 +69,7 @@ def test_user_errors_arrive_as_messages(qtbot):
     def bad(progress, should_stop):
         raise InputError("cannot read this.", path="x.csv", fix="use UTF-8")
 
-    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+    with qtbot.waitSignal(runner.failed, timeout=120_000) as failed:
         runner.start(bad)
     assert failed.args[0] == "x.csv: cannot read this. Fix: use UTF-8"
 
@@ -85,10 +94,10 @@ def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
     assert runner.time_left(0, 100) is None and runner.time_left(100, 100) is None
     assert runner.time_left(10, 100) == 36.0            # 4 s for 10 of 100: 36 s for the other 90
     clock[0] += 1.0
-    with qtbot.waitSignal(runner.finished, timeout=5000):
+    with qtbot.waitSignal(runner.finished, timeout=120_000):
         gate["go"] = True
     assert runner.duration == 5.0 and runner.elapsed() == 0.0
-    assert wait_for_workers(5000)
+    assert wait_for_workers(WORKERS_END_MS)
 
 
 def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
@@ -111,7 +120,7 @@ def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
             destroyed_on_gui_thread.append(threading.current_thread() is threading.main_thread())
 
     Cycle()                                            # unreachable at once: garbage
-    with qtbot.waitSignal(runner.finished, timeout=10_000):
+    with qtbot.waitSignal(runner.finished, timeout=120_000):
         runner.start(lambda progress, should_stop: [[i] for i in range(200_000)])
     assert destroyed_on_gui_thread in ([], [True])     # never collected in the worker
     gc.collect()                                       # what the GUI thread's timer does

@@ -28,6 +28,7 @@ from calibsim_gui.core.reports.reproduce import (
     reproduce_commands,
     source_files,
 )
+from calibsim_gui.core.reports.tables import numbers_as_numbers
 
 FILE_ROLES = {"pairs": "Input file", "documents": "Input file", "queries": "Input file",
               "corpus": "Input file", "background": "Background file", "profile": "Profile file",
@@ -541,7 +542,31 @@ def format_number(value, form: str | None) -> str:
     return text + (" %" if form == "bg_percentile" else "")
 
 
+PLAIN_DECIMALS = 4        # at most, for a number column that is not a score (an input's labels)
+
+
+def _plain_numbers(values: pd.Series) -> list[str]:
+    """A number column that is not a score (e.g. an input's labels, 2.5 and 1.714) at one
+    precision: the fewest decimals that show every value exactly, when at most `PLAIN_DECIMALS`
+    do; other columns (computed values such as 0.1 + 0.2) keep `format_number`'s."""
+    numbers = values.to_numpy(dtype=float)
+    finite = numbers[np.isfinite(numbers)]
+    if not np.array_equal(np.round(finite, PLAIN_DECIMALS), finite) or (np.abs(finite) >= 1e15).any():
+        return [format_number(v, None) for v in values]
+    decimals = max((len(f"{v:.{PLAIN_DECIMALS}f}".rstrip("0").split(".")[1]) for v in finite), default=0)
+    return [f"{v:.{decimals}f}" if np.isfinite(v) else format_number(v, None) for v in numbers]
+
+
 def readable(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with every value formatted for reading (see `format_number`)."""
-    return pd.DataFrame({column: [format_number(v, _score_form(str(column))) for v in frame[column]]
-                         for column in frame.columns}, index=frame.index)
+    """`frame` with every value formatted for reading (see `format_number`); a number column that
+    is not a score (also one read as text, such as an input's labels) shows all its values with
+    the same decimals."""
+    numbers = numbers_as_numbers(frame)
+    out = {}
+    for column in frame.columns:
+        form, values = _score_form(str(column)), numbers[column]
+        plain = (form is None and pd.api.types.is_numeric_dtype(values)
+                 and not pd.api.types.is_bool_dtype(values))
+        out[column] = (_plain_numbers(values) if plain
+                       else [format_number(v, form) for v in frame[column]])
+    return pd.DataFrame(out, index=frame.index)
