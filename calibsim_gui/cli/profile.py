@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibsim_gui.cli import common, options, profile_build
-from calibsim_gui.core.io.files import read_user_json
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
 from calibsim_gui.core.io.output import check_output_path
 
 
@@ -91,7 +92,12 @@ def _merge(args, out: Path) -> int:
 def _upgrade(args, out: Path) -> int:
     from calibsim_gui.core.calibration.profile_builder import upgrade_profile
 
-    old = read_user_json(args.profile, what="profile", fix="give the calibsim 0.1 or 0.2 profile file to upgrade.")
+    fix = "give the calibsim 0.1 or 0.2 profile file to upgrade."
+    old = read_user_json(args.profile, what="profile", fix=fix)
+    huge = number_out_of_range(old)
+    if huge:
+        raise InputError(f"the profile is damaged or hand-edited: a number is beyond ±{NUMBER_LIMIT:g}, "
+                         f"out of any sane range, at {huge}.", path=args.profile, fix=fix)
     embedder = common.load_model(args)
     profile = upgrade_profile(old, embedder, cache=common.embedding_cache(args), batch_size=args.batch_size)
     profile.save(out)

@@ -180,3 +180,13 @@ def test_a_human_calibration_number_beyond_float_range_is_refused_naming_the_fil
     assert cli.main(["score", str(labelled), "--human", str(fit)]) == 2
     err = message_of(capsys)
     assert str(fit) in err and "out of any sane range" in err and "fit it again" in err
+
+
+def test_an_old_profile_to_upgrade_with_a_number_beyond_float_range_is_refused(tmp_path, capsys):
+    old = tmp_path / "old.calibsim-profile"
+    old.write_text(json.dumps({"format": "calibsim-profile", "schema_version": 2,
+                               "metrics": {"cosine": {"identical": BEYOND_FLOAT}}}))
+    assert cli.main(["profile", "upgrade", str(old), "--out", str(tmp_path / "new.calibsim-profile")]) == 2
+    err = message_of(capsys)
+    assert str(old) in err and "out of any sane range" in err and "metrics › cosine › identical" in err
+    assert not (tmp_path / "new.calibsim-profile").exists()
