@@ -137,11 +137,15 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
             return np.empty((0, self.dimension), dtype=np.float32)
         import torch
 
-        with torch.inference_mode():
-            vectors = self._model.encode(
-                list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False,
-                prompt=str(prompt or ""),
-            )
+        try:
+            with torch.inference_mode():
+                vectors = self._model.encode(
+                    list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False,
+                    prompt=str(prompt or ""),
+                )
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:   # configs that misfit the weights
+            raise ModelError(f"The model in {self.info.path} failed on a batch of {len(texts)} texts: "
+                             f"{type(exc).__name__}: {exc}. {CONFIG_FIX}") from exc
         return np.asarray(vectors, dtype=np.float32)
 
     def token_counts(self, texts: list[str]) -> np.ndarray:
@@ -181,6 +185,37 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         encoded = tokenizer(list(texts), truncation=False, padding=False, add_special_tokens=False,
                             return_offsets_mapping=True, verbose=False)
         return [np.asarray(spans, dtype=np.int64).reshape(-1, 2) for spans in encoded["offset_mapping"]]
+
+
+CONFIG_FIX = ("Fix: check the folder's configs (config.json, sentence_bert_config.json, modules.json, "
+              "1_Pooling/config.json) against its weights, or use the folder as it was published.")
+
+
+def _check_loaded(model, info: ModelInfo) -> None:
+    """Refuse a loaded model whose configs do not fit its weights before any text meets it: a text
+    length beyond its position embeddings, or a probe text that gives no finite vector of the
+    dimension the model states."""
+    first = model[0] if len(model) else None
+    config = getattr(getattr(first, "auto_model", None), "config", None)
+    positions = int_or_none(getattr(config, "max_position_embeddings", None))
+    length = int_or_none(getattr(model, "max_seq_length", None))
+    if positions and (length is None or length > positions):
+        raise ModelError(f"The model in {info.path} reads texts of up to {length} tokens, but it has "
+                         f"{positions} positions (max_position_embeddings in config.json), so long texts "
+                         f"could not be encoded. Fix: set max_seq_length in sentence_bert_config.json "
+                         f"to at most {positions}.")
+    try:
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dimension = get_dim()
+        probe = np.asarray(model.encode(["calibsim"], convert_to_numpy=True, show_progress_bar=False))
+    except Exception as exc:
+        raise ModelError(f"The model in {info.path} cannot encode a text: {type(exc).__name__}: {exc}. "
+                         + CONFIG_FIX) from exc
+    finite = bool(np.isfinite(probe).all())
+    if probe.shape != (1, dimension) or not finite:
+        raise ModelError(f"The model in {info.path} gives a probe text a vector of shape {probe.shape}"
+                         f"{'' if finite else ' holding NaN or infinity'}, where its configs state "
+                         f"{dimension!r} dimensions. " + CONFIG_FIX)
 
 
 def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = "float32",
@@ -223,6 +258,7 @@ def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = 
         )
     except Exception as exc:
         raise ModelError(f"Could not load the model in {info.path}: {type(exc).__name__}: {exc}") from exc
+    _check_loaded(model, info)
     model, chosen, note = _choose_precision(model, precision, resolved_device, fingerprint.digest)
     return SentenceTransformerEmbedder(model, info, fingerprint, resolved_device, chosen, note,
                                        choose_prompts(info) if prompts is None else prompts)
