@@ -118,8 +118,7 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         self.device = device
         self.precision = precision
         self.precision_note = precision_note
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self.dimension = int(get_dim() or info.dimension)
+        self.dimension = int(stated_dimension(model) or info.dimension)
         self.max_seq_length = int_or_none(getattr(model, "max_seq_length", None)) or info.max_seq_length
 
     def encode_batch(self, texts: list[str], prompt: str = "") -> np.ndarray:
@@ -191,6 +190,13 @@ CONFIG_FIX = ("Fix: check the folder's configs (config.json, sentence_bert_confi
               "1_Pooling/config.json) against its weights, or use the folder as it was published.")
 
 
+def stated_dimension(model):
+    """The sentence-embedding dimension a loaded sentence-transformers model states (its method's
+    name changed in sentence-transformers 6)."""
+    get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return get_dim()
+
+
 def _check_loaded(model, info: ModelInfo) -> None:
     """Refuse a loaded model whose configs do not fit its weights before any text meets it: a text
     length beyond its position embeddings, or a probe text that gives no finite vector of the
@@ -205,8 +211,7 @@ def _check_loaded(model, info: ModelInfo) -> None:
                          f"could not be encoded. Fix: set max_seq_length in sentence_bert_config.json "
                          f"to at most {positions}.")
     try:
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dimension = get_dim()
+        dimension = stated_dimension(model)
         probe = np.asarray(model.encode(["calibsim"], convert_to_numpy=True, show_progress_bar=False))
     except Exception as exc:
         raise ModelError(f"The model in {info.path} cannot encode a text: {type(exc).__name__}: {exc}. "
