@@ -68,7 +68,7 @@ class WindowMenus(QObject):
     def build_menus(self) -> None:
         bar = self.window.menuBar()
         self.build_file_menu(bar.addMenu("&File"))
-        view = bar.addMenu("&View")
+        view = self.view_menu = bar.addMenu("&View")
         self.dark_action = self.action(view, "&Dark palette", self.toggle_palette, "Ctrl+Shift+D")
         self.dark_action.setCheckable(True)
         self.build_settings_menu(bar.addMenu("&Settings"))

@@ -25,6 +25,7 @@ from calibsim_gui.core.analysis.distributions import (
 from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.plots import style_plot
+from calibsim_gui.qt.state import COMPARED_FORMS
 
 POINT_COLOR = QColor(76, 120, 168, 170)
 SELECTED_COLOR = QColor(214, 39, 40)
@@ -222,6 +223,16 @@ class AgreementView(QWidget):
     def selected_point(self) -> tuple[float, float] | None:
         x, y = self.selected.getData()
         return (float(x[0]), float(y[0])) if len(x) else None
+
+    def view_state(self) -> dict:
+        """The view choice a project keeps: the score compared with people's."""
+        return {"compared": self.state.compared_form}
+
+    def restore_view_state(self, state: dict) -> None:
+        """Compare with the score `state` names (unknown or missing: the current choice stays)."""
+        form = state.get("compared")
+        if form in COMPARED_FORMS and form != self.state.compared_form:
+            self.state.set_compared_form(form)
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))

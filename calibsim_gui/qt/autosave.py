@@ -30,8 +30,9 @@ def autosave_path() -> Path:
 
 
 class Autosaver(QObject):
-    """Writes `window.current_project()` (atomically) a moment after the state or the anchor
-    ladder being edited changes."""
+    """Writes `window.current_project()` (atomically) a moment after the state, the anchor ladder
+    being edited, the layout of the tabs or a tab's view choices (its optional
+    ``view_state_changed`` signal) change."""
 
     def __init__(self, window):
         super().__init__(window)
@@ -44,8 +45,11 @@ class Autosaver(QObject):
         self.timer.timeout.connect(self.save_now)
         state = window.state
         for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed,
-                       state.human_changed, window.anchors.model.ladder_changed):
+                       state.human_changed, window.anchors.model.ladder_changed, window.panels.changed):
             signal.connect(self.timer.start)
+        for widget, _ in window.panels.home:
+            if hasattr(widget, "view_state_changed"):
+                widget.view_state_changed.connect(self.timer.start)
 
     def save_now(self) -> None:
         """Write the project now if it holds anything worth restoring (an input, anchor edits,

@@ -3,7 +3,8 @@
 The window holds the parts and connects them; what each part does lives in its own module:
 `task_status` (status bar, Cancel, Esc), `actions` (menus and shortcuts), `preferences`
 (Settings menu), `session` (model, references, inputs, scoring), `projects` (save, open,
-restore, unsaved work), `human_flow`, `export_flow` and `compare_flow`.
+restore, unsaved work), `panels` (tabs side by side), `window_title`, `human_flow`,
+`export_flow` and `compare_flow`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QTabWidget
 
-from calibsim_gui import __version__
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.actions import WindowMenus
 from calibsim_gui.qt.agreement_view import AgreementView
@@ -28,6 +28,7 @@ from calibsim_gui.qt.human_flow import HumanFlow
 from calibsim_gui.qt.map_view import MapView
 from calibsim_gui.qt.messages import for_the_app
 from calibsim_gui.qt.model_manager import ModelManager
+from calibsim_gui.qt.panels import Panels
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
 from calibsim_gui.qt.preferences import Preferences
 from calibsim_gui.qt.projects import Projects
@@ -37,10 +38,10 @@ from calibsim_gui.qt.session import Session
 from calibsim_gui.qt.space_view import SpaceView
 from calibsim_gui.qt.state import AppState
 from calibsim_gui.qt.task_status import TaskStatus
+from calibsim_gui.qt.window_title import WindowTitle
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
 
 MIN_FIRST_SIZE = (1024, 700)     # a first launch opens at 80 % of the screen, at least this
-TITLE_NOTE_MS = 10_000           # how long the title says that a long run ended
 
 
 class MainWindow(QMainWindow):
@@ -51,7 +52,6 @@ class MainWindow(QMainWindow):
 
     def __init__(self, *, load_default_model: bool = True, autosave: bool = True):
         super().__init__()
-        self.setWindowTitle(f"calibsim {__version__}")
         self.setAcceptDrops(True)
         self.settings = QSettings("calibsim", "calibsim")
         self.state = AppState(self)
@@ -70,6 +70,8 @@ class MainWindow(QMainWindow):
         self.cancel_button = self.task_status.cancel_button
         self.memory_label = self.task_status.memory_label
         self.menus = WindowMenus(self)
+        self.panels.build_menu(self.menus.view_menu)
+        self.title = WindowTitle(self)
         self._connect()
         self._restore_settings()
         self.autosaver = Autosaver(self) if autosave else None     # off for demos and self-tests
@@ -105,25 +107,28 @@ class MainWindow(QMainWindow):
         self.runners += [self.search.runner, self.search.export_runner]
         self.welcome = FirstRunView()
         self.tabs = QTabWidget()
-        # mnemonics are unique across tabs and menus (Alt+H is Help; Heatmap is Alt+E)
-        for widget, title in ((self.welcome, "&Welcome"), (self.models, "&Model"),
-                              (self.anchors, "&Anchors"),
-                              (self.background, "&Background"), (self.results, "&Results"),
-                              (self.distributions, "&Distributions"), (self.agreement, "Agreeme&nt"),
-                              (self.heatmap, "H&eatmap"), (self.map, "Te&xt map"),
-                              (self.space, "S&pace"), (self.search, "Sear&ch")):
+        # mnemonics are unique across tabs and menus (Alt+H is Help; Heatmap is Alt+E); the names
+        # are the tabs' objectName, which projects and the layout keep
+        for widget, title, name in (
+                (self.welcome, "&Welcome", "welcome"), (self.models, "&Model", "model"),
+                (self.anchors, "&Anchors", "anchors"), (self.background, "&Background", "background"),
+                (self.results, "&Results", "results"), (self.distributions, "&Distributions", "distributions"),
+                (self.agreement, "Agreeme&nt", "agreement"), (self.heatmap, "H&eatmap", "heatmap"),
+                (self.map, "Te&xt map", "map"), (self.space, "S&pace", "space"),
+                (self.search, "Sear&ch", "search")):
+            widget.setObjectName(name)
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
-        self.setCentralWidget(self.tabs)
+        self.panels = Panels(self, self.tabs)
+        self.setCentralWidget(self.panels.splitter)
 
     def _build_timers(self, *, load_default_model: bool, autosave: bool) -> None:
-        """The window's own timers: start-up steps, the title's note, the Space tab's refresh."""
+        """The window's own timers: start-up steps and the Space tab's refresh."""
         def single_shot(interval: int, slot) -> QTimer:
             timer = QTimer(self, singleShot=True, interval=interval)
             timer.timeout.connect(slot)
             return timer
 
-        self.title_timer = single_shot(TITLE_NOTE_MS, lambda: self.setWindowTitle(f"calibsim {__version__}"))
         self.space_timer = single_shot(0, self._refresh_space)
         if load_default_model:
             single_shot(0, self._load_default_model).start()
@@ -137,6 +142,7 @@ class MainWindow(QMainWindow):
         self.welcome.open_project_requested.connect(projects.choose)
         self.task_status.watch()                              # first: later slots may say more
         self.input_runner.failed.connect(session.input_failed)
+        self.input_runner.failed.connect(projects.restore_views)      # no results will come
         self.profile_runner.failed.connect(session.references_settled)
         self.background.runner.finished.connect(projects.background_read)
         self.model_runner.finished.connect(session.model_loaded)
@@ -197,8 +203,7 @@ class MainWindow(QMainWindow):
     def notify_done(self, text: str) -> None:
         """A long run ended while the user was elsewhere: flash the task-bar entry."""
         QApplication.alert(self)
-        self.setWindowTitle(f"calibsim {__version__} — {text}")
-        self.title_timer.start()
+        self.title.note(text)
 
     # ------------------------------------------------------------------ the parts' entry points
     # The window's own API (for the app, the autosave, scripts and tests); its parts do the work.
@@ -324,6 +329,7 @@ class MainWindow(QMainWindow):
         if geometry is None or not self.restoreGeometry(geometry):
             self.resize(*self.first_size())
         self.preferences.show_memory_budget()
+        self.panels.restore_settings(self.settings)       # the tabs side by side, the current tab
         dark = self.settings.value("view/dark", False, type=bool)
         self.menus.dark_action.setChecked(dark)
         palettes.apply(QApplication.instance(), dark)
@@ -385,6 +391,7 @@ class MainWindow(QMainWindow):
         if self.autosaver is not None:
             self.autosaver.discard()
         self.settings.setValue("window/geometry", self.saveGeometry())
+        self.panels.remember(self.settings)
         self.session.close_cache()
         gc.unfreeze()              # let the interpreter collect everything at exit
         super().closeEvent(event)

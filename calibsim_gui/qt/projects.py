@@ -1,15 +1,15 @@
-"""The session as a project: what is unsaved, saving, opening and re-creating a project, and
-restoring the session an autosave kept."""
+"""The session as a project: what is unsaved, saving, opening and re-creating a project (its view
+choices and layout last, once its results are shown), and restoring the session an autosave kept."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.project import Project, ProjectInput, human_fit_from_dict
+from calibsim_gui.core.analysis.project import Project, ProjectInput, human_fit_from_dict, json_safe
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
@@ -18,13 +18,19 @@ from calibsim_gui.core.references.anchors import builtin_anchors
 def snapshot(project) -> str:
     """The parts of a project that are the user's work (not view choices) as one string."""
     data = project.to_dict()
+    data.pop("views", None)
+    data.pop("layout", None)
     settings = data.pop("settings", {})
     keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale") if k in settings}
     return json.dumps({**data, "settings": keep}, sort_keys=True, default=str)
 
 
 class Projects(QObject):
-    """Saves the window's session as a `Project` and re-creates one, step by step, in its runs."""
+    """Saves the window's session as a `Project` and re-creates one, step by step, in its runs.
+
+    `saved_changed` is emitted when the project's file or what counts as saved changes."""
+
+    saved_changed = Signal()
 
     def __init__(self, window):
         super().__init__(window)
@@ -36,6 +42,7 @@ class Projects(QObject):
         self.resnapshot = False                       # take the snapshot again once a project is re-created
         self.pending_project = None                   # a project waiting for its model
         self.step = None                              # ("rebuild" | "anchors", project) waiting for a run
+        self.pending_views = None                     # a project whose views wait for its results
         self.restore_box: QMessageBox | None = None
 
     # ------------------------------------------------------------------ unsaved work
@@ -87,10 +94,46 @@ class Projects(QObject):
 
     def results_changed(self) -> None:
         """Once a project is re-created, the session is the project as the app holds it
-        (e.g. columns now named): that is what counts as saved."""
-        if self.resnapshot and self.pending_project is None and not self.window.profile_runner.running:
+        (e.g. columns now named): that is what counts as saved; its views are restored then."""
+        if self.pending_project is not None or self.window.profile_runner.running:
+            return
+        self.restore_views()
+        if self.resnapshot:
             self.resnapshot = False
             self.saved_snapshot = snapshot(self.current_project())
+            self.saved_changed.emit()
+
+    def view_states(self) -> dict:
+        """``{tab name: tab.view_state()}`` of every tab with view choices (plain JSON only)."""
+        views = {}
+        for widget, _ in self.window.panels.home:
+            state = widget.view_state() if callable(getattr(widget, "view_state", None)) else None
+            if isinstance(state, dict) and json_safe(state):
+                views[widget.objectName()] = state
+        return views
+
+    def restore_views(self) -> None:
+        """The waiting project's layout, then each tab's view choices; what could not be used
+        is said in one message naming the project's file."""
+        project, self.pending_views = self.pending_views, None
+        if project is None:
+            return
+        self.window.panels.restore(project.layout)
+        notes = list(project.notes)
+        for name, state in project.views.items():
+            widget = self.window.panels.widget(name)
+            if widget is None or not callable(getattr(widget, "restore_view_state", None)):
+                continue                 # a tab this version does not have, or without view choices
+            try:
+                widget.restore_view_state(state)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                notes.append(f"the view choices of the {name!r} tab ({exc})")
+        if notes:
+            where = self.path or "the restored session"
+            self.window.show_message(QMessageBox.Icon.Information, "Some view choices left out",
+                                     f"{where}: {'; '.join(notes)} could not be used and were left "
+                                     "at their defaults. Save the project again to keep the views "
+                                     "as they are now.")
 
     # ------------------------------------------------------------------ saving
 
@@ -108,6 +151,7 @@ class Projects(QObject):
                        profile=session.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
                        inputs=self.project_inputs(), human=self.project_human(),
+                       views=self.view_states(), layout=self.window.panels.state(),
                        settings={"metric": state.metric, "form": state.form, "geometry": state.geometry,
                                  **self.project_labels(), **({"anchor_edits": edits.to_dict()} if edits else {})})
 
@@ -166,6 +210,7 @@ class Projects(QObject):
         self.path = path
         self.window.menus.remember_recent(path)
         self.window.status_label.setText(f"Saved project {path}")
+        self.saved_changed.emit()
         return True
 
     # ------------------------------------------------------------------ opening
@@ -208,6 +253,8 @@ class Projects(QObject):
         self.saved_snapshot = snapshot(project) if from_file and path else None
         # once re-created, the session is the project as the app holds it (e.g. columns now named)
         self.resnapshot = bool(from_file and path)
+        self.pending_views = project                   # shown once its results are (results_changed)
+        self.saved_changed.emit()
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
         self.state.geometry = project.settings.get("geometry", "none")     # used by the next scoring
@@ -277,7 +324,9 @@ class Projects(QObject):
             self.step = ("anchors", project) if project.anchors is not None else None
             session.use_builtin_reference()
         usable = [i for i in project.inputs if Path(i.path).exists()]
-        if usable:
+        if not usable:
+            self.restore_views()             # no results to wait for
+        else:
             first = usable[0]
             options = dict(first.options)
             if first.kind == "pairs":

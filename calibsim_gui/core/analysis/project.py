@@ -4,14 +4,19 @@ A project stores choices and file locations, not results: re-opening it re-runs 
 (cheap with the embedding cache). Two things are stored whole because they are the user's work
 and cost time to redo: the anchor ladder and the human calibration (its fitted map, validation
 and source, as in a ``.calibsim-human`` file). The input's columns (text_a, text_b, label) are
-kept with the input; the label column and scale chosen in the results view in the settings. Paths are stored relative to the project file when they sit
-below its folder, so a project folder can be moved as a whole.
+kept with the input; the label column and scale chosen in the results view in the settings.
+How the window looked is kept too, and is never the user's work: ``views`` holds each tab's view
+choices (``{tab name: its view_state()}``) and ``layout`` the current tab and the tabs shown side
+by side. Both are checked leniently: a wrong part is left out with a note in ``notes``, and a file
+without them (an older project) opens with the default views. Paths are stored relative to the
+project file when they sit below its folder, so a project folder can be moved as a whole.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +55,9 @@ class Project:
     inputs: list[ProjectInput] = field(default_factory=list)
     settings: dict = field(default_factory=dict)    # view choices: metric, form, label_column, ...
     human: dict | None = None               # a human calibration: calibrator, validation, source
+    views: dict = field(default_factory=dict)       # tab name -> that tab's view_state()
+    layout: dict = field(default_factory=dict)      # current, beside, sizes: see `layout_of`
+    notes: list[str] = field(default_factory=list, compare=False)   # what `load` left out, in words
 
     def files(self) -> list[str]:
         """Every file the project points at."""
@@ -79,7 +87,9 @@ class Project:
                                "pairs": self.background_pairs, "seed": self.background_seed},
                 "inputs": [{**asdict(i), "path": rel(i.path)} for i in self.inputs],
                 "settings": self.settings,
-                **({"human": self.human} if self.human is not None else {})}
+                **({"human": self.human} if self.human is not None else {}),
+                **({"views": self.views} if self.views else {}),
+                **({"layout": self.layout} if self.layout else {})}
 
     def save(self, path) -> Path:
         path = Path(path)
@@ -117,6 +127,9 @@ class Project:
                 settings=dict(data.get("settings", {})),
                 human=data.get("human"))
             project._check()
+            project.views, view_notes = views_of(data.get("views", {}))
+            project.layout, layout_notes = layout_of(data.get("layout", {}))
+            project.notes = view_notes + layout_notes
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             detail = str(exc) if type(exc) is ValueError else repr(exc)
             raise InputError(f"the project is damaged or hand-edited ({detail}).", path=path,
@@ -159,6 +172,44 @@ class Project:
 
 
 _MAX_COUNT = 2**31 - 1          # the app's spin boxes hold 32-bit integers
+
+
+def json_safe(value, depth: int = 0) -> bool:
+    """True when `value` is plain JSON: str, finite numbers, bools, None, lists and str-keyed dicts."""
+    if depth > 32:
+        return False
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(json_safe(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and json_safe(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def views_of(data) -> tuple[dict, list[str]]:
+    """The usable part of a project's ``views`` and, in words, what was left out."""
+    if not isinstance(data, dict):
+        return {}, ["the tabs' view choices (not a JSON object)"]
+    views = {name: state for name, state in data.items() if isinstance(state, dict) and json_safe(state)}
+    return views, [f"the view choices of the {name!r} tab (not a JSON object)" for name in data
+                   if name not in views]
+
+
+def layout_of(data) -> tuple[dict, list[str]]:
+    """The usable part of a project's ``layout``: ``current`` (a tab's name), ``beside`` (names
+    of the tabs in the side pane) and ``sizes`` (the two panes' widths); and what was left out."""
+    if not isinstance(data, dict):
+        return {}, ["the layout of the tabs (not a JSON object)"]
+    checks = {"current": lambda v: isinstance(v, str),
+              "beside": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+              "sizes": lambda v: isinstance(v, list) and len(v) == 2
+              and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= _MAX_COUNT for n in v)}
+    layout = {key: data[key] for key, ok in checks.items() if key in data and ok(data[key])}
+    return layout, [f"the layout's {key!r} ({data[key]!r} is not usable)" for key in checks
+                    if key in data and key not in layout]
 
 
 def human_fit_from_dict(data):
