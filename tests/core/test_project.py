@@ -139,3 +139,41 @@ def test_a_damaged_human_calibration_or_label_choice_is_refused_with_the_file(tm
     with pytest.raises(InputError, match=message) as caught:
         Project.load(path)
     assert str(path) in str(caught.value)
+
+
+def test_a_project_keeps_the_tabs_view_choices_and_layout(tmp_path):
+    views = {"results": {"sort": ["cosine_calibrated", "desc"], "filters": {"score": [1.5, 4]}},
+             "agreement": {"compared": "human"}}
+    layout = {"current": "distributions", "beside": ["map"], "sizes": [700, 300]}
+    loaded = Project.load(Project(views=views, layout=layout).save(tmp_path / "study.calibsim"))
+    assert (loaded.views, loaded.layout, loaded.notes) == (views, layout, [])
+    older = Project.load(Project().save(tmp_path / "older.calibsim"))        # written before views
+    assert (older.views, older.layout, older.notes) == ({}, {}, [])
+    assert "views" not in json.loads((tmp_path / "older.calibsim").read_text())
+
+
+@pytest.mark.parametrize("views, layout, kept_views, kept_layout, note", [
+    ([1, 2], {}, {}, {}, "view choices (not a JSON object)"),
+    ({"map": "zoomed", "agreement": {"compared": "human"}}, {}, {"agreement": {"compared": "human"}}, {},
+     "view choices of the 'map' tab"),
+    ({}, "two panes", {}, {}, "layout of the tabs"),
+    ({}, {"current": 3, "beside": ["map"], "sizes": [1, True]}, {}, {"beside": ["map"]}, "'current' (3"),
+    ({}, {"beside": "map", "sizes": [-5, 10]}, {}, {}, "'beside' ('map'"),
+])
+def test_wrong_view_choices_or_layout_are_left_out_with_a_note(tmp_path, views, layout, kept_views,
+                                                               kept_layout, note):
+    data = Project(inputs=[ProjectInput(str(tmp_path / "a.csv"))]).to_dict()
+    path = tmp_path / "edited.calibsim"
+    path.write_text(json.dumps({**data, "views": views, "layout": layout}))
+    loaded = Project.load(path)                     # opens: the rest of the project is kept
+    assert (loaded.views, loaded.layout) == (kept_views, kept_layout)
+    assert loaded.inputs[0].path == str(tmp_path / "a.csv")
+    assert any(note in n for n in loaded.notes), loaded.notes
+
+
+def test_only_plain_json_counts_as_a_view_state():
+    from calibsim_gui.core.analysis.project import json_safe
+
+    assert json_safe({"a": [1, 2.5, "x", None, True, {"b": []}]})
+    assert not json_safe({"a": float("nan")}) and not json_safe({1: "x"}) and not json_safe({"a": (1, 2)})
+    assert not json_safe({"a": object()})
