@@ -75,7 +75,7 @@ class Panels(QObject):
         self.side.removeTab(index)
         place = sum(1 for w, _ in self.home[: [w for w, _ in self.home].index(widget)]
                     if self.tabs.indexOf(w) >= 0)
-        self.tabs.insertTab(place, widget, dict((w.objectName(), t) for w, t in self.home)[name])
+        self.tabs.insertTab(place, widget, {w.objectName(): t for w, t in self.home}[name])
         self.side.setVisible(self.side.count() > 0)
         self._update()
 
