@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
 from calibsim_gui.core.analysis.project import layout_of
 
 SETTINGS_KEY = "view/layout"
+PANE_MIN_WIDTH = 420     # side by side, each pane may be this narrow (a 1024-pixel screen holds two)
 # (stays in the main tabs, shown beside it): the views that make sense together
 PAIRS = (("results", "map", "Te&xt map beside Results"),
          ("distributions", "agreement", "Agreeme&nt beside Distributions"))
@@ -60,6 +61,7 @@ class Panels(QObject):
         title = self.tabs.tabText(index)
         self.tabs.removeTab(index)
         self.side.setCurrentIndex(self.side.addTab(widget, title))
+        self._fit_panes()
         if self.side.isHidden():
             self.side.show()
             half = max(self.splitter.width(), 2) // 2
@@ -77,6 +79,7 @@ class Panels(QObject):
                     if self.tabs.indexOf(w) >= 0)
         self.tabs.insertTab(place, widget, {w.objectName(): t for w, t in self.home}[name])
         self.side.setVisible(self.side.count() > 0)
+        self._fit_panes()
         self._update()
 
     def one_pane(self) -> None:
@@ -114,6 +117,12 @@ class Panels(QObject):
             action.triggered.connect(slot)
             sub.addAction(action)
         self._update()
+
+    def _fit_panes(self) -> None:
+        """Side by side, each pane may be narrower than its widest tab needs, so that the window
+        still fits its screen (the splitter gives either pane more room); alone, the tabs' own."""
+        for pane in (self.tabs, self.side):
+            pane.setMinimumWidth(PANE_MIN_WIDTH if self.side.count() else 0)
 
     def _update(self) -> None:
         shown = set(self.beside())

@@ -182,3 +182,26 @@ def test_a_hand_edited_project_with_unusable_view_choices_opens_and_says_what_wa
     assert "Save the project again" in text
     assert window.panels.beside() == ["map"]                    # what could be used was
     assert window.state.results is not None and len(window.state.results.frame) == 30
+
+
+def test_a_damaged_remembered_layout_is_ignored(qtbot):
+    from PySide6.QtCore import QSettings
+
+    for value in ("{not json", json.dumps({"beside": "map", "current": ["x"], "sizes": [1, 2, 3]}),
+                  json.dumps(["map"])):
+        QSettings("calibsim", "calibsim").setValue("view/layout", value)
+        window = new_window(qtbot, load_default_model=False, autosave=False)
+        assert window.panels.beside() == [] and current(window) == "welcome"   # the first start's layout
+        close(window)
+
+
+def test_side_by_side_fits_a_1024_pixel_window(qtbot):
+    window = new_window(qtbot, load_default_model=False, autosave=False)
+    window.resize(1024, 700)
+    window.panels.pair_actions[0].trigger()                     # Text map beside Results
+    qtbot.waitUntil(lambda: window.map.isVisible())
+    assert window.width() == 1024 and window.results.isVisible()
+    assert min(window.panels.splitter.sizes()) >= 400            # neither pane squeezed out
+    window.panels.pair_actions[0].trigger()                     # unchecked: back in one pane
+    assert window.panels.beside() == [] and window.tabs.indexOf(window.map) == 8
+    close(window)
