@@ -47,7 +47,7 @@ class Autosaver(QObject):
         for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed,
                        state.human_changed, window.anchors.model.ladder_changed, window.panels.changed):
             signal.connect(self.timer.start)
-        for widget, _ in window.panels.home:
+        for widget in window.panels.widgets():
             if hasattr(widget, "view_state_changed"):
                 widget.view_state_changed.connect(self.timer.start)
 

@@ -392,6 +392,7 @@ class MainWindow(QMainWindow):
             self.autosaver.discard()
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.panels.remember(self.settings)
+        self.title.note_timer.stop()
         self.session.close_cache()
         gc.unfreeze()              # let the interpreter collect everything at exit
         super().closeEvent(event)

@@ -46,8 +46,15 @@ class Panels(QObject):
 
     # ------------------------------------------------------------------ moving tabs
 
+    def widgets(self) -> list[QWidget]:
+        """Every tab, in its place among the main tabs (a tab added later goes last)."""
+        known = {id(w) for w, _ in self.home}
+        self.home += [(self.tabs.widget(i), self.tabs.tabText(i)) for i in range(self.tabs.count())
+                      if id(self.tabs.widget(i)) not in known]
+        return [w for w, _ in self.home]
+
     def widget(self, name: str) -> QWidget | None:
-        return next((w for w, _ in self.home if w.objectName() == name), None)
+        return next((w for w in self.widgets() if name and w.objectName() == name), None)
 
     def beside(self) -> list[str]:
         return [self.side.widget(i).objectName() for i in range(self.side.count())]
@@ -75,8 +82,8 @@ class Panels(QObject):
         if index < 0:
             return
         self.side.removeTab(index)
-        place = sum(1 for w, _ in self.home[: [w for w, _ in self.home].index(widget)]
-                    if self.tabs.indexOf(w) >= 0)
+        widgets = self.widgets()
+        place = sum(1 for w in widgets[: widgets.index(widget)] if self.tabs.indexOf(w) >= 0)
         self.tabs.insertTab(place, widget, {w.objectName(): t for w, t in self.home}[name])
         self.side.setVisible(self.side.count() > 0)
         self._fit_panes()

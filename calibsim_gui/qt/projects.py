@@ -106,9 +106,9 @@ class Projects(QObject):
     def view_states(self) -> dict:
         """``{tab name: tab.view_state()}`` of every tab with view choices (plain JSON only)."""
         views = {}
-        for widget, _ in self.window.panels.home:
+        for widget in self.window.panels.widgets():
             state = widget.view_state() if callable(getattr(widget, "view_state", None)) else None
-            if isinstance(state, dict) and json_safe(state):
+            if widget.objectName() and isinstance(state, dict) and json_safe(state):
                 views[widget.objectName()] = state
         return views
 

@@ -27,6 +27,7 @@ class ScreenshotTour:
 
     def __init__(self, window, out_dir, *, app=None):
         self.window, self.out = window, Path(out_dir)
+        window.panels.one_pane()               # each view alone, whatever layout was remembered
         self.app = app or QApplication.instance()
         self.out.mkdir(parents=True, exist_ok=True)
         self.timings: dict[str, float] = {}

@@ -205,3 +205,19 @@ def test_side_by_side_fits_a_1024_pixel_window(qtbot):
     window.panels.pair_actions[0].trigger()                     # unchecked: back in one pane
     assert window.panels.beside() == [] and window.tabs.indexOf(window.map) == 8
     close(window)
+
+
+def test_a_tab_added_after_the_window_was_built_is_kept_and_moved_like_the_others(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    window = new_window(qtbot, load_default_model=False, autosave=False)
+    later = remembering(QWidget(objectName="compare"), {"models": ["a", "b"]})
+    window.tabs.addTab(later, "Co&mpare")
+    remembering(window.search, {"hits": (1, 2)})                 # not plain JSON: not saved, never a failed save
+    assert window.projects.view_states() == {"agreement": {"compared": "calibrated"},
+                                             "compare": {"models": ["a", "b"]}}
+    window.panels.restore({"beside": ["compare"], "current": "results"})
+    assert window.panels.beside() == ["compare"] and current(window) == "results"
+    window.panels.one_pane()
+    assert window.tabs.indexOf(later) == window.tabs.count() - 1 and window.tabs.tabText(11) == "Co&mpare"
+    close(window)
