@@ -44,6 +44,7 @@ class Projects(QObject):
         self.step = None                              # ("rebuild" | "anchors", project) waiting for a run
         self.pending_views = None                     # a project whose views wait for its results
         self.restore_box: QMessageBox | None = None
+        self.builtin_anchors = builtin_anchors()      # read once: the title asks for the project often
 
     # ------------------------------------------------------------------ unsaved work
 
@@ -147,7 +148,7 @@ class Projects(QObject):
         built = session.built_from or {"files": [], "pairs": window.background.pairs(),
                                        "seed": window.background.seed()}
         return Project(model=model, device=state.device,
-                       anchors=None if anchors == builtin_anchors() else anchors,
+                       anchors=None if anchors == self.builtin_anchors else anchors,
                        profile=session.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
                        inputs=self.project_inputs(), human=self.project_human(),
