@@ -35,9 +35,12 @@ if str(REPO) not in sys.path:      # run from anywhere, without installing calib
 LOAD_AT_START = os.getloadavg()[0]       # the machine is shared: say how busy it was
 
 
-def arguments(doc: str, *, quick_help: str) -> argparse.Namespace:
-    """``--quick`` (tiny sizes: proves the script works) and ``--results-dir``."""
+def arguments(doc: str, *, quick_help: str, extend=None) -> argparse.Namespace:
+    """``--quick`` (tiny sizes: proves the script works), ``--results-dir`` and what
+    ``extend(parser)`` adds."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    if extend is not None:
+        extend(parser)
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--results-dir", type=Path, default=RESULTS,
                         help=f"where the JSON goes (default {RESULTS.relative_to(REPO)})")

@@ -7,13 +7,21 @@ shared libraries, as a first launch reports them) are evicted from the page cach
 (``posix_fadvise(DONTNEED)``; pages that other running processes map stay cached, so this
 is the best cold case this machine allows without root). Warm: later launches.
 
-Stalls: a 5 ms QTimer ticks on the GUI thread while the real main window (built-in model, CPU)
-scores 5,000 AG News sentence pairs (10,000 distinct texts, empty embedding cache) and then
-builds a background profile from 10,000 other AG News sentences. The longest gap between ticks
-is the longest time the window could not respond. Targets: window < 2 s with torch not yet
-imported; no stall > 100 ms.
+Stalls: a 5 ms QTimer ticks on the GUI thread (the event-loop latency probe) while the real main
+window (built-in model, CPU) goes through the phases a user meets:
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_stall.py [--quick]
+- ``scoring run``: 5,000 AG News sentence pairs (10,000 distinct texts, empty embedding cache);
+- ``after the run``: the 3 s after the results are shown (table, plots, space diagnosis);
+- ``engine switch``: the model reloaded on torch, and the 10 s after;
+- ``first export``: the session's first HTML report with figures;
+- ``background build``: a profile from 10,000 other AG News sentences.
+
+Each phase reports the longest gap between ticks (the longest time the window could not
+respond) and the 99th percentile. ``--load N`` runs N busy processes beside the app (a laptop
+is rarely idle: the issue asks for two). Targets: window < 2 s with torch not yet imported;
+in every phase no stall > 200 ms and p99 <= 50 ms.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_stall.py [--quick] [--load 2]
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from pathlib import Path
 import common
 
 WINDOW_TARGET_S = 2.0
-STALL_TARGET_MS = 100.0
+STALL_TARGET_MS = 200.0
+P99_TARGET_MS = 50.0
 
 # What `calibsim` runs, plus a report at the first event-loop turn after the window is shown.
 LAUNCH = r"""
@@ -124,7 +133,12 @@ class TickRecorder:
         gaps = sorted(self.gaps)
         return {"ticks": len(gaps), "longest_gap_ms": round(1000 * gaps[-1], 1),
                 "p99_gap_ms": round(1000 * gaps[int(0.99 * (len(gaps) - 1))], 1),
-                "gaps_over_100ms": sum(g > 0.1 for g in gaps)}
+                "gaps_over_200ms": sum(g > 0.2 for g in gaps)}
+
+
+def busy_processes(n: int) -> list[subprocess.Popen]:
+    """`n` processes that keep one core each busy until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
 def stalls(n: int, pairs: int) -> dict:
@@ -140,12 +154,18 @@ def stalls(n: int, pairs: int) -> dict:
     window = MainWindow()
     window.show()
 
-    def wait_for(signal, timeout_s=3600):
+    def wait_for(signal=None, timeout_s=3600):
+        """Run the event loop until `signal` fires (or for `timeout_s` seconds when None)."""
         loop = QEventLoop()
-        signal.connect(loop.quit)
-        QTimer.singleShot(timeout_s * 1000, loop.quit)
+        timer = QTimer(window, singleShot=True, interval=int(timeout_s * 1000))
+        timer.timeout.connect(loop.quit)
+        if signal is not None:
+            signal.connect(loop.quit)
+        timer.start()
         loop.exec()
-        signal.disconnect(loop.quit)
+        timer.stop()
+        if signal is not None:
+            signal.disconnect(loop.quit)
 
     while window.state.profile is None:           # the model loads, then its reference
         wait_for(window.state.profile_changed)
@@ -153,41 +173,62 @@ def stalls(n: int, pairs: int) -> dict:
     texts = common.agnews_texts(n)
     common.write_pairs_csv(zip(texts[0::2], texts[1::2]), work / "pairs.csv")
     (work / "background.txt").write_text("\n".join(common.agnews_texts(n, offset=n)), encoding="utf-8")
-
     recorder = TickRecorder()
-    recorder.start()
-    started = time.perf_counter()
-    window.open_inputs([work / "pairs.csv"])
-    wait_for(window.results_shown)
-    encode = {"texts": len(texts), "seconds": round(time.perf_counter() - started, 2), **recorder.stop()}
-    print("encode:", encode, flush=True)
+    phases = {}
 
+    def phase(name: str, start, done_signal=None, after_s: float = 0.0, **extra) -> None:
+        recorder.start()
+        started = time.perf_counter()
+        start()
+        wait_for(done_signal, timeout_s=3600 if done_signal is not None else after_s)
+        phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **recorder.stop()}
+        print(f"{name}:", phases[name], flush=True)
+
+    phase("scoring run", lambda: window.open_inputs([work / "pairs.csv"]), window.results_shown,
+          texts=len(texts))
+    phase("after the run", lambda: None, after_s=3.0)
+    engine = window.models.engine_combo
+    engine.setCurrentIndex(engine.findData("torch"))
+    phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed)
+    phase("after the engine switch", lambda: None, after_s=10.0)
+    report = work / "report.html"
+    phase("first export", lambda: window.start_export(path=str(report), metric="cosine", form="calibrated",
+                                                      figures=True, force=True),
+          window.export_runner.finished)
     documents = load_documents(work / "background.txt")
-    recorder.start()
-    started = time.perf_counter()
-    window.build_background(documents, pairs, 0)
-    wait_for(window.state.profile_changed)
-    build = {"sentences": len(documents.texts), "seconds": round(time.perf_counter() - started, 2),
-             **recorder.stop()}
-    print("background build:", build, flush=True)
+    phase("background build", lambda: window.build_background(documents, pairs, 0),
+          window.state.profile_changed, sentences=len(documents.texts))
     window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
     window.close()
-    return {"encode_pairs_file": encode, "background_build": build}
+    return phases
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="50 sentences each, 1,000 background pairs, one warm launch")
+    args = common.arguments(__doc__, quick_help="50 sentences each, 1,000 background pairs, one warm launch",
+                            extend=lambda parser: parser.add_argument(
+                                "--load", type=int, default=0, help="busy processes beside the app"))
+    load = args.load
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    times = launch_times(1 if args.quick else 5)           # before this process maps Qt itself
-    common.print_table([{"launch": "cold", "seconds": times["cold_s"]},
-                        {"launch": "warm (median)", "seconds": times["warm_median_s"]}])
-    print(f"torch imported before the window was shown: {times['torch_imported_before_window']}")
-    runs = stalls(*((50, 1000) if args.quick else (10_000, 20_000)))
-    worst = max(r["longest_gap_ms"] for r in runs.values())
+    busy = busy_processes(load)
+    try:
+        times = launch_times(1 if args.quick else 5)       # before this process maps Qt itself
+        common.print_table([{"launch": "cold", "seconds": times["cold_s"]},
+                            {"launch": "warm (median)", "seconds": times["warm_median_s"]}])
+        print(f"torch imported before the window was shown: {times['torch_imported_before_window']}")
+        phases = stalls(*((50, 1000) if args.quick else (10_000, 20_000)))
+    finally:
+        for process in busy:
+            process.kill()
+    common.print_table([{"phase": name, "seconds": r["seconds"], "p99 ms": r["p99_gap_ms"],
+                         "max ms": r["longest_gap_ms"], "gaps > 200 ms": r["gaps_over_200ms"]}
+                        for name, r in phases.items()])
     met = {"window_under_2s": max(times["cold_s"], times["warm_median_s"]) < WINDOW_TARGET_S
-           and not times["torch_imported_before_window"], "no_stall_over_100ms": worst <= STALL_TARGET_MS}
-    print(f"targets: {met}")
-    common.save("gui_stall", args, {"launch": times, **runs, "targets_met": met})
+           and not times["torch_imported_before_window"],
+           "no_stall_over_200ms": all(r["longest_gap_ms"] <= STALL_TARGET_MS for r in phases.values()),
+           "p99_at_most_50ms": all(r["p99_gap_ms"] <= P99_TARGET_MS for r in phases.values())}
+    print(f"busy processes beside the app: {load}; targets: {met}")
+    name = "gui_stall" if load == 0 else f"gui_stall_load{load}"
+    common.save(name, args, {"busy_processes": load, "launch": times, "phases": phases, "targets_met": met})
 
 
 if __name__ == "__main__":
