@@ -1,4 +1,4 @@
-"""The results table: scored pairs (or a document set's most similar pairs), sortable and filterable.
+"""The results table: scored pairs (or every pair of a document set), sortable and filterable.
 
 `ResultsTableModel` serves a pandas frame to a `QTableView` without a widget per cell: values are
 formatted only when a visible cell asks for them, and sorting and filtering are numpy operations
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QStackedWidget,
     QTableView,
     QToolButton,
@@ -37,11 +38,12 @@ from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
+from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
+from calibsim_gui.qt.document_pairs import IndexedTexts, document_pair_columns
 from calibsim_gui.qt.messages import for_the_app
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
 EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
-TOP_PAIRS = 10
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
 TRUNCATED_MARK = "✂"
 TRUNCATED_TIPS = {
@@ -124,29 +126,44 @@ class ResultsTableModel(QAbstractTableModel):
         """Show `frame` (None: an empty table; pandas is not imported for it, which keeps the
         window's start-up short). `profile`, the references `frame` was calibrated with, gives
         the calibrated cells' intervals where `frame` has no ``_lo``/``_hi`` columns."""
-        self.beginResetModel()
-        self.frame = frame
-        self._columns = [] if frame is None else [str(c) for c in frame.columns]
-        self._numbers, self._texts, self._decimals = [], [], []
+        columns = {}
         if frame is not None:
             import pandas as pd
         for name in [] if frame is None else frame.columns:
             column = frame[name]
-            parts = split_score_column(name)
-            is_text = parts is None and not pd.api.types.is_numeric_dtype(column)
+            is_text = split_score_column(name) is None and not pd.api.types.is_numeric_dtype(column)
             numbers = _as_numbers(column) if is_text else column.to_numpy(dtype=np.float64)
-            self._numbers.append(numbers)
-            self._texts.append(column.astype(str).to_numpy() if is_text else None)
+            columns[str(name)] = (numbers, IndexedTexts(column.astype(str).to_numpy()) if is_text else None)
+        self._set_columns(columns, 0 if frame is None else len(frame), profile, frame)
+
+    def set_document_pairs(self, results: DocumentMatrix, form: str) -> None:
+        """Show every pair of a document set's documents (rows numbered as `state.pair_row`)."""
+        columns = {name: (None, values) if isinstance(values, IndexedTexts) else (values, None)
+                   for name, values in document_pair_columns(results, form).items()}
+        n = len(results.ids)
+        self._set_columns(columns, n * (n - 1) // 2, None)
+
+    def _set_columns(self, columns: dict, rows: int, profile, frame=None) -> None:
+        """Show `columns`: name -> (float array or None, `IndexedTexts` or None); an input column
+        read as numbers has both."""
+        self.beginResetModel()
+        self.frame = frame
+        self._columns = list(columns)
+        self._numbers = [numbers for numbers, _ in columns.values()]
+        self._texts = [texts for _, texts in columns.values()]
+        self._decimals = []
+        for name, numbers in zip(self._columns, self._numbers):
+            parts = split_score_column(name)
             self._decimals.append(None if numbers is None else _decimals(
                 numbers, parts[1] if parts else name if name == DISAGREEMENT_COLUMN else None))
         self._flags = self._columns.index(TRUNCATED_COLUMN) if TRUNCATED_COLUMN in self._columns else -1
         self._intervals = {column: tip for column, name in enumerate(self._columns)
                            if (tip := self._interval_source(name, profile)) is not None}
         self._lowered: dict[int, pd.Series] = {}
-        self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
-        self._keep = None                             # filter mask over frame rows (None: all)
-        self._rows = self._order                      # frame rows shown, in order
-        self._text, self._range, self._chosen = "", None, None
+        self._order = np.arange(rows)                 # rows in sort order
+        self._keep = None                             # filter mask over rows (None: all)
+        self._rows = self._order                      # rows shown, in order
+        self._text, self._range, self._chosen, self._filters = "", None, None, {}
         self.endResetModel()
 
     def _interval_source(self, name: str, profile):
@@ -189,6 +206,10 @@ class ResultsTableModel(QAbstractTableModel):
     def is_numeric(self, column: int) -> bool:
         return self._numbers[column] is not None
 
+    def numbers(self, column: int) -> np.ndarray:
+        """A numeric column's values, one per row (NaN: empty)."""
+        return self._numbers[column]
+
     def text_columns(self) -> list[int]:
         return [c for c in range(len(self._columns)) if not self.is_numeric(c)]
 
@@ -205,17 +226,23 @@ class ResultsTableModel(QAbstractTableModel):
         return self._columns.index(name) if name in self._columns else -1
 
     def _lower(self, column: int) -> pd.Series:
+        """A text column's distinct values, in lower case."""
         import pandas as pd
 
         if column not in self._lowered:
-            self._lowered[column] = pd.Series(self._texts[column]).str.lower()
+            self._lowered[column] = pd.Series(self._texts[column].values).str.lower()
         return self._lowered[column]
 
+    def column_contains(self, column: int, text: str) -> np.ndarray:
+        """Per row: does text column `column` contain `text` (case-insensitive)?"""
+        hit = self._lower(column).str.contains(text.lower(), regex=False).to_numpy(dtype=bool)
+        return self._texts[column].per_row(hit)
+
     def contains(self, text: str) -> np.ndarray:
-        """Per frame row: does any text column contain `text` (case-insensitive)?"""
+        """Per row: does any text column contain `text` (case-insensitive)?"""
         hit = np.zeros(len(self._order), dtype=bool)
         for column in self.text_columns():
-            hit |= self._lower(column).str.contains(text.lower(), regex=False).to_numpy()
+            hit |= self.column_contains(column, text)
         return hit
 
     # ------------------------------------------------------------------ sort & filter
@@ -225,26 +252,28 @@ class ResultsTableModel(QAbstractTableModel):
         self._text = text
         self._refilter()
 
-    def set_range(self, value, rows=None) -> None:
-        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all)
-        and, unless `rows` is None, that are among these frame rows (chosen on the Map)."""
+    def set_range(self, value, rows=None, filters=()) -> None:
+        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all),
+        unless `rows` is None that are among these rows (chosen on the Map), and that pass every
+        `ColumnFilter` of `filters` (a filter of a missing column passes all)."""
         self._range = value
         self._chosen = None if rows is None else np.asarray(rows, dtype=np.int64)
+        self._filters = list(filters)
         self._refilter()
 
     def _refilter(self) -> None:
         self.beginResetModel()
-        keep = self.contains(self._text) if self._text else None
+        masks = [self.contains(self._text)] if self._text else []
         if self._chosen is not None:
             chosen = np.zeros(len(self._order), dtype=bool)
             chosen[self._chosen[self._chosen < len(chosen)]] = True
-            keep = chosen if keep is None else keep & chosen
+            masks.append(chosen)
         column = -1 if self._range is None else self.column_of(self._range[0])
         if column >= 0 and self.is_numeric(column):
             numbers, (_, low, high) = self._numbers[column], self._range
-            inside = (numbers >= low) & (numbers <= high)
-            keep = inside if keep is None else keep & inside
-        self._keep = keep
+            masks.append((numbers >= low) & (numbers <= high))
+        masks += [mask for f in self._filters if (mask := f.mask(self)) is not None]
+        self._keep = np.logical_and.reduce(masks) if masks else None
         self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
         self.endResetModel()
 
@@ -259,7 +288,9 @@ class ResultsTableModel(QAbstractTableModel):
         if numbers is not None:
             self._order = np.argsort(-numbers if descending else numbers, kind="stable")
         else:
-            self._order = np.argsort(self._lower(column).to_numpy(), kind="stable")
+            ranks = np.empty(len(self._lower(column)), dtype=np.int64)
+            ranks[np.argsort(self._lower(column).to_numpy(), kind="stable")] = np.arange(len(ranks))
+            self._order = np.argsort(self._texts[column].per_row(ranks), kind="stable")
             if descending:
                 self._order = self._order[::-1]
         self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
@@ -330,26 +361,6 @@ def _as_numbers(column: pd.Series) -> np.ndarray | None:
     text = column.astype(str).str.strip()
     numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     return numbers if np.isfinite(numbers[(text != "").to_numpy()]).all() else None
-
-
-def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
-    """The `TOP_PAIRS` most similar pairs of distinct documents: doc a, doc b, raw, `form`."""
-    import pandas as pd
-
-    raw = results.matrices["raw"]
-    key = results.matrices[form] if form != "raw" else METRICS[results.metric].as_similarity(raw)
-    rows, cols = np.triu_indices(len(raw), k=1)
-    values = key[rows, cols]
-    k = min(TOP_PAIRS, len(values))
-    best = np.argpartition(-values, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
-    best = best[np.argsort(-values[best], kind="stable")]
-    a, b = rows[best], cols[best]
-    ids = np.asarray(results.ids, dtype=object)
-    metric, geometry = results.metric, results.geometry
-    columns = {"doc a": ids[a], "doc b": ids[b], score_column(metric, "raw", geometry): raw[a, b].astype(float)}
-    if form != "raw":
-        columns[score_column(metric, form, geometry)] = results.matrices[form][a, b].astype(float)
-    return pd.DataFrame(columns)
 
 
 class FrozenTexts(QTableView):
@@ -454,12 +465,15 @@ class ResultsView(QWidget):
         labels.addWidget(QLabel("to"))
         labels.addWidget(self.scale_high)
         labels.addStretch(1)
-        self.range_button = QToolButton(autoRaise=True)
-        self.range_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.range_button.setToolTip("Rows are limited to a range brushed on the Distributions "
-                                     "tab or to texts chosen on the Map: click to show every row again")
-        self.range_button.clicked.connect(self._show_all_rows)
-        self.range_button.hide()
+        self.column_filters: list[ColumnFilter] = []
+        self.chips = FilterChips()
+        self.chips.removed.connect(self._remove_limit)
+        self.chips.cleared.connect(self.clear_filters)
+        self.filter_button = QToolButton(text="Filter column…")
+        self.filter_button.setToolTip("Keep rows whose score lies in a range or whose text contains "
+                                      "a word (Ctrl+Shift+F; also on a column header's right-click menu)")
+        self.filter_button.clicked.connect(lambda: self.ask_filter())
+        QShortcut(QKeySequence("Ctrl+Shift+F"), self, activated=self._filter_current_column)
         self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse,
                               wordWrap=True)
         self.notes_button = QToolButton(checkable=True, autoRaise=True)
@@ -482,6 +496,8 @@ class ResultsView(QWidget):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.table.horizontalHeader().setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.horizontalHeader().customContextMenuRequested.connect(self._header_menu)
         self.table.selectionModel().currentRowChanged.connect(self._row_chosen)
         self.table.viewport().installEventFilter(self)
         self.frozen = FrozenTexts(self.table)
@@ -497,12 +513,12 @@ class ResultsView(QWidget):
 
         bar = QHBoxLayout()
         bar.addWidget(self.filter_edit, 1)
+        bar.addWidget(self.filter_button)
         bar.addWidget(QLabel("Columns:"))
         bar.addWidget(self.columns_combo)
         notes_bar = QHBoxLayout()
         notes_bar.addWidget(self.notes_button)
-        notes_bar.addWidget(self.range_button)
-        notes_bar.addStretch(1)
+        notes_bar.addWidget(self.chips, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.label_bar)
@@ -517,6 +533,7 @@ class ResultsView(QWidget):
         state.selection_changed.connect(self._select_from_state)
         state.labels_changed.connect(self._labels_changed)
         state.range_changed.connect(self._apply_range)
+        state.input_changed.connect(self._input_changed)
         self.rebuild()
 
     # ------------------------------------------------------------------ building
@@ -530,7 +547,7 @@ class ResultsView(QWidget):
         self._load_frame(keep_sort=False)
         self._fill_labels()
         self._show_notes(self.state.results.notes if self.state.results is not None else [])
-        self.stack.setCurrentWidget(self.table if self.model.frame is not None else self.hint)
+        self.stack.setCurrentWidget(self.table if self.state.results is not None else self.hint)
 
     def _frame(self):
         """The frame to show: the results' rows, plus the disagreement with the chosen labels."""
@@ -540,8 +557,6 @@ class ResultsView(QWidget):
             if agreement is None:
                 return results.frame
             return results.frame.assign(**{DISAGREEMENT_COLUMN: agreement.disagreement})
-        if isinstance(results, DocumentMatrix):
-            return top_document_pairs(results, self._document_form(results))
         return None
 
     def _load_frame(self, keep_sort: bool) -> None:
@@ -549,7 +564,15 @@ class ResultsView(QWidget):
         sorted_by = self.model.column_names[header.sortIndicatorSection()] \
             if keep_sort and 0 <= header.sortIndicatorSection() < self.model.columnCount() else None
         order = header.sortIndicatorOrder()
-        self.model.set_frame(self._frame(), self.state.profile)
+        results = self.state.results
+        if isinstance(results, DocumentMatrix):
+            form = self._document_form(results)
+            self.model.set_document_pairs(results, form)
+            if sorted_by is None:               # most similar pairs first
+                sorted_by = score_column(results.metric, form, results.geometry)
+                order = Qt.SortOrder.DescendingOrder
+        else:
+            self.model.set_frame(self._frame(), self.state.profile)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         if sorted_by is not None and self.model.column_of(sorted_by) >= 0:
             self.table.sortByColumn(self.model.column_of(sorted_by), order)
@@ -719,9 +742,12 @@ class ResultsView(QWidget):
     def _update_summary(self) -> None:
         results = self.state.results
         if not isinstance(results, ScoredPairs):
+            n = 0 if results is None else len(results.ids) * (len(results.ids) - 1) // 2
+            shown = "" if results is None or self.model.rowCount() == n else \
+                f" · {self.model.rowCount():,} shown"
             self.summary.setText("" if results is None else
-                                 f"{len(results.ids)} documents · the {TOP_PAIRS} most similar pairs "
-                                 f"({results.metric}); the Heatmap tab shows every pair")
+                                 f"{len(results.ids):,} documents · all {n:,} pairs ({results.metric}){shown}; "
+                                 "sort by any column; the Heatmap tab draws them as a map")
             return
         frame, metric = results.frame, self.state.metric
         parts = [f"{len(frame):,} rows"]
@@ -769,29 +795,98 @@ class ResultsView(QWidget):
 
     def _apply_range(self) -> None:
         value, chosen = self.state.score_range, self.state.chosen_rows
-        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0])
-        limits = [] if chosen is None else [chosen[1] or f"{len(chosen[0]):,} chosen rows"]
+        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0],
+                             self.column_filters)
+        chips = [(("column", f.column), f.label(column_title(f.column).replace("\n", " · ")),
+                  "Rows are limited by this column's filter") for f in self.column_filters]
         if value is not None:
             column, low, high = value
-            title = column_title(column).replace("\n", " · ")
-            limits.insert(0, f"{title} from {low:.3g} to {high:.3g}")
-        self.range_button.setText(f"✕ Only {' and '.join(limits)} — show all rows")
-        self.range_button.setVisible(bool(limits))
+            chips.insert(0, ("range", f"{column_title(column).replace(chr(10), ' · ')} from {low:.3g} to "
+                                      f"{high:.3g}", "A range brushed on the Distributions tab"))
+        if chosen is not None and not self.showing_documents:
+            chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
+                          "Texts chosen on the Map"))
+        self.chips.set_chips(chips)
         self._update_summary()
         self._select_from_state()
 
-    def _show_all_rows(self) -> None:
-        self.state.set_score_range(None)
+    def _remove_limit(self, key) -> None:
+        """A chip was removed: drop its limit (the brushed range and the Map's choice in `state`)."""
+        if key == "range":
+            self.state.set_score_range(None)
+        elif key == "chosen":
+            self.state.set_chosen_rows(None)
+        else:
+            self.column_filters = [f for f in self.column_filters if f.column != key[1]]
+            self._apply_range()
+
+    def clear_filters(self) -> None:
+        """Every chip at once: column filters, the brushed range and the Map's choice."""
+        self.column_filters = []
+        if self.state.score_range is not None:
+            self.state.set_score_range(None)
         if self.state.chosen_rows is not None:
             self.state.set_chosen_rows(None)
+        self._apply_range()
+
+    def set_column_filter(self, value: ColumnFilter) -> None:
+        """Filter `value.column` by `value` (in place of its earlier filter)."""
+        self.column_filters = [f for f in self.column_filters if f.column != value.column] + [value]
+        self._apply_range()
+
+    def _input_changed(self) -> None:
+        self.column_filters = []                       # another input's columns
+
+    def _filterable(self) -> list[tuple[str, str, bool]]:
+        return [(name, column_title(name), self.model.is_numeric(c)) for c, name
+                in enumerate(self.model.column_names) if not self.table.isColumnHidden(c)
+                and name != TRUNCATED_COLUMN]
+
+    def _limits(self, name: str) -> tuple[float, float]:
+        numbers = self.model.numbers(self.model.column_of(name))
+        finite = numbers[np.isfinite(numbers)]
+        return (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+
+    def ask_filter(self, column: str | None = None) -> None:
+        """Ask for a filter of `column` (None: of a column chosen in the dialog)."""
+        if not self.model.columnCount():
+            return
+        current = next((f for f in self.column_filters if f.column == column), None)
+        dialog = ColumnFilterDialog(self._filterable(), column=column, current=current, limits=self._limits,
+                                    parent=self)
+        if dialog.exec() == ColumnFilterDialog.DialogCode.Accepted and (chosen := dialog.chosen()) is not None:
+            self.set_column_filter(chosen)
+
+    def _filter_current_column(self) -> None:
+        current = self.table.currentIndex()
+        self.ask_filter(self.model.column_names[current.column()] if current.isValid() else None)
+
+    def _header_menu(self, pos) -> None:
+        column = self.table.horizontalHeader().logicalIndexAt(pos)
+        if not 0 <= column < self.model.columnCount():
+            return
+        name = self.model.column_names[column]
+        menu = QMenu(self)
+        menu.addAction(f"Filter “{column_title(name).replace(chr(10), ' · ')}”…", lambda: self.ask_filter(name))
+        if any(f.column == name for f in self.column_filters):
+            menu.addAction("Remove this column's filter", lambda: self._remove_limit(("column", name)))
+        menu.exec(self.table.horizontalHeader().mapToGlobal(pos))
 
     def _row_chosen(self, current: QModelIndex, _previous=None) -> None:
-        if self.showing_documents or not current.isValid():
+        if not current.isValid():
             return
         self.state.select_row(self.model.frame_row(current.row()))
 
     def _show_detail(self, row: int | None) -> None:
         results = self.state.results
+        documents = self.state.selected_documents() if row is not None else None
+        if documents is not None:
+            hidden = "  (hidden by the filter)" if self.model.model_row(row) < 0 else ""
+            self.detail.setText("\n".join(f"{side}: {results.ids[d]}{hidden if side == 'A' else ''} — "
+                                          f"{results.texts[d] if len(results.texts) > d else ''}"
+                                          for side, d in zip("AB", documents)))
+            self.detail.show()
+            return
         names = [getattr(self.state.input, side, None) for side in ("text_a", "text_b")]
         if row is None or not isinstance(results, ScoredPairs) or not all(n in results.frame for n in names):
             self.detail.clear()
@@ -806,8 +901,8 @@ class ResultsView(QWidget):
     def _select_from_state(self) -> None:
         row = self.state.selected_row
         selection = self.table.selectionModel()
-        shown = -1 if row is None or self.showing_documents else self.model.model_row(row)
-        self._show_detail(None if self.showing_documents else row)
+        shown = -1 if row is None else self.model.model_row(row)
+        self._show_detail(row)
         if shown < 0:                                # nothing selected, or filtered out
             selection.clearSelection()
             return
