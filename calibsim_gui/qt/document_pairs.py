@@ -44,5 +44,5 @@ def document_pair_columns(results: DocumentMatrix, form: str) -> dict[str, objec
         columns["text b"] = IndexedTexts(results.texts, b)
     metric, geometry = results.metric, results.geometry
     for shown in ("raw",) if form == "raw" else ("raw", form):
-        columns[score_column(metric, shown, geometry)] = results.matrices[shown][a, b].astype(np.float64)
+        columns[score_column(metric, shown, geometry)] = np.asarray(results.matrices[shown][a, b], dtype=np.float32)
     return columns

@@ -163,7 +163,8 @@ class ResultsTableModel(QAbstractTableModel):
         self._order = np.arange(rows)                 # rows in sort order
         self._keep = None                             # filter mask over rows (None: all)
         self._rows = self._order                      # rows shown, in order
-        self._text, self._range, self._chosen, self._filters = "", None, None, {}
+        self._text, self._range, self._chosen, self._filters = "", None, None, []
+        self._sorted_by = None                        # (column, order) of the last sort
         self.endResetModel()
 
     def _interval_source(self, name: str, profile):
@@ -278,9 +279,13 @@ class ResultsTableModel(QAbstractTableModel):
         self.endResetModel()
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
-        """Reorder rows by `column` (stable; empty numbers last in both directions)."""
-        if not 0 <= column < len(self._columns):
+        """Reorder rows by `column` (stable; empty numbers last in both directions).
+
+        A repeated request is skipped: `QTableView.sortByColumn` asks twice, and sorting 2 million
+        document pairs takes a noticeable moment."""
+        if not 0 <= column < len(self._columns) or self._sorted_by == (column, order):
             return
+        self._sorted_by = (column, order)
         self.layoutAboutToBeChanged.emit()
         old = self._rows
         descending = order == Qt.SortOrder.DescendingOrder
