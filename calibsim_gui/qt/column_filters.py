@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -78,6 +77,16 @@ class ColumnFilter:
         return cls(value["column"], *bounds, text)
 
 
+class Chip(QToolButton):
+    """A removable chip: a click, Space, Enter, Delete or Backspace removes it."""
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.click()
+            return
+        super().keyPressEvent(event)
+
+
 class FilterChips(QWidget):
     """One "✕ label" button per limit on the rows, and "Clear all" when there are several.
 
@@ -90,7 +99,7 @@ class FilterChips(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.chips: list[QToolButton] = []
+        self.chips: list[Chip] = []
         self._layout = QHBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.addStretch(1)
@@ -99,8 +108,8 @@ class FilterChips(QWidget):
         self._layout.insertWidget(0, self.clear_all)
         self.hide()
 
-    def _button(self, text: str, tip: str) -> QToolButton:
-        button = QToolButton(self)
+    def _button(self, text: str, tip: str) -> Chip:
+        button = Chip(self)
         button.setText(text)
         button.setToolTip(tip)
         button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -116,8 +125,6 @@ class FilterChips(QWidget):
             chip = self._button(f"✕ {label}", tip + " — click (or press Delete) to remove this filter")
             chip.setAccessibleName(f"Remove filter: {label}")
             chip.clicked.connect(lambda _=False, k=key: self.removed.emit(k))
-            QShortcut(QKeySequence.StandardKey.Delete, chip, activated=chip.click,
-                      context=Qt.ShortcutContext.WidgetShortcut)
             self._layout.insertWidget(position, chip)
             self.chips.append(chip)
         self.clear_all.setVisible(len(chips) > 1)

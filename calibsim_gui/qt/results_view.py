@@ -435,6 +435,7 @@ class ResultsView(QWidget):
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
+        self.setObjectName("results")
         self.state = state
         self.model = ResultsTableModel(parent=self)
 
@@ -696,6 +697,41 @@ class ResultsView(QWidget):
             return
         self._fill_column_sets()
         self._update_summary()
+
+    # ------------------------------------------------------------------ remembered view
+
+    def view_state(self) -> dict:
+        """The view choices a project keeps: column set, sort, text filter and column filters."""
+        header = self.table.horizontalHeader()
+        section = header.sortIndicatorSection()
+        sort = self.model.column_names[section] if 0 <= section < self.model.columnCount() else None
+        return {"columns": self.columns_combo.currentData() or "focus",
+                "sort": None if sort is None else
+                {"column": sort, "descending": header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder},
+                "text_filter": self.filter_edit.text(),
+                "filters": [f.to_json() for f in self.column_filters]}
+
+    def restore_view_state(self, state: dict) -> None:
+        """Show the choices of `view_state` (unknown keys are ignored; missing ones keep the
+        current choice; a sort or filter of a column these results lack is dropped)."""
+        if not isinstance(state, dict):
+            return
+        if state.get("columns") in COLUMN_SETS:
+            self.columns_combo.setCurrentIndex(self.columns_combo.findData(state["columns"]))
+        if isinstance(state.get("text_filter"), str):
+            self._filter_timer.stop()
+            self.filter_edit.blockSignals(True)
+            self.filter_edit.setText(state["text_filter"])
+            self.filter_edit.blockSignals(False)
+            self.model._text = state["text_filter"].strip()
+        if isinstance(state.get("filters"), list):
+            self.column_filters = [f for value in state["filters"] if (f := ColumnFilter.from_json(value))
+                                   is not None and self.model.column_of(f.column) >= 0]
+        sort = state.get("sort")
+        if isinstance(sort, dict) and self.model.column_of(str(sort.get("column"))) >= 0:
+            order = Qt.SortOrder.DescendingOrder if sort.get("descending") else Qt.SortOrder.AscendingOrder
+            self.table.sortByColumn(self.model.column_of(sort["column"]), order)
+        self._apply_range()
 
     # ------------------------------------------------------------------ human scores
 

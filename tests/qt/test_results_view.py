@@ -395,3 +395,64 @@ def test_new_results_drop_the_range_filter(view, scored):
     view.state.set_results(scored)
     assert view.state.score_range is None and not view.chips.isVisibleTo(view)
     assert view.model.rowCount() == len(scored.frame)
+
+
+def test_column_filter_chips_filter_the_rows_and_clear_one_by_one(view, scored, qtbot, monkeypatch):
+    from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog
+
+    frame, state = scored.frame, view.state
+    values = frame["cosine_calibrated"].to_numpy()
+    low = round(float(np.quantile(values[np.isfinite(values)], 0.3)), 3)
+    dialog_seen = []
+
+    def fill(dialog):                       # the dialog a user opens from the header menu
+        dialog_seen.append(dialog.column_combo.currentText())
+        dialog.low.setValue(low)
+        dialog.high.setValue(1.5)
+        return ColumnFilterDialog.DialogCode.Accepted
+    monkeypatch.setattr(ColumnFilterDialog, "exec", fill)
+    view.ask_filter("cosine_calibrated")
+    assert dialog_seen == ["cosine · calibrated"]
+    above = int((values >= low).sum())
+    assert 0 < view.model.rowCount() == above < len(frame)
+    view.set_column_filter(ColumnFilter("sentence1", text="w"))       # text contains, combined
+    both = int(sum(v >= low and "w" in a.lower() for v, a in zip(values, frame["sentence1"])))
+    assert view.model.rowCount() == both
+    state.set_score_range(("cosine_raw", -1.0, 2.0))                   # the brushed range: a chip too
+    assert view.chips.labels() == ["cosine · raw from -1 to 2", f"cosine · calibrated from {low:.4g} to 1.5",
+                                   "sentence1 contains “w”"]
+    assert view.chips.clear_all.isVisibleTo(view)
+    chip = view.chips.chips[2]                                         # keyboard: Delete on the chip
+    view.show()
+    chip.setFocus()
+    qtbot.keyClick(chip, Qt.Key.Key_Delete)
+    assert view.model.rowCount() == above and len(view.chips.labels()) == 2
+    view.chips.clear_all.click()                                       # all at once
+    assert view.model.rowCount() == len(frame) and state.score_range is None
+    assert not view.chips.isVisibleTo(view)
+
+
+def test_results_view_state_round_trips_columns_sort_and_filters(view, scored, profile):
+    from calibsim_gui.qt.column_filters import ColumnFilter
+
+    view.columns_combo.setCurrentIndex(view.columns_combo.findData("all"))
+    view.table.sortByColumn(view.model.column_of("cosine_raw"), Qt.SortOrder.DescendingOrder)
+    view.set_column_filter(ColumnFilter("cosine_raw", 0.2, None))
+    view.filter_edit.setText("w")
+    saved = view.view_state()
+    assert saved["columns"] == "all" and saved["sort"] == {"column": "cosine_raw", "descending": True}
+    import json
+    saved = json.loads(json.dumps(saved))                              # JSON-safe
+    other = ResultsView(view.state)                                    # a fresh view, as on reopen
+    other.restore_view_state({**saved, "unknown": 1})
+    raw = scored.frame["cosine_raw"].to_numpy()
+    wanted = [i for i in np.argsort(-raw, kind="stable") if raw[i] >= 0.2
+              and "w" in f"{scored.frame['sentence1'][i]} {scored.frame['sentence2'][i]}".lower()]
+    assert [other.model.frame_row(r) for r in range(other.model.rowCount())] == wanted
+    assert other.columns_combo.currentData() == "all" and other.filter_edit.text() == "w"
+    assert other.chips.labels() == ["cosine · raw ≥ 0.2"]
+    other.restore_view_state({"filters": [{"column": "gone"}, "x"], "sort": {"column": "gone"}})
+    with_w = sum("w" in f"{a} {b}".lower() for a, b in zip(scored.frame["sentence1"], scored.frame["sentence2"]))
+    assert other.column_filters == [] and other.model.rowCount() == with_w > len(wanted)   # text filter kept
+    other.restore_view_state("not a dict")
+    other.deleteLater()
