@@ -185,6 +185,34 @@ class AppState(QObject):
             return None
         return document_pair(len(self.results.ids), self.selected_row)
 
+    def pair_with_texts(self, text: str, other: str | None = None) -> int | None:
+        """The selectable pair holding `text` (a `selected_row` value), or None when no pair does.
+
+        Pairs: the first row with `text` on either side, preferring one with `other` on the other
+        side. A document set: `text`'s document paired with `other`'s when that is in the set too,
+        else with its most similar document.
+        """
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        results, table = self.results, self.input
+        if isinstance(results, DocumentMatrix):
+            where = {t: i for i, t in enumerate(results.texts)}
+            if text not in where or len(results.ids) < 2:
+                return None
+            a = where[text]
+            b = where.get(other, a)
+            if b == a:
+                similarity = METRICS[results.metric].as_similarity(results.matrices["raw"][a].astype(float))
+                similarity[a] = -np.inf
+                b = int(np.argmax(similarity))
+            return pair_row(len(results.ids), a, b)
+        if results is None or not hasattr(table, "text_a") or table.text_a not in results.frame:
+            return None
+        first, second = (results.frame[side].astype(str).to_numpy() for side in (table.text_a, table.text_b))
+        rows = np.flatnonzero((first == text) | (second == text))
+        both = rows[(first[rows] == other) | (second[rows] == other)] if other is not None else rows[:0]
+        return int(both[0]) if len(both) else int(rows[0]) if len(rows) else None
+
     def set_compared_form(self, form: str) -> None:
         """Compare human scores with ``<metric>_<form>``: "calibrated" or "human" (the fitted map)."""
         if form not in COMPARED_FORMS:
