@@ -842,8 +842,9 @@ class ResultsView(QWidget):
                   "Rows are limited by this column's filter") for f in self.column_filters]
         if value is not None:
             column, low, high = value
-            chips.insert(0, ("range", f"{column_title(column).replace(chr(10), ' · ')} from {low:.3g} to "
-                                      f"{high:.3g}", "A range brushed on the Distributions tab"))
+            title = column_title(column).replace("\n", " · ")
+            chips.insert(0, ("range", f"{title} from {low:.3g} to {high:.3g}",
+                             "A range brushed on the Distributions tab"))
         if chosen is not None and not self.showing_documents:
             chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
                           "Texts chosen on the Map"))
@@ -908,7 +909,8 @@ class ResultsView(QWidget):
             return
         name = self.model.column_names[column]
         menu = QMenu(self)
-        menu.addAction(f"Filter “{column_title(name).replace(chr(10), ' · ')}”…", lambda: self.ask_filter(name))
+        title = column_title(name).replace("\n", " · ")
+        menu.addAction(f"Filter “{title}”…", lambda: self.ask_filter(name))
         if any(f.column == name for f in self.column_filters):
             menu.addAction("Remove this column's filter", lambda: self._remove_limit(("column", name)))
         menu.exec(self.table.horizontalHeader().mapToGlobal(pos))
