@@ -70,3 +70,21 @@ def test_a_heatmap_click_selects_the_pair_in_results_and_distributions(qtbot, st
     c, d = state.selected_documents()
     where = list(np.argsort(heatmap.order))
     assert {heatmap.mark.rect().x(), heatmap.mark.rect().y()} == {where[c], where[d]}
+
+
+def test_a_heatmap_pair_is_marked_on_the_map(window, qtbot, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([docs], per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=120_000)
+    heatmap = window.heatmap
+    window.tabs.setCurrentWidget(heatmap)
+    heatmap.select_cell(0, 3)
+    a, b = window.state.selected_documents()
+    assert {a, b} == {int(heatmap.order[0]), int(heatmap.order[3])}
+    coords = window.map.text_map.projection.coords
+    marked = window.map.current.getData()
+    assert sorted(zip(*marked)) == sorted(map(tuple, coords[[a, b]].tolist()))
+    assert {window.map.text_map.texts[a], window.map.text_map.texts[b]} == {TEXTS[a], TEXTS[b]}
