@@ -71,15 +71,17 @@ DISAGREEMENT_DECIMALS = 3     # as the Agreement tab and the reports show 0-1 sc
 
 
 def _decimals(values: np.ndarray, form: str | None) -> int:
-    """Decimals that give a column's typical value 4 significant digits (percentiles: 1; the
-    disagreement, whose typical size varies from 0.05 to 0.2 between runs: always 3)."""
+    """Decimals that give a column's larger values (the 90th percentile of sizes) 4 significant
+    digits (percentiles: 1; the disagreement, whose typical size varies from 0.05 to 0.2 between
+    runs: always 3). Not the median: most pairs of a document set calibrate to about 0, which
+    would ask for 6 decimals on every score."""
     if form == "bg_percentile":
         return 1
     if form == DISAGREEMENT_COLUMN:
         return DISAGREEMENT_DECIMALS
     sample = values[:: max(1, len(values) // 2000)]        # a typical value needs no full scan
     finite = np.abs(sample[np.isfinite(sample)])
-    typical = float(np.median(finite)) if len(finite) else 0.0
+    typical = float(np.quantile(finite, 0.9)) if len(finite) else 0.0
     if typical == 0.0:
         return 4
     return int(np.clip(3 - np.floor(np.log10(typical)), 0, 6))
