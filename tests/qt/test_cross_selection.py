@@ -88,3 +88,14 @@ def test_a_heatmap_pair_is_marked_on_the_map(window, qtbot, tmp_path):
     marked = window.map.current.getData()
     assert sorted(zip(*marked)) == sorted(map(tuple, coords[[a, b]].tolist()))
     assert {window.map.text_map.texts[a], window.map.text_map.texts[b]} == {TEXTS[a], TEXTS[b]}
+
+
+def test_a_hit_text_finds_its_document_pair(state, matrix):
+    state.set_results(matrix)
+    row = state.pair_with_texts(TEXTS[2], TEXTS[4])                 # both texts in the set
+    assert document_pair(len(TEXTS), row) == (2, 4)
+    alone = state.pair_with_texts(TEXTS[1])                         # with its most similar document
+    raw = matrix.matrices["raw"][1].astype(float)
+    raw[1] = -np.inf
+    assert set(document_pair(len(TEXTS), alone)) == {1, int(np.argmax(raw))}
+    assert state.pair_with_texts("not in the set") is None
