@@ -11,9 +11,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_pairs
-from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.qt.results_model import SORT_ROLE, ResultsTableModel
 from calibsim_gui.qt.results_view import EMPTY_HINT, ResultsView
 from calibsim_gui.qt.state import AppState
