@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.core.io.inputs import MANY_LINES
+
 NO_LABEL = "(none)"
 ROLES = {"text_a": "first text", "text_b": "second text", "label": "human score"}
 
@@ -145,10 +147,14 @@ class ColumnMappingDialog(QDialog):
 
 
 class DocumentModeDialog(QDialog):
-    """Ask whether plain-text files hold one document per line or one per file."""
+    """Ask whether plain-text files hold one document per line or one per file.
+
+    With `median_lines` (the files' median non-blank line count) it says why the default was
+    chosen: several files of at most `MANY_LINES` lines read as one document per file.
+    """
 
     def __init__(self, parent: QWidget | None = None, *, lines: int | None = None,
-                 files: int | None = None, per_file: bool = False):
+                 files: int | None = None, per_file: bool = False, median_lines: float | None = None):
         super().__init__(parent)
         self.setWindowTitle("What is a document?")
         intro = QLabel("How should the plain-text files be split into documents?")
@@ -157,6 +163,9 @@ class DocumentModeDialog(QDialog):
         self.per_file_button = QRadioButton("One document per &file" + _count(files, "file"))
         self.per_line_button.setToolTip("Each non-empty line is compared with every other line")
         self.per_file_button.setToolTip("Each file's whole text is one document")
+        self.why = QLabel(_why(files, median_lines))
+        self.why.setWordWrap(True)
+        self.why.setVisible(bool(self.why.text()))
         group = QButtonGroup(self)
         group.addButton(self.per_line_button)
         group.addButton(self.per_file_button)
@@ -166,12 +175,25 @@ class DocumentModeDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        for widget in (intro, self.per_line_button, self.per_file_button, buttons):
+        for widget in (intro, self.per_line_button, self.per_file_button, self.why, buttons):
             layout.addWidget(widget)
         self.setMinimumWidth(380)
 
     def per_file(self) -> bool:
         return self.per_file_button.isChecked()
+
+
+def _why(files: int | None, median_lines: float | None) -> str:
+    """Why the default reading was chosen, in words ("" without counts)."""
+    if files is None or median_lines is None:
+        return ""
+    if files <= 1:
+        return "One file: each of its lines is taken as a document."
+    kind = "many lines" if median_lines > MANY_LINES else "few lines"
+    default = "one document per line" if median_lines > MANY_LINES else "one document per file"
+    word = "line" if median_lines == 1 else "lines"
+    return (f"The files hold a median of {median_lines:g} non-blank {word} each: {kind}, so {default} "
+            f"is chosen. Files of at most {MANY_LINES} lines are read as one document each.")
 
 
 def _count(n: int | None, word: str) -> str:

@@ -460,6 +460,10 @@ class MapView(QWidget):
     def _selection_changed(self) -> None:
         """The pair selected in Results (or elsewhere): its two texts are marked with diamonds."""
         text_map, row = self.text_map, self.state.selected_row
+        documents = self.state.selected_documents()          # a document set: its pair's documents
+        if text_map is not None and documents is not None and not len(text_map.segments):
+            self._mark_current(list(documents))
+            return
         if text_map is None or row is None or not len(text_map.segments):
             return
         found = np.flatnonzero(text_map.rows == row)

@@ -45,7 +45,7 @@ from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.plot_menu import PlotMenu
-from calibsim_gui.qt.state import form_label
+from calibsim_gui.qt.state import form_label, pair_row
 
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
 MAX_TICKED_DOCUMENTS = 40
@@ -491,11 +491,17 @@ class DistributionPlot(QWidget):
         results, row = self.state.results, self.state.selected_row
         metric, form = self.state.metric, self._form()
         raw = cal = None
+        documents = self.state.selected_documents()
         if isinstance(results, ScoredPairs) and row is not None and f"{metric}_raw" in results.frame:
             raw = float(results.frame[f"{metric}_raw"].iloc[row])
             if form is not None:
                 column = f"{metric}_{form}"
                 cal = (float(results.frame[column].iloc[row]) if column in results.frame
+                       else float(self._calibrate(metric, form, np.array([raw]))[0]))
+        elif documents is not None and results.metric == metric:
+            raw = float(results.matrices["raw"][documents])
+            if form is not None:
+                cal = (float(results.matrices[form][documents]) if form in results.matrices
                        else float(self._calibrate(metric, form, np.array([raw]))[0]))
         self.raw_panel.set_selected(raw)
         self.cal_panel.set_selected(cal)
@@ -839,6 +845,13 @@ class HeatmapView(QWidget):
         self.cell.setZValue(10)
         self.cell.hide()
         self.plot.addItem(self.cell)
+        self.mark = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)     # the selected pair, both cells
+        self.mark_twin = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
+        for mark in (self.mark, self.mark_twin):
+            mark.setZValue(9)
+            mark.setPen(pg.mkPen(SELECTED_COLOR, width=2.5))
+            mark.hide()
+            self.plot.addItem(mark)
         self.tip = pg.TextItem(anchor=(0, 1), fill=pg.mkBrush(255, 255, 255, 225),
                                border=pg.mkPen(90, 90, 90), color=(20, 20, 20))
         self.tip.setZValue(11)
@@ -848,6 +861,7 @@ class HeatmapView(QWidget):
         self.colorbar.axis.enableAutoSIPrefix(False)
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.canvas.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.canvas.scene().sigMouseClicked.connect(self._mouse_clicked)
 
         self.documents = QTableWidget(0, 3)
         self.documents.setHorizontalHeaderLabels(["#", "Document", "Text"])
@@ -894,6 +908,7 @@ class HeatmapView(QWidget):
         layout.addWidget(self.stack)
 
         state.results_changed.connect(self.rebuild)
+        state.selection_changed.connect(self._show_selected)
         self._apply_palette()
         self.rebuild()
 
@@ -1010,17 +1025,44 @@ class HeatmapView(QWidget):
             self._set_ticks()
             self._fill_documents()
         self.plot.autoRange(padding=0)
+        self._show_selected()
 
-    def _mouse_moved(self, pos) -> None:
+    def _cell_at(self, pos) -> tuple[int, int] | None:
+        """The shown (row, column) under scene position `pos`, or None."""
         n = len(self._matrix)
         if not n or not self.plot.vb.sceneBoundingRect().contains(pos):
-            self.tip.hide()
-            self.cell.hide()
-            return
+            return None
         point = self.plot.vb.mapSceneToView(pos)
         i, j = int(np.floor(point.y())), int(np.floor(point.x()))
-        if 0 <= i < n and 0 <= j < n:
-            self.show_hover(i, j)
+        return (i, j) if 0 <= i < n and 0 <= j < n else None
+
+    def _mouse_clicked(self, event) -> None:
+        cell = self._cell_at(event.scenePos())
+        if event.button() == Qt.MouseButton.LeftButton and cell is not None:
+            self.select_cell(*cell)
+
+    def select_cell(self, i: int, j: int) -> None:
+        """Select the pair of the cell at shown row `i`, column `j` in every view (the diagonal,
+        a document with itself, is no pair)."""
+        a, b = int(self.order[i]), int(self.order[j])
+        if a != b:
+            self.state.select_row(pair_row(len(self.order), a, b))
+
+    def _show_selected(self) -> None:
+        """Outline the selected pair's two cells (a × b and b × a)."""
+        pair = self.state.selected_documents() if len(self._matrix) else None
+        for mark in (self.mark, self.mark_twin):
+            mark.setVisible(pair is not None)
+        if pair is not None:
+            where = np.argsort(self.order)               # document -> shown position
+            i, j = int(where[pair[0]]), int(where[pair[1]])
+            self.mark.setRect(j, i, 1, 1)
+            self.mark_twin.setRect(i, j, 1, 1)
+
+    def _mouse_moved(self, pos) -> None:
+        cell = self._cell_at(pos)
+        if cell is not None:
+            self.show_hover(*cell)
         else:
             self.tip.hide()
             self.cell.hide()

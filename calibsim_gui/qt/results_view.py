@@ -1,19 +1,10 @@
-"""The results table: scored pairs (or a document set's most similar pairs), sortable and filterable.
-
-`ResultsTableModel` serves a pandas frame to a `QTableView` without a widget per cell: values are
-formatted only when a visible cell asks for them, and sorting and filtering are numpy operations
-over whole columns, so a 100,000-row table stays quick.
-"""
+"""The results view: scored pairs (or every pair of a document set), sortable and filterable,
+with column filters shown as chips (the model is `results_model.ResultsTableModel`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
-from PySide6.QtCore import QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, Qt, QTimer
+from PySide6.QtCore import QEvent, QItemSelectionModel, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -22,6 +13,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QStackedWidget,
     QTableView,
     QToolButton,
@@ -32,324 +24,16 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_score_column
-from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
-from calibsim_gui.core.geometry.metrics import METRICS
-from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
+from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
 from calibsim_gui.qt.messages import for_the_app
+from calibsim_gui.qt.results_model import TRUNCATED_MARK, ResultsTableModel, column_title
 
-SORT_ROLE = Qt.ItemDataRole.UserRole
 EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
-TOP_PAIRS = 10
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
-TRUNCATED_MARK = "✂"
-TRUNCATED_TIPS = {
-    "a": "The first text is longer than the model's max length: only its beginning was scored",
-    "b": "The second text is longer than the model's max length: only its beginning was scored",
-    "both": "Both texts are longer than the model's max length: only their beginnings were scored",
-}
-TRUNCATED_FIX = " (Settings ▸ Long texts ▸ Split into chunks scores them whole)"
 TEXT_MIN_WIDTH = 200            # below this a text column stops stretching and the table scrolls
 NO_LABEL = "(none)"
-
-
-def column_title(name: str) -> str:
-    """A column's header: score columns read "cosine" over "calibrated" (raw id in the tooltip)."""
-    parts = split_score_column(name)
-    if name == DISAGREEMENT_COLUMN:
-        return "disagreement\n|cal − human|"
-    if parts is None:
-        return name
-    metric, form, geometry = parts
-    title = f"{metric}\n{form.replace('_', ' ')}"
-    return title if geometry == "none" else f"{title}\n@ {geometry}"
-
-
-def column_tooltip(name: str) -> str:
-    """What a column holds, in words (score columns: form meaning and the metric's orientation)."""
-    parts = split_score_column(name)
-    if name == DISAGREEMENT_COLUMN:
-        return (f"{name}: |calibrated score − human score rescaled to 0–1| for the human-score column "
-                "chosen above the table; sort by it to see where the calibration and people disagree")
-    if name == TRUNCATED_COLUMN:
-        return (f"{name}: which text of the pair (a, b, both) is longer than the model's max length, "
-                "so only its beginning was scored" + TRUNCATED_FIX)
-    if parts is None:
-        return f"{name}: a column of your input"
-    metric, form, geometry = parts
-    text = f"{name}: {metric}, {form} — {FORM_DESCRIPTIONS[form]}"
-    if geometry != "none":
-        text += f"; under the geometry fix '{GEOMETRIES[geometry].label}' ({GEOMETRIES[geometry].description})"
-    if form == "raw":
-        text += f". {METRICS[metric].description}; {METRICS[metric].orientation}"
-    return text
-
-
-DISAGREEMENT_DECIMALS = 3     # as the Agreement tab and the reports show 0-1 scores
-
-
-def _decimals(values: np.ndarray, form: str | None) -> int:
-    """Decimals that give a column's typical value 4 significant digits (percentiles: 1; the
-    disagreement, whose typical size varies from 0.05 to 0.2 between runs: always 3)."""
-    if form == "bg_percentile":
-        return 1
-    if form == DISAGREEMENT_COLUMN:
-        return DISAGREEMENT_DECIMALS
-    sample = values[:: max(1, len(values) // 2000)]        # a typical value needs no full scan
-    finite = np.abs(sample[np.isfinite(sample)])
-    typical = float(np.median(finite)) if len(finite) else 0.0
-    if typical == 0.0:
-        return 4
-    return int(np.clip(3 - np.floor(np.log10(typical)), 0, 6))
-
-
-class ResultsTableModel(QAbstractTableModel):
-    """A read-only table over a DataFrame, sorted and filtered with numpy.
-
-    Qt's QSortFilterProxyModel would call Python once per row on every sort and filter (about
-    half a second at 100,000 rows); here both are one vectorised step over the whole frame.
-    ``Qt.UserRole`` returns the raw value (float for numeric columns, text otherwise). Score
-    columns, and input columns whose every non-empty value is a number, are numeric:
-    right-aligned and sorted numerically; input columns keep their original text on display.
-    A ``<metric>_calibrated`` cell's tooltip says where 80 % of people's scores fall for such a
-    pair (when the profile has a human agreement band) and the score's reference uncertainty.
-    """
-
-    def __init__(self, frame: pd.DataFrame | None = None, parent=None):
-        super().__init__(parent)
-        self.set_frame(frame)
-
-    def set_frame(self, frame: pd.DataFrame | None, profile=None) -> None:
-        """Show `frame` (None: an empty table; pandas is not imported for it, which keeps the
-        window's start-up short). `profile`, the references `frame` was calibrated with, gives
-        the calibrated cells' intervals where `frame` has no ``_lo``/``_hi`` columns."""
-        self.beginResetModel()
-        self.frame = frame
-        self._columns = [] if frame is None else [str(c) for c in frame.columns]
-        self._numbers, self._texts, self._decimals = [], [], []
-        if frame is not None:
-            import pandas as pd
-        for name in [] if frame is None else frame.columns:
-            column = frame[name]
-            parts = split_score_column(name)
-            is_text = parts is None and not pd.api.types.is_numeric_dtype(column)
-            numbers = _as_numbers(column) if is_text else column.to_numpy(dtype=np.float64)
-            self._numbers.append(numbers)
-            self._texts.append(column.astype(str).to_numpy() if is_text else None)
-            self._decimals.append(None if numbers is None else _decimals(
-                numbers, parts[1] if parts else name if name == DISAGREEMENT_COLUMN else None))
-        self._flags = self._columns.index(TRUNCATED_COLUMN) if TRUNCATED_COLUMN in self._columns else -1
-        self._intervals = {column: tip for column, name in enumerate(self._columns)
-                           if (tip := self._interval_source(name, profile)) is not None}
-        self._lowered: dict[int, pd.Series] = {}
-        self._order = np.arange(0 if frame is None else len(frame))      # frame rows in sort order
-        self._keep = None                             # filter mask over frame rows (None: all)
-        self._rows = self._order                      # frame rows shown, in order
-        self._text, self._range, self._chosen = "", None, None
-        self.endResetModel()
-
-    def _interval_source(self, name: str, profile):
-        """For a calibrated column, a function of a frame row giving its tooltip's bands: where
-        80 % of people's scores fall (the profile's human agreement band, if any) and the 95 %
-        reference uncertainty (the ``_lo``/``_hi`` columns, or the profile's resampled lines)."""
-        parts = split_score_column(name)
-        if parts is None or parts[1] != "calibrated":
-            return None
-        metric, _, geometry = parts
-        lo, hi, raw, value = (self.column_of(score_column(metric, form, geometry))
-                              for form in ("calibrated_lo", "calibrated_hi", "raw", "calibrated"))
-        references = (profile.references(geometry) if profile is not None
-                      and geometry in profile.geometry_names() else {})
-        band = references[metric].band if metric in references else None
-        if lo >= 0 and hi >= 0:
-            uncertainty = lambda row: (self._numbers[lo][row], self._numbers[hi][row])  # noqa: E731
-        elif raw >= 0 and metric in references:
-            curve, similarity = references[metric].calibrators["calibrated"], METRICS[metric].as_similarity
-            uncertainty = lambda row: tuple(float(end[0]) for end in  # noqa: E731
-                                            curve.interval([similarity(self._numbers[raw][row])]))
-        else:
-            return None
-
-        def tip(row) -> str:
-            text = f"reference uncertainty (95 %) {uncertainty(row)[0]:.2f}–{uncertainty(row)[1]:.2f}"
-            if band is not None:
-                people = [float(end[0]) for end in band.band([self._numbers[value][row]], band.rates[0])]
-                text = (f"people would rate such a pair between {people[0]:.2f} and {people[1]:.2f}, "
-                        f"{band.rates[0]:.0%} of the time; ".replace("%", " %") + text)
-            return text
-        return tip
-
-    # ------------------------------------------------------------------ queries
-
-    @property
-    def column_names(self) -> list[str]:
-        return list(self._columns)
-
-    def is_numeric(self, column: int) -> bool:
-        return self._numbers[column] is not None
-
-    def text_columns(self) -> list[int]:
-        return [c for c in range(len(self._columns)) if not self.is_numeric(c)]
-
-    def frame_row(self, row: int) -> int:
-        """Row of `frame` shown at model row `row`."""
-        return int(self._rows[row])
-
-    def model_row(self, frame_row: int) -> int:
-        """Model row showing `frame_row`, or -1 when it is filtered out."""
-        found = np.flatnonzero(self._rows == frame_row)
-        return int(found[0]) if len(found) else -1
-
-    def column_of(self, name: str) -> int:
-        return self._columns.index(name) if name in self._columns else -1
-
-    def _lower(self, column: int) -> pd.Series:
-        import pandas as pd
-
-        if column not in self._lowered:
-            self._lowered[column] = pd.Series(self._texts[column]).str.lower()
-        return self._lowered[column]
-
-    def contains(self, text: str) -> np.ndarray:
-        """Per frame row: does any text column contain `text` (case-insensitive)?"""
-        hit = np.zeros(len(self._order), dtype=bool)
-        for column in self.text_columns():
-            hit |= self._lower(column).str.contains(text.lower(), regex=False).to_numpy()
-        return hit
-
-    # ------------------------------------------------------------------ sort & filter
-
-    def set_filter(self, text: str) -> None:
-        """Show only rows whose text columns contain `text` (all rows when empty)."""
-        self._text = text
-        self._refilter()
-
-    def set_range(self, value, rows=None) -> None:
-        """Show only rows whose column `value[0]` lies in [`value[1]`, `value[2]`] (None: all)
-        and, unless `rows` is None, that are among these frame rows (chosen on the Map)."""
-        self._range = value
-        self._chosen = None if rows is None else np.asarray(rows, dtype=np.int64)
-        self._refilter()
-
-    def _refilter(self) -> None:
-        self.beginResetModel()
-        keep = self.contains(self._text) if self._text else None
-        if self._chosen is not None:
-            chosen = np.zeros(len(self._order), dtype=bool)
-            chosen[self._chosen[self._chosen < len(chosen)]] = True
-            keep = chosen if keep is None else keep & chosen
-        column = -1 if self._range is None else self.column_of(self._range[0])
-        if column >= 0 and self.is_numeric(column):
-            numbers, (_, low, high) = self._numbers[column], self._range
-            inside = (numbers >= low) & (numbers <= high)
-            keep = inside if keep is None else keep & inside
-        self._keep = keep
-        self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
-        self.endResetModel()
-
-    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
-        """Reorder rows by `column` (stable; empty numbers last in both directions)."""
-        if not 0 <= column < len(self._columns):
-            return
-        self.layoutAboutToBeChanged.emit()
-        old = self._rows
-        descending = order == Qt.SortOrder.DescendingOrder
-        numbers = self._numbers[column]
-        if numbers is not None:
-            self._order = np.argsort(-numbers if descending else numbers, kind="stable")
-        else:
-            self._order = np.argsort(self._lower(column).to_numpy(), kind="stable")
-            if descending:
-                self._order = self._order[::-1]
-        self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
-        where = np.empty(len(self._order), dtype=np.int64)
-        where[self._rows] = np.arange(len(self._rows))
-        persistent = self.persistentIndexList()
-        self.changePersistentIndexList(
-            persistent, [self.index(int(where[old[i.row()]]), i.column()) for i in persistent])
-        self.layoutChanged.emit()
-
-    # ------------------------------------------------------------------ Qt model API
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._columns)
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        row, column = self._rows[index.row()], index.column()
-        numbers, texts = self._numbers[column], self._texts[column]
-        if column == self._flags and role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            mark = texts[row]
-            if mark not in TRUNCATED_TIPS:
-                return "" if role == Qt.ItemDataRole.DisplayRole else None
-            return (f"{TRUNCATED_MARK} {mark}" if role == Qt.ItemDataRole.DisplayRole
-                    else TRUNCATED_TIPS[mark] + TRUNCATED_FIX)
-        if role == Qt.ItemDataRole.DisplayRole:
-            if texts is not None:
-                return texts[row]
-            value = numbers[row]
-            return "" if np.isnan(value) else f"{value:.{self._decimals[column]}f}"
-        if role == SORT_ROLE:
-            return float(numbers[row]) if numbers is not None else texts[row]
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            side = Qt.AlignmentFlag.AlignRight if numbers is not None else Qt.AlignmentFlag.AlignLeft
-            return int(side | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and numbers is None:
-            return texts[row]
-        if role == Qt.ItemDataRole.ToolTipRole and column in self._intervals and np.isfinite(numbers[row]):
-            return f"{numbers[row]:.2f}: {self._intervals[column](row)}"
-        return None
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Vertical:
-            # the input's own row number, whatever the sort order
-            return str(self._rows[section] + 1) if role == Qt.ItemDataRole.DisplayRole else None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return column_title(self._columns[section])
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return column_tooltip(self._columns[section])
-        return None
-
-
-def _as_numbers(column: pd.Series) -> np.ndarray | None:
-    """A text column as floats when every non-empty value is a number, else None.
-
-    The first 200 values are checked first, so a column of sentences is rejected at once.
-    """
-    import pandas as pd
-
-    head = column.head(200).astype(str).str.strip()
-    head = head[head != ""]
-    if not len(head) or pd.to_numeric(head, errors="coerce").isna().any():
-        return None
-    text = column.astype(str).str.strip()
-    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
-    return numbers if np.isfinite(numbers[(text != "").to_numpy()]).all() else None
-
-
-def top_document_pairs(results: DocumentMatrix, form: str) -> pd.DataFrame:
-    """The `TOP_PAIRS` most similar pairs of distinct documents: doc a, doc b, raw, `form`."""
-    import pandas as pd
-
-    raw = results.matrices["raw"]
-    key = results.matrices[form] if form != "raw" else METRICS[results.metric].as_similarity(raw)
-    rows, cols = np.triu_indices(len(raw), k=1)
-    values = key[rows, cols]
-    k = min(TOP_PAIRS, len(values))
-    best = np.argpartition(-values, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
-    best = best[np.argsort(-values[best], kind="stable")]
-    a, b = rows[best], cols[best]
-    ids = np.asarray(results.ids, dtype=object)
-    metric, geometry = results.metric, results.geometry
-    columns = {"doc a": ids[a], "doc b": ids[b], score_column(metric, "raw", geometry): raw[a, b].astype(float)}
-    if form != "raw":
-        columns[score_column(metric, form, geometry)] = results.matrices[form][a, b].astype(float)
-    return pd.DataFrame(columns)
 
 
 class FrozenTexts(QTableView):
@@ -419,6 +103,7 @@ class ResultsView(QWidget):
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
+        self.setObjectName("results")
         self.state = state
         self.model = ResultsTableModel(parent=self)
 
@@ -454,12 +139,15 @@ class ResultsView(QWidget):
         labels.addWidget(QLabel("to"))
         labels.addWidget(self.scale_high)
         labels.addStretch(1)
-        self.range_button = QToolButton(autoRaise=True)
-        self.range_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.range_button.setToolTip("Rows are limited to a range brushed on the Distributions "
-                                     "tab or to texts chosen on the Map: click to show every row again")
-        self.range_button.clicked.connect(self._show_all_rows)
-        self.range_button.hide()
+        self.column_filters: list[ColumnFilter] = []
+        self.chips = FilterChips()
+        self.chips.removed.connect(self._remove_limit)
+        self.chips.cleared.connect(self.clear_filters)
+        self.filter_button = QToolButton(text="Filter column…")
+        self.filter_button.setToolTip("Keep rows whose score lies in a range or whose text contains "
+                                      "a word (Ctrl+Shift+F; also on a column header's right-click menu)")
+        self.filter_button.clicked.connect(lambda: self.ask_filter())
+        QShortcut(QKeySequence("Ctrl+Shift+F"), self, activated=self._filter_current_column)
         self.summary = QLabel(textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse,
                               wordWrap=True)
         self.notes_button = QToolButton(checkable=True, autoRaise=True)
@@ -482,6 +170,8 @@ class ResultsView(QWidget):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.table.horizontalHeader().setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.horizontalHeader().customContextMenuRequested.connect(self._header_menu)
         self.table.selectionModel().currentRowChanged.connect(self._row_chosen)
         self.table.viewport().installEventFilter(self)
         self.frozen = FrozenTexts(self.table)
@@ -497,11 +187,12 @@ class ResultsView(QWidget):
 
         bar = QHBoxLayout()
         bar.addWidget(self.filter_edit, 1)
+        bar.addWidget(self.filter_button)
         bar.addWidget(QLabel("Columns:"))
         bar.addWidget(self.columns_combo)
         notes_bar = QHBoxLayout()
         notes_bar.addWidget(self.notes_button)
-        notes_bar.addWidget(self.range_button)
+        notes_bar.addWidget(self.chips)
         notes_bar.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
@@ -517,6 +208,7 @@ class ResultsView(QWidget):
         state.selection_changed.connect(self._select_from_state)
         state.labels_changed.connect(self._labels_changed)
         state.range_changed.connect(self._apply_range)
+        state.input_changed.connect(self._input_changed)
         self.rebuild()
 
     # ------------------------------------------------------------------ building
@@ -530,7 +222,7 @@ class ResultsView(QWidget):
         self._load_frame(keep_sort=False)
         self._fill_labels()
         self._show_notes(self.state.results.notes if self.state.results is not None else [])
-        self.stack.setCurrentWidget(self.table if self.model.frame is not None else self.hint)
+        self.stack.setCurrentWidget(self.table if self.state.results is not None else self.hint)
 
     def _frame(self):
         """The frame to show: the results' rows, plus the disagreement with the chosen labels."""
@@ -540,8 +232,6 @@ class ResultsView(QWidget):
             if agreement is None:
                 return results.frame
             return results.frame.assign(**{DISAGREEMENT_COLUMN: agreement.disagreement})
-        if isinstance(results, DocumentMatrix):
-            return top_document_pairs(results, self._document_form(results))
         return None
 
     def _load_frame(self, keep_sort: bool) -> None:
@@ -549,7 +239,15 @@ class ResultsView(QWidget):
         sorted_by = self.model.column_names[header.sortIndicatorSection()] \
             if keep_sort and 0 <= header.sortIndicatorSection() < self.model.columnCount() else None
         order = header.sortIndicatorOrder()
-        self.model.set_frame(self._frame(), self.state.profile)
+        results = self.state.results
+        if isinstance(results, DocumentMatrix):
+            form = self._document_form(results)
+            self.model.set_document_pairs(results, form)
+            if sorted_by is None:               # most similar pairs first
+                sorted_by = score_column(results.metric, form, results.geometry)
+                order = Qt.SortOrder.DescendingOrder
+        else:
+            self.model.set_frame(self._frame(), self.state.profile)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         if sorted_by is not None and self.model.column_of(sorted_by) >= 0:
             self.table.sortByColumn(self.model.column_of(sorted_by), order)
@@ -669,6 +367,41 @@ class ResultsView(QWidget):
         self._fill_column_sets()
         self._update_summary()
 
+    # ------------------------------------------------------------------ remembered view
+
+    def view_state(self) -> dict:
+        """The view choices a project keeps: column set, sort, text filter and column filters."""
+        header = self.table.horizontalHeader()
+        section = header.sortIndicatorSection()
+        sort = self.model.column_names[section] if 0 <= section < self.model.columnCount() else None
+        return {"columns": self.columns_combo.currentData() or "focus",
+                "sort": None if sort is None else
+                {"column": sort, "descending": header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder},
+                "text_filter": self.filter_edit.text(),
+                "filters": [f.to_json() for f in self.column_filters]}
+
+    def restore_view_state(self, state: dict) -> None:
+        """Show the choices of `view_state` (unknown keys are ignored; missing ones keep the
+        current choice; a sort or filter of a column these results lack is dropped)."""
+        if not isinstance(state, dict):
+            return
+        if state.get("columns") in COLUMN_SETS:
+            self.columns_combo.setCurrentIndex(self.columns_combo.findData(state["columns"]))
+        if isinstance(state.get("text_filter"), str):
+            self._filter_timer.stop()
+            self.filter_edit.blockSignals(True)
+            self.filter_edit.setText(state["text_filter"])
+            self.filter_edit.blockSignals(False)
+            self.model._text = state["text_filter"].strip()
+        if isinstance(state.get("filters"), list):
+            self.column_filters = [f for value in state["filters"] if (f := ColumnFilter.from_json(value))
+                                   is not None and self.model.column_of(f.column) >= 0]
+        sort = state.get("sort")
+        if isinstance(sort, dict) and self.model.column_of(str(sort.get("column"))) >= 0:
+            order = Qt.SortOrder.DescendingOrder if sort.get("descending") else Qt.SortOrder.AscendingOrder
+            self.table.sortByColumn(self.model.column_of(sort["column"]), order)
+        self._apply_range()
+
     # ------------------------------------------------------------------ human scores
 
     def _fill_labels(self) -> None:
@@ -719,9 +452,12 @@ class ResultsView(QWidget):
     def _update_summary(self) -> None:
         results = self.state.results
         if not isinstance(results, ScoredPairs):
+            n = 0 if results is None else len(results.ids) * (len(results.ids) - 1) // 2
+            shown = "" if results is None or self.model.rowCount() == n else \
+                f" · {self.model.rowCount():,} shown"
             self.summary.setText("" if results is None else
-                                 f"{len(results.ids)} documents · the {TOP_PAIRS} most similar pairs "
-                                 f"({results.metric}); the Heatmap tab shows every pair")
+                                 f"{len(results.ids):,} documents · all {n:,} pairs ({results.metric}){shown}; "
+                                 "sort by any column; the Heatmap tab draws them as a map")
             return
         frame, metric = results.frame, self.state.metric
         parts = [f"{len(frame):,} rows"]
@@ -769,29 +505,100 @@ class ResultsView(QWidget):
 
     def _apply_range(self) -> None:
         value, chosen = self.state.score_range, self.state.chosen_rows
-        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0])
-        limits = [] if chosen is None else [chosen[1] or f"{len(chosen[0]):,} chosen rows"]
+        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0],
+                             self.column_filters)
+        chips = [(("column", f.column), f.label(column_title(f.column).replace("\n", " · ")),
+                  "Rows are limited by this column's filter") for f in self.column_filters]
         if value is not None:
             column, low, high = value
             title = column_title(column).replace("\n", " · ")
-            limits.insert(0, f"{title} from {low:.3g} to {high:.3g}")
-        self.range_button.setText(f"✕ Only {' and '.join(limits)} — show all rows")
-        self.range_button.setVisible(bool(limits))
+            chips.insert(0, ("range", f"{title} from {low:.3g} to {high:.3g}",
+                             "A range brushed on the Distributions tab"))
+        if chosen is not None and not self.showing_documents:
+            chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
+                          "Texts chosen on the Map"))
+        self.chips.set_chips(chips)
         self._update_summary()
         self._select_from_state()
 
-    def _show_all_rows(self) -> None:
-        self.state.set_score_range(None)
+    def _remove_limit(self, key) -> None:
+        """A chip was removed: drop its limit (the brushed range and the Map's choice in `state`)."""
+        if key == "range":
+            self.state.set_score_range(None)
+        elif key == "chosen":
+            self.state.set_chosen_rows(None)
+        else:
+            self.column_filters = [f for f in self.column_filters if f.column != key[1]]
+            self._apply_range()
+
+    def clear_filters(self) -> None:
+        """Every chip at once: column filters, the brushed range and the Map's choice."""
+        self.column_filters = []
+        if self.state.score_range is not None:
+            self.state.set_score_range(None)
         if self.state.chosen_rows is not None:
             self.state.set_chosen_rows(None)
+        self._apply_range()
+
+    def set_column_filter(self, value: ColumnFilter) -> None:
+        """Filter `value.column` by `value` (in place of its earlier filter)."""
+        self.column_filters = [f for f in self.column_filters if f.column != value.column] + [value]
+        self._apply_range()
+
+    def _input_changed(self) -> None:
+        self.column_filters = []                       # another input's columns
+
+    def _filterable(self) -> list[tuple[str, str, bool]]:
+        return [(name, column_title(name), self.model.is_numeric(c)) for c, name
+                in enumerate(self.model.column_names) if not self.table.isColumnHidden(c)
+                and name != TRUNCATED_COLUMN]
+
+    def _limits(self, name: str) -> tuple[float, float]:
+        numbers = self.model.numbers(self.model.column_of(name))
+        finite = numbers[np.isfinite(numbers)]
+        return (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+
+    def ask_filter(self, column: str | None = None) -> None:
+        """Ask for a filter of `column` (None: of a column chosen in the dialog)."""
+        if not self.model.columnCount():
+            return
+        current = next((f for f in self.column_filters if f.column == column), None)
+        dialog = ColumnFilterDialog(self._filterable(), column=column, current=current, limits=self._limits,
+                                    parent=self)
+        if dialog.exec() == ColumnFilterDialog.DialogCode.Accepted and (chosen := dialog.chosen()) is not None:
+            self.set_column_filter(chosen)
+
+    def _filter_current_column(self) -> None:
+        current = self.table.currentIndex()
+        self.ask_filter(self.model.column_names[current.column()] if current.isValid() else None)
+
+    def _header_menu(self, pos) -> None:
+        column = self.table.horizontalHeader().logicalIndexAt(pos)
+        if not 0 <= column < self.model.columnCount():
+            return
+        name = self.model.column_names[column]
+        menu = QMenu(self)
+        title = column_title(name).replace("\n", " · ")
+        menu.addAction(f"Filter “{title}”…", lambda: self.ask_filter(name))
+        if any(f.column == name for f in self.column_filters):
+            menu.addAction("Remove this column's filter", lambda: self._remove_limit(("column", name)))
+        menu.exec(self.table.horizontalHeader().mapToGlobal(pos))
 
     def _row_chosen(self, current: QModelIndex, _previous=None) -> None:
-        if self.showing_documents or not current.isValid():
+        if not current.isValid():
             return
         self.state.select_row(self.model.frame_row(current.row()))
 
     def _show_detail(self, row: int | None) -> None:
         results = self.state.results
+        documents = self.state.selected_documents() if row is not None else None
+        if documents is not None:
+            hidden = "  (hidden by the filter)" if self.model.model_row(row) < 0 else ""
+            self.detail.setText("\n".join(f"{side}: {results.ids[d]}{hidden if side == 'A' else ''} — "
+                                          f"{results.texts[d] if len(results.texts) > d else ''}"
+                                          for side, d in zip("AB", documents)))
+            self.detail.show()
+            return
         names = [getattr(self.state.input, side, None) for side in ("text_a", "text_b")]
         if row is None or not isinstance(results, ScoredPairs) or not all(n in results.frame for n in names):
             self.detail.clear()
@@ -806,8 +613,8 @@ class ResultsView(QWidget):
     def _select_from_state(self) -> None:
         row = self.state.selected_row
         selection = self.table.selectionModel()
-        shown = -1 if row is None or self.showing_documents else self.model.model_row(row)
-        self._show_detail(None if self.showing_documents else row)
+        shown = -1 if row is None else self.model.model_row(row)
+        self._show_detail(row)
         if shown < 0:                                # nothing selected, or filtered out
             selection.clearSelection()
             return

@@ -74,7 +74,9 @@ class ScreenshotTour:
             self._shoot_map("map", lambda: w.open_inputs([resource_path("demo", "documents.txt")],
                                                          per_file=False))
         elif isinstance(results, DocumentMatrix):
+            w.results.table.selectRow(0)              # the most similar pair, selected everywhere
             self._shoot(w.heatmap, "heatmap")
+            self._shoot(w.results, "results_documents")
             self._shoot_map("map_documents", self._finish)
 
     def _finish(self) -> None:

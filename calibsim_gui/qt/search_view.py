@@ -1,8 +1,10 @@
 """The Search tab: each query's best documents in a corpus, raw and calibrated.
 
-Queries and corpus are files or folders (chosen or dropped); the search runs `core.search.search`
-in a `TaskRunner` with progress and Cancel, and the hits fill a table that the Export dialog
-writes as any report.
+Queries are files or folders (chosen or dropped) or a typed query; the corpus is files or
+folders, or else the current input's texts. The search runs `core.search.search` in a
+`TaskRunner` with progress and Cancel, and the hits fill a table that the Export dialog writes
+as any report. Choosing a hit selects it in `AppState` (Results row, Map points) when its texts
+are in the current input.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QListWidget,
     QProgressBar,
     QPushButton,
@@ -32,8 +35,10 @@ from calibsim_gui.qt.messages import SEARCH_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
 TEXT_FILTER = "Texts (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)"
-SHOWN = ("query", "rank", "document", "raw", "calibrated", "query_zscore", "local_minmax")
-HEADERS = {"query": "Query", "rank": "Rank", "document": "Document", "raw": "Raw",
+SHOWN = ("query", "rank", "doc_id", "document", "raw", "calibrated", "query_zscore", "local_minmax")
+TEXT_KEYS = ("query", "doc_id", "document")
+TYPED_ID = "typed query"
+HEADERS = {"query": "Query", "rank": "Rank", "doc_id": "Document id", "document": "Document", "raw": "Raw",
            "calibrated": "Calibrated", "query_zscore": "Query z", "local_minmax": "Local min-max"}
 TIPS = {"raw": "the model's own score", "calibrated": "0 = a typical unrelated pair, 1 = identical "
         "text (anchor ladder); comparable across queries and models",
@@ -43,14 +48,17 @@ TIPS = {"raw": "the model's own score", "calibrated": "0 = a typical unrelated p
 
 
 def run_search(query_paths, corpus_paths, embedder, profile, *, top_k: int, metric: str,
-               geometry: str, cache, memory_budget, progress, should_stop):
-    """Read queries and corpus, then `search` (in a worker); progress in thousandths."""
+               geometry: str, cache, memory_budget, progress, should_stop, query_text: str = "",
+               corpus=None):
+    """Read queries (or take the typed `query_text`) and the corpus (or take `corpus`, a
+    `DocumentSet`), then `search` (in a worker); progress in thousandths."""
     from calibsim_gui.core.analysis.search import search
-    from calibsim_gui.core.io.inputs import load_documents
+    from calibsim_gui.core.io.inputs import Document, DocumentSet, load_documents
 
     progress(0, 1000, "reading queries and corpus")
-    queries = load_documents(query_paths, memory_budget=memory_budget)
-    corpus = load_documents(corpus_paths, memory_budget=memory_budget)
+    queries = (DocumentSet((Document(TYPED_ID, query_text, Path(TYPED_ID)),), (), 0, 0, ()) if query_text
+               else load_documents(query_paths, memory_budget=memory_budget))
+    corpus = corpus if corpus is not None else load_documents(corpus_paths, memory_budget=memory_budget)
 
     def thousandths(done, total, message):
         progress(int(1000 * done / total) if total else 0, 1000, message)
@@ -118,7 +126,7 @@ class HitsModel(QAbstractTableModel):
     def set_hits(self, frame, metric: str) -> None:
         self.beginResetModel()
         self.frame = frame
-        self.columns = [(key, key if key in ("query", "rank", "document") else f"{metric}_{key}")
+        self.columns = [(key, key if key in ("rank", *TEXT_KEYS) else f"{metric}_{key}")
                         for key in SHOWN]
         self.columns = [(k, c) for k, c in self.columns if frame is not None and c in frame.columns]
         self.endResetModel()
@@ -135,15 +143,17 @@ class HitsModel(QAbstractTableModel):
         key, column = self.columns[index.column()]
         value = self.frame[column].iat[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            if key in ("query", "document"):
+            if key == "query" and index.row() and self.frame[column].iat[index.row() - 1] == value:
+                return ""                             # said once, on the query's first hit
+            if key in TEXT_KEYS:
                 return str(value)
             if key == "rank":
                 return str(int(value))
             return (f"{value:+.2f}" if key == "query_zscore" else
                     f"{value:.4f}" if key == "raw" else f"{value:.3f}")
-        if role == Qt.ItemDataRole.ToolTipRole and key in ("query", "document"):
+        if role == Qt.ItemDataRole.ToolTipRole and key in TEXT_KEYS:
             return str(value)
-        if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("query", "document"):
+        if role == Qt.ItemDataRole.TextAlignmentRole and key not in TEXT_KEYS:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -163,6 +173,7 @@ class SearchView(QWidget):
 
     def __init__(self, state, *, cache=lambda: None, memory_budget=lambda: None, parent=None):
         super().__init__(parent)
+        self.setObjectName("search")
         self.state = state
         self._cache, self._budget = cache, memory_budget
         self.hits = None
@@ -190,6 +201,12 @@ class SearchView(QWidget):
             inputs.addWidget(box, 0, row)
             paths.changed.connect(self._update_buttons)
 
+        self.query_edit = QLineEdit(placeholderText="…or type a query and press Enter")
+        self.query_edit.setClearButtonEnabled(True)
+        self.query_edit.setToolTip("Search for this text in place of the query files; without corpus "
+                                   "files it is ranked against the current input's texts")
+        self.query_edit.textChanged.connect(self._update_buttons)
+        self.query_edit.returnPressed.connect(self.start_search)
         self.top_k = QSpinBox(minimum=1, maximum=1000, value=10)
         self.top_k.setToolTip("hits kept per query")
         self.search_button = QPushButton("Search")
@@ -204,6 +221,7 @@ class SearchView(QWidget):
         self.message = QLabel()
         self.message.setWordWrap(True)
         controls = QHBoxLayout()
+        controls.addWidget(self.query_edit, 2)
         controls.addWidget(QLabel("Top k:"))
         controls.addWidget(self.top_k)
         controls.addWidget(self.search_button)
@@ -215,8 +233,10 @@ class SearchView(QWidget):
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setWordWrap(False)
         self.table.verticalHeader().hide()
+        self.table.selectionModel().currentRowChanged.connect(self._hit_chosen)
         self.note = QLabel("Local min-max is local to each query (its best hit is always 1): compare "
                            "hits across queries with the calibrated score or the query z-score.")
         self.note.setWordWrap(True)
@@ -238,6 +258,7 @@ class SearchView(QWidget):
         self.export_runner.busy.connect(self._update_buttons)
         state.model_changed.connect(self._update_buttons)
         state.profile_changed.connect(self._update_buttons)
+        state.input_changed.connect(self._update_buttons)
         self._update_buttons()
 
     # ------------------------------------------------------------------ inputs
@@ -259,7 +280,22 @@ class SearchView(QWidget):
 
     def _ready(self) -> bool:
         return (self.state.embedder is not None and self.state.profile is not None
-                and self.queries.count() > 0 and self.corpus.count() > 0)
+                and (self.queries.count() > 0 or bool(self.query_edit.text().strip()))
+                and (self.corpus.count() > 0 or self._input_corpus() is not None))
+
+    def _input_corpus(self):
+        """The current input's texts as a corpus (pairs: both sides, ids "row 3 A"), or None."""
+        from calibsim_gui.core.analysis.projection import pair_texts
+        from calibsim_gui.core.io.inputs import Document, DocumentSet
+
+        table = self.state.input
+        if table is None:
+            return None
+        if not hasattr(table, "text_a"):
+            return table
+        texts, ids, _, _ = pair_texts(table)
+        source = Path(str(getattr(table, "path", "input")))
+        return DocumentSet(tuple(Document(i, t, source) for i, t in zip(ids, texts)), (source,), 0, 0, ())
 
     def _update_buttons(self, _=None) -> None:
         running = self.runner.running
@@ -279,9 +315,12 @@ class SearchView(QWidget):
         state = self.state
         self.progress.setValue(0)
         self.message.setText("Searching…")
+        typed = self.query_edit.text().strip()
         self.runner.start(run_search, self.queries.paths(), self.corpus.paths(), state.embedder,
                           state.profile, top_k=self.top_k.value(), metric=state.metric,
-                          geometry=state.geometry, cache=self._cache(), memory_budget=self._budget())
+                          geometry=state.geometry, cache=self._cache(), memory_budget=self._budget(),
+                          query_text=typed,
+                          corpus=None if self.corpus.count() else self._input_corpus())
         self._update_buttons()
 
     def _progress(self, done: int, total: int, message: str) -> None:
@@ -309,6 +348,40 @@ class SearchView(QWidget):
     def _done(self, text: str) -> None:
         self.message.setText(text)
         self._update_buttons()
+
+    # ------------------------------------------------------------------ selection
+
+    def _hit_chosen(self, current, _previous=None) -> None:
+        """A hit chosen: its pair is selected everywhere when its texts are in the current input."""
+        if not current.isValid() or self.hits is None:
+            return
+        frame = self.hits.frame
+        row = self.state.pair_with_texts(frame["document"].iat[current.row()], frame["query"].iat[current.row()])
+        if row is not None:
+            self.state.select_row(row)
+        self.message.setText("Selected in Results and on the Map." if row is not None else
+                             "This document is not in the current input: nothing to select in Results.")
+
+    # ------------------------------------------------------------------ remembered view
+
+    def view_state(self) -> dict:
+        """The search set-up a project keeps: query files or typed query, corpus, k."""
+        return {"queries": self.queries.paths(), "corpus": self.corpus.paths(),
+                "query_text": self.query_edit.text(), "top_k": self.top_k.value()}
+
+    def restore_view_state(self, state: dict) -> None:
+        """Set up the search of `view_state` (unknown keys ignored, missing ones kept)."""
+        if not isinstance(state, dict):
+            return
+        for key, paths in (("queries", self.queries), ("corpus", self.corpus)):
+            value = state.get(key)
+            if isinstance(value, list) and all(isinstance(p, str) for p in value):
+                paths.clear()
+                paths.add_paths(value)
+        if isinstance(state.get("query_text"), str):
+            self.query_edit.setText(state["query_text"])
+        if isinstance(state.get("top_k"), int) and not isinstance(state["top_k"], bool):
+            self.top_k.setValue(state["top_k"])
 
     # ------------------------------------------------------------------ export
 

@@ -301,7 +301,13 @@ class Session(QObject):
             self.read_pairs(paths[0], options or {})
             return
         if per_file is None:
-            dialog = DocumentModeDialog(self.window)
+            try:
+                layout = inputs.text_layout(paths)
+            except CalibsimError:
+                layout = None                     # reading the files says what is wrong
+            dialog = DocumentModeDialog(self.window) if layout is None else DocumentModeDialog(
+                self.window, lines=layout.lines, files=layout.files, per_file=layout.per_file,
+                median_lines=layout.median_lines)
             if dialog.exec() != QDialog.DialogCode.Accepted:
                 return
             per_file = dialog.per_file()

@@ -31,6 +31,20 @@ def form_label(form: str) -> str:
     return FORM_LABELS.get(form, form.replace("_", " "))
 
 
+def pair_row(n: int, a: int, b: int) -> int:
+    """The number of the pair of documents `a` and `b` (any order, a != b) of a set of `n`, as
+    ``np.triu_indices(n, k=1)`` lists the pairs (the document-set Results rows)."""
+    a, b = sorted((int(a), int(b)))
+    return a * n - a * (a + 1) // 2 + (b - a - 1)
+
+
+def document_pair(n: int, row: int) -> tuple[int, int]:
+    """The documents (a, b), a < b, of pair number `row` of a set of `n` (inverse of `pair_row`)."""
+    starts = np.arange(n) * n - np.arange(n) * (np.arange(n) + 1) // 2
+    a = int(np.searchsorted(starts, row, side="right")) - 1
+    return a, int(row - starts[a] + a + 1)
+
+
 class AppState(QObject):
     """Current model, reference profile, input, results and view choices.
 
@@ -57,7 +71,8 @@ class AppState(QObject):
     human : HumanFit or None
         A human calibration of the current model; adds ``<metric>_human`` to the results.
     selected_row : int or None
-        Row of `results.frame` (pairs) selected in the table; highlighted in plots.
+        The selected pair, highlighted in every view: a row of `results.frame` for pairs, or for
+        a document set the pair's number in `np.triu_indices(n, k=1)` order (see `pair_row`).
     label_column, label_scale : str or None, (low, high) or None
         The input column read as human scores and its scale, chosen in the results view
         (None: the column the input was loaded with, on a guessed scale).
@@ -161,6 +176,42 @@ class AppState(QObject):
         if row != self.selected_row:
             self.selected_row = row
             self.selection_changed.emit()
+
+    def selected_documents(self) -> tuple[int, int] | None:
+        """For a document set, the two documents of the selected pair (None: none, or pairs)."""
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        if self.selected_row is None or not isinstance(self.results, DocumentMatrix):
+            return None
+        return document_pair(len(self.results.ids), self.selected_row)
+
+    def pair_with_texts(self, text: str, other: str | None = None) -> int | None:
+        """The selectable pair holding `text` (a `selected_row` value), or None when no pair does.
+
+        Pairs: the first row with `text` on either side, preferring one with `other` on the other
+        side. A document set: `text`'s document paired with `other`'s when that is in the set too,
+        else with its most similar document.
+        """
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        results, table = self.results, self.input
+        if isinstance(results, DocumentMatrix):
+            where = {t: i for i, t in enumerate(results.texts)}
+            if text not in where or len(results.ids) < 2:
+                return None
+            a = where[text]
+            b = where.get(other, a)
+            if b == a:
+                similarity = METRICS[results.metric].as_similarity(results.matrices["raw"][a].astype(float))
+                similarity[a] = -np.inf
+                b = int(np.argmax(similarity))
+            return pair_row(len(results.ids), a, b)
+        if results is None or not hasattr(table, "text_a") or table.text_a not in results.frame:
+            return None
+        first, second = (results.frame[side].astype(str).to_numpy() for side in (table.text_a, table.text_b))
+        rows = np.flatnonzero((first == text) | (second == text))
+        both = rows[(first[rows] == other) | (second[rows] == other)] if other is not None else rows[:0]
+        return int(both[0]) if len(both) else int(rows[0]) if len(rows) else None
 
     def set_compared_form(self, form: str) -> None:
         """Compare human scores with ``<metric>_<form>``: "calibrated" or "human" (the fitted map)."""

@@ -1,6 +1,6 @@
 import pandas as pd
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 
@@ -52,3 +52,44 @@ def test_document_mode_dialog_returns_per_file_and_shows_counts(qtbot):
     qtbot.mouseClick(dialog.per_file_button, Qt.MouseButton.LeftButton)
     assert dialog.per_file() is True
     assert DocumentModeDialog(per_file=True).per_file() is True
+
+
+def test_a_dropped_folder_of_one_line_files_defaults_to_one_document_per_file(window, qtbot, tmp_path,
+                                                                              monkeypatch):
+    from calibsim_gui.qt import session
+    from tests.fakes import random_sentences
+    from tests.qt.conftest import drop
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(random_sentences(30, seed=11)):
+        (folder / f"note{i:02d}.txt").write_text(text + "\n")
+    asked = []
+
+    class Accepted(session.DocumentModeDialog):         # the user presses OK on the default
+        def exec(self):
+            asked.append((self.per_file(), self.per_file_button.text(), self.why.text()))
+            return QDialog.DialogCode.Accepted
+    monkeypatch.setattr(session, "DocumentModeDialog", Accepted)
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        drop(window, [folder])
+    per_file, label, why = asked[0]
+    assert per_file is True and "30 files" in label
+    assert "a median of 1 non-blank line each" in why and "one document per file" in why
+    assert len(window.state.input.documents) == 30
+    assert {d.id for d in window.state.input.documents} == {f"note{i:02d}.txt" for i in range(30)}
+
+
+def test_files_of_many_lines_default_to_one_document_per_line(tmp_path):
+    from calibsim_gui.core.io.inputs import MANY_LINES, text_layout
+
+    for i in range(4):
+        (tmp_path / f"list{i}.txt").write_text("\n".join(f"line {k} of {i}" for k in range(MANY_LINES + 2)))
+    (tmp_path / "pairs.csv").write_text("a,b\nx,y\n")             # tables are not counted
+    layout = text_layout([tmp_path])
+    assert (layout.files, layout.lines, layout.median_lines, layout.per_file) == (4, 4 * (MANY_LINES + 2),
+                                                                                  MANY_LINES + 2, False)
+    one = tmp_path / "list0.txt"
+    assert text_layout([one]).per_file is False                      # one file: its lines
+    dialog = DocumentModeDialog(files=4, lines=20, median_lines=5.0)
+    assert "many lines, so one document per line" in dialog.why.text() and not dialog.per_file()

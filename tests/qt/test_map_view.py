@@ -90,8 +90,8 @@ def test_a_rectangle_drawn_on_the_map_filters_results_to_the_pairs_touching_it(m
     touching = frame.index[frame["sentence1"].isin(inside) | frame["sentence2"].isin(inside)]
     shown = [results.model.frame_row(r) for r in range(results.model.rowCount())]
     assert sorted(shown) == sorted(touching) and len(shown) < 30
-    assert results.range_button.isVisibleTo(results) and "chosen on the Map" in results.range_button.text()
-    results.range_button.click()                               # show all rows: the map's choice goes
+    assert results.chips.isVisibleTo(results) and "chosen on the Map" in results.chips.labels()[0]
+    results.chips.chips[0].click()                             # show all rows: the map's choice goes
     assert results.model.rowCount() == 30 and len(view.chosen) == 0
 
 

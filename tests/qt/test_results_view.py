@@ -11,10 +11,11 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_pairs
-from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.qt.results_view import EMPTY_HINT, SORT_ROLE, ResultsTableModel, ResultsView
+from calibsim_gui.core.io.inputs import load_documents, load_pairs
+from calibsim_gui.qt.results_model import SORT_ROLE, ResultsTableModel
+from calibsim_gui.qt.results_view import EMPTY_HINT, ResultsView
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -182,18 +183,50 @@ def test_no_results_shows_the_drop_hint(view):
     assert view.model.rowCount() == 0
 
 
-def test_document_set_shows_its_most_similar_pairs(view, profile, tmp_path):
+def test_document_set_lists_every_pair_with_both_texts_sortable(view, profile, tmp_path):
+    texts = ["the cat sat", "a cat sat", "w1 w2 w3", "w1 w2 w4", "w9 w8", "w7 w6 w5", "dogs bark"]
     docs = tmp_path / "docs.txt"
-    docs.write_text("\n".join(["the cat sat", "a cat sat", "w1 w2 w3", "w1 w2 w4", "w9 w8",
-                               "w7 w6 w5", "dogs bark"]))
+    docs.write_text("\n".join(texts))
     matrix = score_matrix(load_documents(docs), FakeEmbedder(), profile)
     view.state.set_results(matrix)
-    assert view.model.column_names == ["doc a", "doc b", "cosine_raw", "cosine_calibrated"]
-    assert view.model.rowCount() == 10
+    model = view.model
+    assert model.column_names == ["doc a", "doc b", "text a", "text b", "cosine_raw", "cosine_calibrated"]
+    assert model.rowCount() == 21                                  # 7 * 6 / 2: all pairs, not a top 10
+    assert "7 documents · all 21 pairs" in view.summary.text()
     calibrated = [float(v) for v in shown_column(view, "cosine_calibrated")]
-    assert calibrated == sorted(calibrated, reverse=True)
+    assert calibrated == sorted(calibrated, reverse=True)          # most similar first
     off_diagonal = matrix.matrices["calibrated"][~np.eye(7, dtype=bool)]
     assert calibrated[0] == pytest.approx(off_diagonal.max(), abs=1e-4)
+    pairs = {frozenset((model.index(r, 2).data(), model.index(r, 3).data())) for r in range(21)}
+    assert frozenset(("the cat sat", "a cat sat")) in pairs and len(pairs) == 21
+    view.table.sortByColumn(model.column_of("text a"), Qt.SortOrder.AscendingOrder)
+    firsts = [model.index(r, model.column_of("text a")).data() for r in range(21)]
+    assert firsts == sorted(firsts, key=str.lower)
+    view.table.sortByColumn(model.column_of("cosine_raw"), Qt.SortOrder.AscendingOrder)
+    raw = [float(v) for v in shown_column(view, "cosine_raw")]
+    assert raw == sorted(raw)
+    view.table.selectRow(0)                                        # a row selects its pair
+    a, b = view.state.selected_documents()
+    assert {matrix.texts[a], matrix.texts[b]} == {model.index(0, 2).data(), model.index(0, 3).data()}
+    assert matrix.texts[a] in view.detail.text() and matrix.texts[b] in view.detail.text()
+
+
+def test_two_thousand_documents_are_listed_without_a_row_object_per_pair(view, profile):
+    from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+    n = 2000
+    rng = np.random.default_rng(1)
+    raw = rng.uniform(-0.1, 1, (n, n)).astype(np.float32)
+    raw = (raw + raw.T) / 2
+    matrix = DocumentMatrix([f"doc{i}.txt" for i in range(n)], "cosine",
+                            {"raw": raw, "calibrated": raw * 0.5}, {}, texts=[f"text {i}" for i in range(n)])
+    view.state.set_results(matrix)
+    assert view.model.rowCount() == n * (n - 1) // 2
+    assert view.model.index(0, view.model.column_of("cosine_raw")).data(SORT_ROLE) == \
+        pytest.approx(raw[np.triu_indices(n, k=1)].max())
+    view.filter_edit.setText("text 1999")
+    view._apply_filter()
+    assert view.model.rowCount() == n - 1                          # every pair with document 1999
 
 
 def test_model_handles_100k_rows(qtbot):
@@ -324,7 +357,7 @@ def test_a_brushed_range_filters_the_rows_until_cleared(view, scored):
     state.set_score_range(("cosine_calibrated", low, high))
     inside = int(((values >= low) & (values <= high)).sum())
     assert 0 < view.model.rowCount() == inside < len(values)
-    assert view.range_button.isVisibleTo(view) and "cosine · calibrated" in view.range_button.text()
+    assert view.chips.isVisibleTo(view) and "cosine · calibrated" in view.chips.labels()[0]
     assert f"{inside} of 10 rows shown" in view.summary.text()
     view.filter_edit.setText("cat")                          # text and range filters combine
     view._apply_filter()
@@ -333,9 +366,9 @@ def test_a_brushed_range_filters_the_rows_until_cleared(view, scored):
     assert view.model.rowCount() == both
     view.filter_edit.clear()
     view._apply_filter()
-    view.range_button.click()
+    view.chips.chips[0].click()
     assert state.score_range is None and view.model.rowCount() == len(values)
-    assert not view.range_button.isVisibleTo(view)
+    assert not view.chips.isVisibleTo(view)
 
 
 def test_with_every_column_the_texts_stay_while_the_scores_scroll(view, qtbot):
@@ -359,7 +392,68 @@ def test_with_every_column_the_texts_stay_while_the_scores_scroll(view, qtbot):
 
 def test_new_results_drop_the_range_filter(view, scored):
     view.state.set_score_range(("cosine_raw", 0.0, 0.1))
-    assert view.range_button.isVisibleTo(view)
+    assert view.chips.isVisibleTo(view)
     view.state.set_results(scored)
-    assert view.state.score_range is None and not view.range_button.isVisibleTo(view)
+    assert view.state.score_range is None and not view.chips.isVisibleTo(view)
     assert view.model.rowCount() == len(scored.frame)
+
+
+def test_column_filter_chips_filter_the_rows_and_clear_one_by_one(view, scored, qtbot, monkeypatch):
+    from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog
+
+    frame, state = scored.frame, view.state
+    values = frame["cosine_calibrated"].to_numpy()
+    low = round(float(np.quantile(values[np.isfinite(values)], 0.3)), 3)
+    dialog_seen = []
+
+    def fill(dialog):                       # the dialog a user opens from the header menu
+        dialog_seen.append(dialog.column_combo.currentText())
+        dialog.low.setValue(low)
+        dialog.high.setValue(1.5)
+        return ColumnFilterDialog.DialogCode.Accepted
+    monkeypatch.setattr(ColumnFilterDialog, "exec", fill)
+    view.ask_filter("cosine_calibrated")
+    assert dialog_seen == ["cosine · calibrated"]
+    above = int((values >= low).sum())
+    assert 0 < view.model.rowCount() == above < len(frame)
+    view.set_column_filter(ColumnFilter("sentence1", text="w"))       # text contains, combined
+    both = int(sum(v >= low and "w" in a.lower() for v, a in zip(values, frame["sentence1"])))
+    assert view.model.rowCount() == both
+    state.set_score_range(("cosine_raw", -1.0, 2.0))                   # the brushed range: a chip too
+    assert view.chips.labels() == ["cosine · raw from -1 to 2", f"cosine · calibrated from {low:.4g} to 1.5",
+                                   "sentence1 contains “w”"]
+    assert view.chips.clear_all.isVisibleTo(view)
+    chip = view.chips.chips[2]                                         # keyboard: Delete on the chip
+    view.show()
+    chip.setFocus()
+    qtbot.keyClick(chip, Qt.Key.Key_Delete)
+    assert view.model.rowCount() == above and len(view.chips.labels()) == 2
+    view.chips.clear_all.click()                                       # all at once
+    assert view.model.rowCount() == len(frame) and state.score_range is None
+    assert not view.chips.isVisibleTo(view)
+
+
+def test_results_view_state_round_trips_columns_sort_and_filters(view, scored, profile):
+    from calibsim_gui.qt.column_filters import ColumnFilter
+
+    view.columns_combo.setCurrentIndex(view.columns_combo.findData("all"))
+    view.table.sortByColumn(view.model.column_of("cosine_raw"), Qt.SortOrder.DescendingOrder)
+    view.set_column_filter(ColumnFilter("cosine_raw", 0.2, None))
+    view.filter_edit.setText("w")
+    saved = view.view_state()
+    assert saved["columns"] == "all" and saved["sort"] == {"column": "cosine_raw", "descending": True}
+    import json
+    saved = json.loads(json.dumps(saved))                              # JSON-safe
+    other = ResultsView(view.state)                                    # a fresh view, as on reopen
+    other.restore_view_state({**saved, "unknown": 1})
+    raw = scored.frame["cosine_raw"].to_numpy()
+    wanted = [i for i in np.argsort(-raw, kind="stable") if raw[i] >= 0.2
+              and "w" in f"{scored.frame['sentence1'][i]} {scored.frame['sentence2'][i]}".lower()]
+    assert [other.model.frame_row(r) for r in range(other.model.rowCount())] == wanted
+    assert other.columns_combo.currentData() == "all" and other.filter_edit.text() == "w"
+    assert other.chips.labels() == ["cosine · raw ≥ 0.2"]
+    other.restore_view_state({"filters": [{"column": "gone"}, "x"], "sort": {"column": "gone"}})
+    with_w = sum("w" in f"{a} {b}".lower() for a, b in zip(scored.frame["sentence1"], scored.frame["sentence2"]))
+    assert other.column_filters == [] and other.model.rowCount() == with_w > len(wanted)   # text filter kept
+    other.restore_view_state("not a dict")
+    other.deleteLater()

@@ -45,9 +45,11 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
     model = view.model
     assert model.rowCount() == 3 * 5
     headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
-    assert headers[:5] == ["Query", "Rank", "Document", "Raw", "Calibrated"] and "Local min-max" in headers
-    assert model.data(model.index(0, 2)) == texts[3]                  # the query itself comes first
-    assert float(model.data(model.index(0, 4))) > 0.99
+    assert headers[:6] == ["Query", "Rank", "Document id", "Document", "Raw", "Calibrated"]
+    assert "Local min-max" in headers
+    assert model.data(model.index(0, 2)) == "corpus.txt:4"           # where the hit is
+    assert model.data(model.index(0, 3)) == texts[3]                  # the query itself comes first
+    assert float(model.data(model.index(0, 5))) > 0.99
     assert "local to each query" in view.note.text().lower()
     assert view.progress.value() == 1000 and view.export_button.isEnabled()
     view.table.resize(1100, 400)
@@ -148,3 +150,44 @@ def test_threshold_without_labels_says_what_it_needs(window, qtbot, good_results
     from tests.qt.conftest import shown_error
 
     assert "human scores" in shown_error(window, qtbot)
+
+
+def test_a_typed_query_hit_selects_its_pair_in_results(window, qtbot, good_results, pairs_csv):
+    good_results()                                          # 30 scored pairs are the input
+    view, frame = window.search, window.state.results.frame
+    window.tabs.setCurrentWidget(view)
+    target = frame["sentence1"].iloc[7]
+    view.query_edit.setText(target)                         # no corpus files: the input's texts
+    assert view.search_button.isEnabled()
+    with qtbot.waitSignal(view.runner.finished, timeout=120_000):
+        qtbot.keyClick(view.query_edit, Qt.Key.Key_Return)
+    model = view.model
+    headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
+    assert headers[:4] == ["Query", "Rank", "Document id", "Document"]
+    assert model.data(model.index(0, 2)) == "row 8 A" and model.data(model.index(0, 3)) == target
+    assert model.data(model.index(0, 0)) == target and model.data(model.index(1, 0)) == ""   # said once
+    view.table.selectRow(1)                                 # the second hit: another text of the input
+    hit = view.hits.frame["document"].iat[1]
+    row = window.state.selected_row
+    assert hit in (frame["sentence1"].iloc[row], frame["sentence2"].iloc[row])
+    results = window.results
+    assert results.model.frame_row(results.table.currentIndex().row()) == row   # Results follows
+    assert "Selected in Results" in view.message.text()
+
+
+def test_search_view_state_round_trips_the_set_up(window, search_files):
+    queries, corpus, _ = search_files
+    view = window.search
+    view.set_inputs([queries], [corpus])
+    view.top_k.setValue(7)
+    view.query_edit.setText("a typed question")
+    saved = view.view_state()
+    assert saved == {"queries": [str(queries)], "corpus": [str(corpus)], "query_text": "a typed question",
+                     "top_k": 7}
+    view.set_inputs([], [])
+    view.top_k.setValue(10)
+    view.query_edit.clear()
+    view.restore_view_state({**saved, "later_key": True})
+    assert view.view_state() == saved
+    view.restore_view_state({"top_k": "many", "corpus": [3]})    # wrong types keep the set-up
+    assert view.view_state() == saved

@@ -312,6 +312,49 @@ def load_documents(
     )
 
 
+MANY_LINES = 3          # text files "hold many lines" when their median non-blank line count is above this
+COUNTED_FILES = 300     # text files read to count lines (evenly spread over a larger folder)
+
+
+@dataclass(frozen=True)
+class TextLayout:
+    """How dropped plain-text files are laid out: `files` .txt/.md files holding about `lines`
+    non-blank lines in all, `median_lines` per file (estimated from `counted` of them)."""
+
+    files: int
+    lines: int
+    median_lines: float
+    counted: int
+
+    @property
+    def per_file(self) -> bool:
+        """The default reading: one document per file unless there is one file, or the files
+        hold many lines (median above `MANY_LINES`), which reads as one document per line."""
+        return self.files > 1 and self.median_lines <= MANY_LINES
+
+
+def text_layout(paths) -> TextLayout:
+    """Count the non-blank lines of the .txt/.md files under `paths` (tables are left out), reading
+    at most `COUNTED_FILES` of them; unreadable files are skipped (reading them reports why).
+
+    Raises
+    ------
+    InputError
+        When a path does not exist or is not a regular file or folder.
+    """
+    texts = [f for f in input_files(paths) if f.suffix.lower() in TEXT_SUFFIXES]
+    step = max(1, -(-len(texts) // COUNTED_FILES))
+    counts = []
+    for file in texts[::step]:
+        try:
+            counts.append(sum(1 for line in read_text_file(file, None).split("\n") if line.strip()))
+        except (InputError, OSError):
+            continue
+    median = float(pd.Series(counts).median()) if counts else 0.0
+    total = round(sum(counts) * len(texts) / len(counts)) if counts else 0
+    return TextLayout(len(texts), total, median, len(counts))
+
+
 def _as_paths(paths) -> list[Path]:
     return [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
 

@@ -1,0 +1,101 @@
+"""One selection shared by every view (#28): a heatmap cell, a Results row, a Distributions marker
+and a Search hit select the same pair."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.io.inputs import load_documents
+from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
+from calibsim_gui.qt.results_view import ResultsView
+from calibsim_gui.qt.state import document_pair, pair_row
+from tests.fakes import FakeEmbedder
+
+TEXTS = ["w1 w2 w3 w4 cat", "w7 w8 w9 dog", "w1 w2 w3 w4 mat", "w7 w8 w9 fog", "w1 w2 w3 w5 hat",
+         "w7 w8 w6 log"]
+
+
+@pytest.fixture
+def matrix(profile, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+    return score_matrix(load_documents(docs), FakeEmbedder(), profile)
+
+
+def test_pair_numbers_follow_the_upper_triangle():
+    n = 7
+    rows, cols = np.triu_indices(n, k=1)
+    assert [pair_row(n, a, b) for a, b in zip(rows, cols)] == list(range(len(rows)))
+    assert [document_pair(n, k) for k in range(len(rows))] == list(zip(rows.tolist(), cols.tolist()))
+    assert pair_row(n, 5, 2) == pair_row(n, 2, 5)
+
+
+def click_cell(qtbot, heatmap, i, j):
+    """A left click in the middle of the heatmap's shown cell (row i, column j)."""
+    scene = heatmap.plot.vb.mapViewToScene(QPointF(j + 0.5, i + 0.5))
+    qtbot.mouseClick(heatmap.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=heatmap.canvas.mapFromScene(scene))
+
+
+def test_a_heatmap_click_selects_the_pair_in_results_and_distributions(qtbot, state, matrix):
+    heatmap, results, plots = HeatmapView(state), ResultsView(state), DistributionPlot(state)
+    for widget in (heatmap, results, plots):
+        qtbot.addWidget(widget)
+    heatmap.resize(900, 700)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    state.set_results(matrix)
+    heatmap.plot.autoRange(padding=0)
+    qtbot.waitUntil(lambda: heatmap.plot.vb.sceneBoundingRect().width() > 100)   # laid out
+    i, j = 1, 4
+    a, b = sorted((int(heatmap.order[i]), int(heatmap.order[j])))
+    click_cell(qtbot, heatmap, i, j)
+    assert state.selected_documents() == (a, b)
+    current = results.table.currentIndex()                          # its row in Results
+    model = results.model
+    assert current.isValid()
+    assert {model.index(current.row(), model.column_of(c)).data() for c in ("text a", "text b")} == \
+        {TEXTS[a], TEXTS[b]}
+    assert TEXTS[a] in results.detail.text() and TEXTS[b] in results.detail.text()
+    drawn = plots.plot_data()                                       # the marker in Distributions
+    assert drawn["selected"] == pytest.approx(float(matrix.matrices["raw"][a, b]), abs=1e-6)
+    assert drawn["cal_selected"] == pytest.approx(float(matrix.matrices["calibrated"][a, b]), abs=1e-6)
+    assert heatmap.mark.isVisible() and heatmap.mark.rect().x() in (i, j)   # both cells outlined
+    click_cell(qtbot, heatmap, 2, 2)                                # the diagonal is no pair
+    assert state.selected_documents() == (a, b)
+    results.table.selectRow(model.rowCount() - 1)                   # and back: Results -> heatmap
+    c, d = state.selected_documents()
+    where = list(np.argsort(heatmap.order))
+    assert {heatmap.mark.rect().x(), heatmap.mark.rect().y()} == {where[c], where[d]}
+
+
+def test_a_heatmap_pair_is_marked_on_the_map(window, qtbot, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([docs], per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=120_000)
+    heatmap = window.heatmap
+    window.tabs.setCurrentWidget(heatmap)
+    heatmap.select_cell(0, 3)
+    a, b = window.state.selected_documents()
+    assert {a, b} == {int(heatmap.order[0]), int(heatmap.order[3])}
+    coords = window.map.text_map.projection.coords
+    marked = window.map.current.getData()
+    assert sorted(zip(*marked)) == sorted(map(tuple, coords[[a, b]].tolist()))
+    assert {window.map.text_map.texts[a], window.map.text_map.texts[b]} == {TEXTS[a], TEXTS[b]}
+
+
+def test_a_hit_text_finds_its_document_pair(state, matrix):
+    state.set_results(matrix)
+    row = state.pair_with_texts(TEXTS[2], TEXTS[4])                 # both texts in the set
+    assert document_pair(len(TEXTS), row) == (2, 4)
+    alone = state.pair_with_texts(TEXTS[1])                         # with its most similar document
+    raw = matrix.matrices["raw"][1].astype(float)
+    raw[1] = -np.inf
+    assert set(document_pair(len(TEXTS), alone)) == {1, int(np.argmax(raw))}
+    assert state.pair_with_texts("not in the set") is None
