@@ -111,7 +111,8 @@ class MainWindow(QMainWindow):
                               (self.background, "&Background"), (self.results, "&Results"),
                               (self.distributions, "&Distributions"), (self.agreement, "Agreeme&nt"),
                               (self.heatmap, "H&eatmap"), (self.map, "Te&xt map"),
-                              (self.space, "S&pace"), (self.search, "Sear&ch")):
+                              (self.space, "S&pace"), (self.search, "Sear&ch"),
+                              (self.compare.view, "C&ompare")):
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
         self.setCentralWidget(self.tabs)
