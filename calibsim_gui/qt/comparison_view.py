@@ -41,6 +41,7 @@ from calibsim_gui.qt.state import form_label
 
 SCATTER_FORMS = ("raw", "calibrated")
 CHOSEN_COLOR = QColor(245, 133, 24)
+MAX_TEXT_WIDTH = 300              # pixels: a column of long texts is cut, the scores beside it are not
 EMPTY_HINT = ("No comparison yet. A comparison scores the pairs shown in Results with a second model, "
               "calibrated against the same anchor ladder, and shows here where the two models agree "
               "and where they differ — raw and calibrated, and against the file's human scores.")
@@ -220,6 +221,8 @@ class ComparisonView(QWidget):
         self._draw()
         self.table.setModel(ComparisonTableModel(comparison, self.table))
         self.table.resizeColumnsToContents()
+        for column in range(self.table.model().columnCount()):         # texts leave room for the scores
+            self.table.setColumnWidth(column, min(self.table.columnWidth(column), MAX_TEXT_WIDTH))
         self.stack.setCurrentIndex(1)
         self._show_agreement()
 

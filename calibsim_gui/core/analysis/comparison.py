@@ -122,9 +122,9 @@ def short_model_names(models) -> dict[str, str]:
         words[model] = split[first:] or [name]
     for n in range(1, max(map(len, words.values()), default=1) + 1):
         chosen = {m: "-".join(w[:n]) for m, w in words.items()}
-        if len(set(chosen.values())) == len(chosen):
+        if len({c.lower() for c in chosen.values()}) == len(chosen):
             return chosen
-    if len(set(names.values())) == len(names):
+    if len({n.lower() for n in names.values()}) == len(names):
         return names
     return {m: f"{names[m]}@{str(m).partition('@')[2][:6]}" for m in models}
 
