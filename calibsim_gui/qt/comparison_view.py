@@ -361,9 +361,18 @@ class ComparisonView(QWidget):
         if saved is None:
             return
         try:
-            self.show_comparison(ModelComparison.from_dict(saved))
+            comparison = ModelComparison.from_dict(saved)
         except InputError as exc:
             self.show_comparison(None, problem=f"The comparison saved in this project was not shown: {exc}")
+            return
+        results = self.state.results
+        if results is not None and len(results.frame) != len(comparison.frame):
+            self.show_comparison(None, problem=(
+                f"The comparison saved in this project was not shown: it holds {len(comparison.frame):,} "
+                f"pairs and the results {len(results.frame):,}, so the pairs file changed since. Fix: "
+                "compare the models again."))
+            return
+        self.show_comparison(comparison)
 
     # ------------------------------------------------------------------ palette
 

@@ -115,6 +115,12 @@ def test_view_state_round_trip_restores_the_comparison(compared, qtbot):
     assert fresh.comparison.frame[first].to_numpy() == pytest.approx(view.comparison.frame[first].to_numpy())
     assert fresh.agreement.text() == view.agreement.text()
 
+    shorter = json.loads(json.dumps(saved))                      # a comparison of other pairs
+    for column in shorter["comparison"]["columns"]:
+        column["values"] = column["values"][:-1]
+    fresh.restore_view_state(shorter)
+    assert fresh.comparison is None and "holds 29 pairs and the results 30" in fresh.hint.text()
+
     saved["comparison"]["columns"][3]["values"] = saved["comparison"]["columns"][3]["values"][:-1]
     fresh.restore_view_state(saved)                               # damaged: refused with a message
     assert fresh.comparison is None and fresh.stack.currentIndex() == 0
