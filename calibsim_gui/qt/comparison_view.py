@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QGroupBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
@@ -136,9 +137,10 @@ class ComparisonView(QWidget):
         self.scales.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.scales.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.scales.setSizeAdjustPolicy(QTableWidget.SizeAdjustPolicy.AdjustToContents)
+        self.scales.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.why = QGroupBox("Why the calibrated scores differ more: the two reference scales (raw scores)")
-        why_layout = QVBoxLayout(self.why)
-        why_layout.addWidget(self.explanation)
+        why_layout = QHBoxLayout(self.why)
+        why_layout.addWidget(self.explanation, 1)
         why_layout.addWidget(self.scales)
         self.rerun_button = QPushButton("Compare with another model…")
         self.rerun_button.clicked.connect(self.compare_requested)
