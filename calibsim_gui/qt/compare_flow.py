@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pandas as pd
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
@@ -15,10 +18,28 @@ from calibsim_gui.core.analysis.comparison import (
 from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.qt.comparison_view import ComparisonDialog, ComparisonView
-from calibsim_gui.qt.messages import plural
+from calibsim_gui.qt.messages import format_seconds, plural
 from calibsim_gui.qt.threshold_view import ThresholdDialog, labelled_columns
 
 STEPS = 3         # load the model, prepare its references, score the pairs
+LOAD_TICK_S = 1.0  # while a model loads (it reports nothing), the step's line is renewed this often
+
+
+def while_loading(load, spec: str, report):
+    """`load(spec)`, calling `report(seconds so far)` every `LOAD_TICK_S` meanwhile."""
+    done, started = threading.Event(), time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(LOAD_TICK_S):
+            report(time.monotonic() - started)
+
+    ticker = threading.Thread(target=tick, name="comparison model load", daemon=True)
+    ticker.start()
+    try:
+        return load(spec)
+    finally:
+        done.set()
+        ticker.join()
 
 
 def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mine_profile, metric: str,
@@ -32,10 +53,12 @@ def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mi
     frame, ladder = table.frame, mine_profile.anchors
     n_texts = len(pd.unique(pd.concat([frame[table.text_a], frame[table.text_b]]).astype(str)))
     n_pairs = len(frame)
-    name = short_model_names([spec])[spec]
-    progress(0, n_pairs, f"Loading {name} (step 1 of {STEPS}); then its {plural(len(ladder.pairs), 'anchor pair')} "
-                         f"and {n_texts:,} texts of {plural(n_pairs, 'pair')} to encode…")
-    other = load(spec)
+    name = short_model_names([mine_model.fingerprint.id, spec])[spec]
+    coming = (f"then its {plural(len(ladder.pairs), 'anchor pair')} and {n_texts:,} texts of "
+              f"{plural(n_pairs, 'pair')} to encode")
+    progress(0, n_pairs, f"Loading {name} (step 1 of {STEPS}); {coming}…")
+    other = while_loading(load, spec, lambda seconds: progress(
+        0, n_pairs, f"Loading {name} (step 1 of {STEPS}), {format_seconds(seconds)} so far; {coming}…"))
     name = short_model_names([mine_model.fingerprint.id, other.fingerprint.id])[other.fingerprint.id]
 
     def preparing(done: int, total: int, _message: str = "") -> None:

@@ -2,6 +2,7 @@
 linked to the selection and kept in the view state (issue 28, "Compare as a tab")."""
 
 import json
+import threading
 
 import numpy as np
 import pandas as pd
@@ -234,3 +235,24 @@ def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pa
                            metrics=["cosine"]).frame["cosine_calibrated"]
     shown = view.comparison.frame[view.comparison.column("calibrated", other.fingerprint.id)]
     assert shown.to_numpy() == pytest.approx(expected.to_numpy(), abs=1e-9)
+
+
+def test_while_the_model_loads_its_step_line_is_renewed_with_the_time_so_far(monkeypatch):
+    from calibsim_gui.qt import compare_flow
+
+    monkeypatch.setattr(compare_flow, "LOAD_TICK_S", 0.01)
+    reports = []
+    enough = threading.Event()
+
+    def report(seconds):
+        reports.append(seconds)
+        if len(reports) >= 2:
+            enough.set()
+
+    def load(spec):
+        assert enough.wait(60)                  # a bound, not a pace: the load lasts until two reports
+        return spec
+
+    assert compare_flow.while_loading(load, "model", report) == "model"
+    assert len(reports) >= 2 and reports == sorted(reports) and reports[0] > 0
+    assert not any(t.name == "comparison model load" for t in threading.enumerate())   # no report after it
