@@ -1,26 +1,104 @@
-"""File ▸ Compare with another model and File ▸ Find a threshold: dialogs over the scored pairs."""
+"""File ▸ Compare with another model (shown on the Compare tab) and File ▸ Find a threshold."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import pandas as pd
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from calibsim_gui.core.analysis.comparison import compare_models, comparison_reference
-from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
+from calibsim_gui.core.analysis.comparison import (
+    compare_models,
+    comparison_reference,
+    reference_scale,
+    short_model_names,
+)
+from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
-from calibsim_gui.qt.comparison_view import ComparisonDialog
+from calibsim_gui.qt.comparison_view import ComparisonDialog, ComparisonView
+from calibsim_gui.qt.messages import format_seconds, plural
 from calibsim_gui.qt.threshold_view import ThresholdDialog, labelled_columns
+
+STEPS = 3         # load the model, prepare its references, score the pairs
+LOAD_TICK_S = 1.0  # while a model loads (it reports nothing), the step's line is renewed this often
+
+
+def while_loading(load, spec: str, report):
+    """`load(spec)`, calling `report(seconds so far)` every `LOAD_TICK_S` meanwhile."""
+    done, started = threading.Event(), time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(LOAD_TICK_S):
+            report(time.monotonic() - started)
+
+    ticker = threading.Thread(target=tick, name="comparison model load", daemon=True)
+    ticker.start()
+    try:
+        return load(spec)
+    finally:
+        done.set()
+        ticker.join()
+
+
+def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mine_profile, metric: str,
+                    cache=None, memory_budget=None, progress, should_stop):
+    """Score `table` with model `spec` (loaded by `load(spec)`) against its own reference refitted
+    on `mine_profile`'s anchor ladder, and compare with `mine` (scored by `mine_model`).
+
+    Every step reports counts from its first update: the texts and pairs to come while the model
+    loads, then the reference texts encoded, then the pairs scored.
+    """
+    frame, ladder = table.frame, mine_profile.anchors
+    n_texts = len(pd.unique(pd.concat([frame[table.text_a], frame[table.text_b]]).astype(str)))
+    n_pairs = len(frame)
+    name = short_model_names([mine_model.fingerprint.id, spec])[spec]
+    coming = (f"then its {plural(len(ladder.pairs), 'anchor pair')} and {n_texts:,} texts of "
+              f"{plural(n_pairs, 'pair')} to encode")
+    progress(0, n_pairs, f"Loading {name} (step 1 of {STEPS}); {coming}…")
+    other = while_loading(load, spec, lambda seconds: progress(
+        0, n_pairs, f"Loading {name} (step 1 of {STEPS}), {format_seconds(seconds)} so far; {coming}…"))
+    name = short_model_names([mine_model.fingerprint.id, other.fingerprint.id])[other.fingerprint.id]
+
+    def preparing(done: int, total: int, _message: str = "") -> None:
+        progress(done, total, f"Preparing {name}'s references (step 2 of {STEPS}): "
+                              + (f"encoding {total:,} texts" if done == 0 else f"encoded {done:,} / {total:,} texts"))
+
+    profile = comparison_reference(other, ladder, cache=cache, should_stop=should_stop, progress=preparing)
+    chunk = int(min(256, max(16, n_pairs // 100)))
+    steps = iter_score_pairs(table, other, profile, metrics=[metric], cache=cache, should_stop=should_stop,
+                             chunk_pairs=chunk, memory_budget=memory_budget)
+    progress(0, n_pairs, f"Scoring {plural(n_pairs, 'pair')} with {name} (step 3 of {STEPS}): "
+                         f"encoding {n_texts:,} texts…")
+    while True:
+        try:
+            part = next(steps)
+        except StopIteration as end:
+            theirs = end.value
+            break
+        progress(part.done, part.total, f"Scoring with {name} (step 3 of {STEPS}): "
+                                        f"{part.done:,} / {part.total:,} pairs scored")
+    mine_only = ScoredPairs(mine.frame[[c for c in mine.frame.columns if "@" not in c]], mine.provenance)
+    ids = mine_model.fingerprint.id, other.fingerprint.id
+    return compare_models({ids[0]: mine_only, ids[1]: theirs}, metric=metric,
+                          ladders={ids[0]: ladder, ids[1]: profile.anchors},
+                          scales={ids[0]: reference_scale(mine_profile, metric),
+                                  ids[1]: reference_scale(profile, metric)})
 
 
 class CompareFlow(QObject):
-    """Scores the current pairs with another model in the compare runner; shows the threshold dialog."""
+    """Scores the current pairs with another model in the compare runner and shows the result on
+    the Compare tab (`view`); shows the threshold dialog."""
 
     def __init__(self, window):
         super().__init__(window)
         self.window = window
         self.state = window.state
-        self.comparison_dialog = None
+        self.comparison_dialog = None          # the one-model help
         self.threshold_dialog = None
+        self.view = ComparisonView(self.state)
+        self.view.compare_requested.connect(self.choose_model)
 
     def choose_model(self) -> None:
         window = self.window
@@ -32,7 +110,7 @@ class CompareFlow(QObject):
         names = [str(m.path) if m.source == "local" else m.name for m in listed
                  if current is None or m.path != current.path]
         if not names:                   # one model: say how to add another (comparison_view)
-            self.comparison_dialog = ComparisonDialog(None, window, model=current.name if current else "")
+            self.comparison_dialog = ComparisonDialog(window, model=current.name if current else "")
             self.comparison_dialog.model_chosen.connect(window.compare_with)
             self.comparison_dialog.show()
             return
@@ -49,30 +127,23 @@ class CompareFlow(QObject):
 
     def compare_with(self, spec: str) -> None:
         """Score the current pairs with model `spec` (its own reference, refitted on the current
-        anchor ladder) and compare, in a worker."""
+        anchor ladder) and compare, in a worker; the Compare tab shows the progress's home."""
         state, window = self.state, self.window
-        table, mine, embedder, cache = state.input, state.results, state.embedder, window.cache
-        metric, device = state.metric, state.device
-        precision, engine = window.models.precision(), window.models.engine()
-        budget = window.memory_budget()
-        mine_only_none = mine.frame[[c for c in mine.frame.columns if "@" not in c]]
-        ladder = state.profile.anchors          # the same ladder for every model (each encodes it)
-
-        def task(progress, should_stop):
-            other = models.load_model(spec, device=device, precision=precision, engine=engine)
-            profile = comparison_reference(other, ladder, cache=cache, should_stop=should_stop)
-            theirs = score_pairs(table, other, profile, metrics=[metric], cache=cache, progress=progress,
-                                 should_stop=should_stop, memory_budget=budget)
-            return compare_models({embedder.fingerprint.id: ScoredPairs(mine_only_none, mine.provenance),
-                                   other.fingerprint.id: theirs}, metric=metric,
-                                  ladders={embedder.fingerprint.id: ladder,
-                                           other.fingerprint.id: profile.anchors})
-
-        window.compare_runner.start(task)
+        if not isinstance(state.results, ScoredPairs):
+            window.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
+            return
+        device, precision, engine = state.device, window.models.precision(), window.models.engine()
+        options = {"table": state.input, "mine": state.results, "mine_model": state.embedder,
+                   "mine_profile": state.profile, "metric": state.metric, "cache": window.cache,
+                   "memory_budget": window.memory_budget()}
+        window.compare_runner.start(comparison_task, spec, lambda spec: models.load_model(
+            spec, device=device, precision=precision, engine=engine), **options)
+        window.tabs.setCurrentWidget(self.view)
 
     def compared(self, comparison) -> None:
-        self.comparison_dialog = ComparisonDialog(comparison, self.window)
-        self.comparison_dialog.show()
+        """A new comparison replaces the one shown."""
+        self.view.show_comparison(comparison)
+        self.window.tabs.setCurrentWidget(self.view)
 
     def show_threshold(self) -> None:
         """The Threshold dialog for scored pairs with a label column (non-modal)."""

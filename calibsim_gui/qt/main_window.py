@@ -115,7 +115,7 @@ class MainWindow(QMainWindow):
                 (self.results, "&Results", "results"), (self.distributions, "&Distributions", "distributions"),
                 (self.agreement, "Agreeme&nt", "agreement"), (self.heatmap, "H&eatmap", "heatmap"),
                 (self.map, "Te&xt map", "map"), (self.space, "S&pace", "space"),
-                (self.search, "Sear&ch", "search")):
+                (self.search, "Sear&ch", "search"), (self.compare.view, "C&ompare", "compare")):
             widget.setObjectName(name)
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do

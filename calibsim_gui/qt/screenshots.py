@@ -7,6 +7,7 @@ to results shown. The README's screenshots are made by it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -71,8 +72,8 @@ class ScreenshotTour:
                                  (w.distributions, "distributions"), (w.agreement, "agreement")):
                 self._shoot(widget, name)
             self._shoot_brushed(results)
-            self._shoot_map("map", lambda: w.open_inputs([resource_path("demo", "documents.txt")],
-                                                         per_file=False))
+            self._shoot_map("map", lambda: self._shoot_compare(lambda: w.open_inputs(
+                [resource_path("demo", "documents.txt")], per_file=False)))
         elif isinstance(results, DocumentMatrix):
             w.results.table.selectRow(0)              # the most similar pair, selected everywhere
             self._shoot(w.heatmap, "heatmap")
@@ -102,6 +103,29 @@ class ScreenshotTour:
             view.show_neighbours(0)                   # a clicked point's nearest texts, ringed
         self._shoot(view, name)
         then()
+
+    def _shoot_compare(self, then) -> None:
+        """The Compare tab with the pairs scored by a second model (the folder in
+        CALIBSIM_SCREENSHOT_COMPARE, else the first other model listed); its empty state without one."""
+        w = self.window
+        current = w.state.model_info
+        listed = [str(m.path) if m.source == "local" else m.name for m in w.models.table_model.models
+                  if current is None or m.path != current.path]
+        spec = os.environ.get("CALIBSIM_SCREENSHOT_COMPARE") or next(iter(listed), None)
+        if spec is None:
+            self._shoot(w.compare.view, "compare")
+            then()
+            return
+
+        def done(_result=None) -> None:
+            for signal in (w.compare_runner.finished, w.compare_runner.failed):
+                signal.disconnect(done)
+            self._shoot(w.compare.view, "compare")
+            then()
+
+        w.compare_runner.finished.connect(done)
+        w.compare_runner.failed.connect(done)
+        w.compare_with(spec)
 
     def _shoot_brushed(self, results) -> None:
         """A range brushed on the calibrated histogram, and the table it filters."""

@@ -126,6 +126,7 @@ class TaskStatus(QObject):
             window.space: [window.space.runner],
             window.search: [window.search.runner, window.search.export_runner],
             window.map: [window.map.runner, window.map.query_runner],
+            window.compare.view: [window.compare_runner],
         }
         return [r for r in per_view.get(widget, []) if r is not None]
 

@@ -61,6 +61,8 @@ class TaskRunner(QObject):
         self._stop = {"stop": False}      # the running task's stop flag
         self.started_at = 0.0             # time.monotonic() when the current (or last) run started
         self.duration = 0.0               # seconds the last run that ended took
+        self._step = (0.0, 0, 0)          # the current step of the run: (started at, total, done then)
+        self._done = 0                    # the count the run reported last
         self._from_worker.connect(self._deliver)
         collect_garbage_on_gui_thread()
 
@@ -98,6 +100,7 @@ class TaskRunner(QObject):
 
         self._stop = state
         self.started_at = time.monotonic()
+        self._step, self._done = (self.started_at, 0, 0), 0
         self.busy.emit(True)
         QThreadPool.globalInstance().start(QRunnable.create(run))
         return generation
@@ -107,11 +110,16 @@ class TaskRunner(QObject):
         return time.monotonic() - self.started_at if self.running else 0.0
 
     def time_left(self, done: int, total: int) -> float | None:
-        """Seconds left by the pace so far, or None while it cannot be told yet."""
-        elapsed = self.elapsed()
-        if not self.running or total <= 0 or done <= 0 or done >= total or elapsed < 1.0:
+        """Seconds left by the pace of the current step (a run of several steps, each reporting
+        its own counts, starts a step whenever the total changes or the count goes back), or
+        None while it cannot be told yet."""
+        started, step_total, done_then = self._step
+        if step_total != total:                       # counts not delivered as progress
+            started, done_then = self.started_at, 0
+        elapsed = time.monotonic() - started if self.running else 0.0
+        if not self.running or total <= 0 or done <= done_then or done >= total or elapsed < 1.0:
             return None
-        return elapsed * (total - done) / done
+        return elapsed * (total - done) / (done - done_then)
 
     def cancel(self) -> None:
         """Ask the running task to stop; its later signals are dropped."""
@@ -126,6 +134,10 @@ class TaskRunner(QObject):
         if generation != self._current:
             return                                   # a stale run: never shown
         if kind == "progress":
+            done, total, _ = payload
+            if total != self._step[1] or done < self._done:
+                self._step = (time.monotonic(), total, done)
+            self._done = done
             self.progress.emit(*payload)
             return
         if kind == "partial":

@@ -100,6 +100,39 @@ def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
     assert wait_for_workers(WORKERS_END_MS)
 
 
+def test_time_left_follows_the_pace_of_the_current_step(qtbot, monkeypatch):
+    """A run of several steps (load a model, encode its references, score the pairs) reports each
+    step's own counts: the time left is the current step's pace, not the whole run's."""
+    from calibsim_gui.qt import workers
+
+    clock = [100.0]
+    monkeypatch.setattr(workers.time, "monotonic", lambda: clock[0])
+    runner = TaskRunner()
+    gate = {"go": False}
+
+    def task(progress, should_stop):
+        progress(0, 100, "step 1")
+        while not gate["go"]:
+            time.sleep(0.005)
+        return "done"
+
+    with qtbot.waitSignal(runner.progress, timeout=120_000):
+        runner.start(task)
+    clock[0] += 30.0                                    # a slow first step (loading the model)
+    runner._deliver(runner._current, "progress", (0, 60, "step 2"))     # the next step starts now
+    clock[0] += 2.0
+    assert runner.time_left(20, 60) == 4.0              # 2 s for 20 of 60 texts: 4 s for 40 more
+    runner._deliver(runner._current, "progress", (20, 60, "step 2"))
+    clock[0] += 2.0
+    assert runner.time_left(40, 60) == 2.0
+    runner._deliver(runner._current, "progress", (0, 60, "step 3"))     # the count went back: a new step
+    clock[0] += 1.0
+    assert runner.time_left(30, 60) == 1.0
+    with qtbot.waitSignal(runner.finished, timeout=120_000):
+        gate["go"] = True
+    assert wait_for_workers(WORKERS_END_MS)
+
+
 def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
     """A cycle collected in a worker thread would destroy Qt objects there (crash or hang):
     automatic collection is off while a worker allocates a lot, and the GUI thread's timer

@@ -299,7 +299,7 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                                fixed_metrics=fixed_metrics, seed=seed,
                                files=[{"name": Path(s).name, "path": str(Path(s).resolve()),
                                        "sha256": file_digest(s)} for s in sources],
-                               name=name, languages=languages, **options)
+                               name=name, languages=languages, progress=progress, **options)
     if "background" in profile.provenance:
         profile.provenance["background"]["clean_html"] = bool(clean_html)
         if text_columns:                                            # which column of each table file
