@@ -10,10 +10,10 @@ from calibsim_gui.core.analysis.projection import tsne_2d
 from calibsim_gui.core.errors import Cancelled
 from tests.fakes import FakeEmbedder
 
-TOPICS = {"animals": "cat dog horse cow sheep".split(),
-          "tools": "hammer drill wrench chisel pliers".split(),
-          "weather": "rain snow wind storm cloud".split()}
-FILLER = "the a today some we often".split()
+TOPICS = {"animals": ["cat", "dog", "horse", "cow", "sheep"],
+          "tools": ["hammer", "drill", "wrench", "chisel", "pliers"],
+          "weather": ["rain", "snow", "wind", "storm", "cloud"]}
+FILLER = ["the", "a", "today", "some", "we", "often"]
 
 
 def topic_corpus(per_topic: int = 20, seed: int = 0) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibsim_gui.core.analysis.projection import principal_components, stop_if_asked
+from calibsim_gui.core.analysis.projection import one_thread, principal_components, stop_if_asked
 
 MAX_CLUSTERS = 12
 CLUSTER_DIMS = 50
@@ -109,7 +109,7 @@ def choose_k(points, *, seed: int = 0, should_stop=None) -> int:
     sample = points[np.random.default_rng(seed).choice(n, min(n, CHOOSE_SAMPLE), replace=False)]
     best, best_score = 2, -np.inf
     for k in range(2, min(MAX_CLUSTERS, len(sample) - 1) + 1):
-        labels = KMeans(k, n_init=3, random_state=seed).fit_predict(sample)
+        labels = KMeans(k, n_init=1, random_state=seed).fit_predict(sample)
         if len(np.unique(labels)) > 1:
             score = silhouette_score(sample, labels)
             if score > best_score:
@@ -118,6 +118,7 @@ def choose_k(points, *, seed: int = 0, should_stop=None) -> int:
     return best
 
 
+@one_thread
 def cluster_texts(texts, vectors, k: int | None = None, *, seed: int = 0, progress=None,
                   should_stop=None) -> Clusters:
     """Cluster the texts by their `vectors` into `k` clusters (None: chosen by silhouette), the

@@ -12,6 +12,7 @@ query's) nearest texts with raw and calibrated scores.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,6 @@ import numpy as np
 from calibsim_gui.core.analysis.search import top_hits
 from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.errors import Cancelled, InputError
-
 
 TSNE_SAMPLE = 2000          # t-SNE runs on at most this many texts; the others are placed by their neighbours
 TSNE_DIMS = 50              # t-SNE reads the texts' first principal components, not all dimensions
@@ -79,6 +79,20 @@ def pca_2d(vectors) -> Projection:
     return Projection(*principal_components(vectors, 2))
 
 
+def one_thread(function):
+    """`function` with numpy's and scikit-learn's thread pools held to one thread while it runs:
+    the map's worker leaves the other cores to the window, and on a busy machine many threads
+    waiting for each other are several times slower than one."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return function(*args, **kwargs)
+    return run
+
+
+@one_thread
 def tsne_2d(vectors, *, sample: int = TSNE_SAMPLE, seed: int = 0, progress=None,
             should_stop=None) -> Projection:
     """A t-SNE map (scikit-learn, Barnes-Hut) of `vectors`: neighbours stay together.
