@@ -100,3 +100,18 @@ def pair_clusters(text_map, clusters, n_rows: int) -> np.ndarray:
     out = np.full(n_rows, "", dtype=object)
     out[text_map.rows] = np.where(first == second, first, first + " / " + second)
     return out
+
+
+def cluster_column(taken) -> str:
+    """The clusters' column name: "cluster", or "map cluster" where the input has a "cluster"."""
+    return CLUSTER if CLUSTER not in taken else f"map {CLUSTER}"
+
+
+def publish_clusters(state, text_map, clusters) -> None:
+    """Pairs: each results row's cluster(s) become a column of the Results table (`state.row_columns`)."""
+    frame = getattr(state.results, "frame", None)
+    if clusters is None or text_map is None or not len(text_map.segments) or frame is None:
+        if state.row_columns:
+            state.set_row_columns({})
+        return
+    state.set_row_columns({cluster_column(frame.columns): pair_clusters(text_map, clusters, len(frame))})

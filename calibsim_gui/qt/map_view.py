@@ -1,10 +1,11 @@
-"""The Map tab: every text of the current input as a point of a 2-D map (PCA of its embeddings).
+"""The Map tab: every text of the current input as a point of a 2-D map (PCA or t-SNE of its embeddings).
 
-Points are coloured by a chosen column, name their text on hover, and can be chosen with a
-rectangle or a lasso: the Results table then shows only the pairs that touch them. A clicked
-point, or a text typed in the search box (Ctrl+K), lists its nearest texts with raw and
-calibrated scores. Encoding (through the cache) and projecting run in `TaskRunner`s; what the
-points are coloured by is `map_colours`.
+Points are coloured by a chosen column (clusters named by their typical words among them),
+name their text on hover, and can be chosen with a rectangle or a lasso: the Results table then
+shows only the pairs that touch them. A clicked point, or a text typed in the search box
+(Ctrl+K), lists its nearest texts with raw and calibrated scores. Encoding (through the cache),
+projecting and clustering run in `TaskRunner`s, stage by stage (`map_stages`); what the points
+are coloured by is `map_colours`; a crowded map is drawn over its density (`map_items`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
-from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CLUSTER, colour_groups, pair_clusters, point_columns
+from calibsim_gui.qt.map_colours import (
+    CATEGORY_COLOURS,
+    cluster_column,
+    colour_groups,
+    point_columns,
+    publish_clusters,
+)
 from calibsim_gui.qt.map_items import MODES, DensityImage, SelectionViewBox
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
@@ -69,6 +76,7 @@ class MapView(QWidget):
         self._colour = ""                   # the colour column the user chose (kept across runs)
         self._method = "PCA"                # the projection the user chose
         self._k = 0                         # the number of clusters the user chose (0: chosen by silhouette)
+        self._replacing = False             # True while a new run replaces the running one
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
         self.runner.finished.connect(self._mapped)
@@ -252,9 +260,17 @@ class MapView(QWidget):
         self._key = (state.input, state.embedder)
         table, embedder, cache = state.input, state.embedder, self._cache()
         self.summary.setText("Mapping the texts…")
-        self.runner.start(map_stages, lambda progress, should_stop: map_input(
-            table, embedder, cache=cache, progress=progress, should_stop=should_stop),
-            None, self._method, self._k or None, None)
+        self._start(lambda progress, should_stop: map_input(
+            table, embedder, cache=cache, progress=progress, should_stop=should_stop), None, None)
+
+    def _start(self, make, text_map, clusters) -> None:
+        """Run `map_stages` with the chosen projection and number of clusters; a run in progress
+        is replaced (not cancelled: nothing says so)."""
+        self._replacing = True
+        try:
+            self.runner.start(map_stages, make, text_map, self._method, self._k or None, clusters)
+        finally:
+            self._replacing = False
 
     def _projection_chosen(self, index: int) -> None:
         self._method = self.projection_combo.itemData(index)
@@ -273,9 +289,11 @@ class MapView(QWidget):
             return
         clusters = self.clusters if keep_clusters else None
         self.summary.setText(f"{self.describe()} · {'clustering' if clusters is None else 'projecting'}…")
-        self.runner.start(map_stages, None, self.text_map, self._method, self._k or None, clusters)
+        self._start(None, self.text_map, clusters)
 
     def _cancelled(self) -> None:
+        if self._replacing:
+            return
         if self.text_map is not None and not self._stale:      # a new projection or clustering stopped
             self._sync_controls(to_drawn=True)
             self.summary.setText(f"{self.describe()} · the last change was cancelled")
@@ -297,7 +315,7 @@ class MapView(QWidget):
     def _clear(self, text: str) -> None:
         self.text_map, self.clusters, self._key, self.columns = None, None, None, {}
         self.density.clear()
-        self._publish_clusters()
+        publish_clusters(self.state, self.text_map, self.clusters)
         self.neighbours, self.source = [], None
         self.neighbour_table.setRowCount(0)
         self._jobs = []
@@ -362,30 +380,14 @@ class MapView(QWidget):
             return
         self.columns = point_columns(self.text_map, self.state)
         if self.clusters is not None and len(self.clusters.labels) == len(self.text_map):
-            self.columns[self.cluster_column(self.columns)] = self.clusters.column()
-        self._publish_clusters()
+            self.columns[cluster_column(self.columns)] = self.clusters.column()
+        publish_clusters(self.state, self.text_map, self.clusters)
         self.colour_combo.blockSignals(True)
         self.colour_combo.clear()
         self.colour_combo.addItems(list(self.columns))
         self.colour_combo.setCurrentIndex(max(0, self.colour_combo.findText(self._colour)))
         self.colour_combo.blockSignals(False)
         self.recolour()
-
-    @staticmethod
-    def cluster_column(taken) -> str:
-        """The clusters' column name: "cluster", or "map cluster" where the input has a "cluster"."""
-        return CLUSTER if CLUSTER not in taken else f"map {CLUSTER}"
-
-    def _publish_clusters(self) -> None:
-        """Pairs: each results row's cluster(s) become a column the Results table shows."""
-        results, text_map = self.state.results, self.text_map
-        frame = getattr(results, "frame", None)
-        if self.clusters is None or text_map is None or not len(text_map.segments) or frame is None:
-            if self.state.row_columns:
-                self.state.set_row_columns({})
-            return
-        self.state.set_row_columns({self.cluster_column(frame.columns):
-                                    pair_clusters(text_map, self.clusters, len(frame))})
 
     def _colour_chosen(self, index: int) -> None:
         self._colour = self.colour_combo.itemText(index)     # kept while results come and go

@@ -320,3 +320,20 @@ def test_view_state_round_trip_with_t_sne(mapped, qtbot):
     other.restore_view_state(wanted)
     assert other.view_state() == wanted and other.projection_combo.currentData() == "t-SNE"
     assert other.cluster_combo.currentText() == "4" and other.segments_box.isChecked()
+
+
+def test_an_input_with_its_own_cluster_column_keeps_it_and_gets_a_map_cluster(window, qtbot, tmp_path):
+    from tests.fakes import random_sentences
+
+    texts = random_sentences(12, seed=8)
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"sentence1": texts[:6], "sentence2": texts[6:], "cluster": list("xyxyxy")}).to_csv(path, index=False)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [path])
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=30_000)
+    model = window.results.model
+    assert "cluster" in model.column_names and "map cluster" in model.column_names
+    assert [model.data(model.index(r, model.column_of("cluster"))) for r in range(6)] == list("xyxyxy")
+    assert all(model.data(model.index(r, model.column_of("map cluster")))[0].isdigit() for r in range(6))
+    assert "map cluster" in [window.map.colour_combo.itemText(i) for i in range(window.map.colour_combo.count())]
