@@ -2,8 +2,8 @@
 
 The texts' embeddings (unit length, then their first `CLUSTER_DIMS` principal components) are
 grouped by k-means (scikit-learn: `KMeans`, `MiniBatchKMeans` beyond `MINI_BATCH_FROM` texts).
-Unless asked for a number, k is the one from 2 to `MAX_CLUSTERS` with the best silhouette on a
-sample of the texts. Each cluster is named by the words whose TF-IDF weight is highest in its
+Unless asked for a number, k is the one from 2 to `MAX_CLUSTERS` (fewer for few texts) with the
+best silhouette on a sample of the texts. Each cluster is named by the words whose TF-IDF weight is highest in its
 texts compared with the others; scripts written without spaces (Chinese, Japanese, Thai, ...)
 count pairs of characters as words.
 """
@@ -72,7 +72,8 @@ def tokens(text: str) -> list[str]:
 
 def typical_words(texts, labels, k: int, n_words: int = WORDS_PER_CLUSTER) -> list[list[str]]:
     """Per cluster the `n_words` words weighing most more in its texts than in the others (mean
-    TF-IDF); in a cluster of 3 texts or more, a word must occur in at least 2 of them."""
+    TF-IDF), words found in at least 2 of its texts first (a cluster of few shared words is
+    named by its texts' own)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vectorizer = TfidfVectorizer(analyzer=tokens, sublinear_tf=True, max_features=50_000)
@@ -91,24 +92,22 @@ def typical_words(texts, labels, k: int, n_words: int = WORDS_PER_CLUSTER) -> li
         size, others = int(inside.sum()), int((~inside).sum())
         mean_in = np.asarray(weights[inside].sum(axis=0)).ravel() / max(size, 1)
         mean_out = (total - mean_in * size) / others if others else np.zeros_like(total)
-        score = mean_in - mean_out
-        if size >= 3:
-            score[np.asarray(present[inside].sum(axis=0)).ravel() < 2] = -np.inf
-        best = [i for i in np.argsort(-score, kind="stable")[:n_words] if np.isfinite(score[i]) and mean_in[i] > 0]
-        out.append([str(vocabulary[i]) for i in best])
+        shared = np.asarray(present[inside].sum(axis=0)).ravel() >= min(size, 2)
+        order = np.lexsort((-(mean_in - mean_out), ~shared))         # shared words first, then by score
+        out.append([str(vocabulary[i]) for i in order[mean_in[order] > 0][:n_words]])
     return out
 
 
 def choose_k(points, *, seed: int = 0, should_stop=None) -> int:
-    """The k from 2 to `MAX_CLUSTERS` (at most n - 1) whose k-means clusters of a sample of
-    `points` have the best silhouette."""
+    """The k from 2 to `MAX_CLUSTERS` (and to about the square root of n / 2: clusters of a few
+    texts would say little) whose k-means clusters of a sample of `points` have the best silhouette."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
     n = len(points)
     sample = points[np.random.default_rng(seed).choice(n, min(n, CHOOSE_SAMPLE), replace=False)]
     best, best_score = 2, -np.inf
-    for k in range(2, min(MAX_CLUSTERS, len(sample) - 1) + 1):
+    for k in range(2, max(2, min(MAX_CLUSTERS, len(sample) - 1, round(np.sqrt(n / 2)))) + 1):
         labels = KMeans(k, n_init=1, random_state=seed).fit_predict(sample)
         if len(np.unique(labels)) > 1:
             score = silhouette_score(sample, labels)
