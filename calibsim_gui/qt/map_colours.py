@@ -114,4 +114,6 @@ def publish_clusters(state, text_map, clusters) -> None:
         if state.row_columns:
             state.set_row_columns({})
         return
-    state.set_row_columns({cluster_column(frame.columns): pair_clusters(text_map, clusters, len(frame))})
+    name, values = cluster_column(frame.columns), pair_clusters(text_map, clusters, len(frame))
+    if list(state.row_columns) != [name] or not np.array_equal(state.row_columns[name], values):
+        state.set_row_columns({name: values})          # only when they changed: the table reloads
