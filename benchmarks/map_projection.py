@@ -1,12 +1,17 @@
-"""Text map: PCA time and peak memory for 5,000 and 50,000 texts, and the map's GUI cost at that size.
+"""Text map: projection and clustering time and peak memory for 5,000 and 50,000 texts, and the
+map's GUI cost at that size.
 
 Each size runs in a fresh process on precomputed unit vectors of 384 dimensions (the built-in
 model's), made of a few dozen topic directions plus noise so that they cluster a little as
 sentences do; encoding is left out (the map reads a scored input's vectors from the cache).
-Measured: `pca_2d` (best of 3, after a warm-up call; its peak memory from the first), a 200-vertex lasso (`points_in_polygon`), one point's 10 nearest texts, the
+Measured: `pca_2d` (best of 3, after a warm-up call; its peak memory from the first),
+`cluster_texts` (k chosen by silhouette, named by TF-IDF words of texts made of topic words)
+and `tsne_2d` (on its sample of at most 2,000 texts, the others placed), each once after a
+small warm-up call (scikit-learn's imports), with its peak memory, a 200-vertex lasso (`points_in_polygon`), one point's 10 nearest texts, the
 GUI-thread time to draw the points in the Map tab (`MapView._mapped`: columns and colours, then
-one layer of at most 4,000 points per event-loop turn: the longest turn counts), a colour
-change, and the frame time of panning the map (offscreen, each frame rendered).
+one layer of at most 4,000 points per event-loop turn: the longest turn counts; beyond 5,000
+points a density image under them), a colour change to the clusters, and the frame time of
+panning the map (offscreen, each frame rendered).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/map_projection.py [--quick]
 """
@@ -26,13 +31,35 @@ STALL_TARGET_MS = 100          # no GUI-thread step longer than this
 PAN_FRAMES = 20
 
 
-def vectors(n: int, seed: int = 0):
+def vectors(n: int, seed: int = 0, *, with_topics: bool = False):
+    """`n` unit vectors around 40 topic directions (and each one's topic, when asked)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     topics = rng.standard_normal((40, DIM))
-    x = topics[rng.integers(0, len(topics), n)] + 1.5 * rng.standard_normal((n, DIM))
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    chosen = rng.integers(0, len(topics), n)
+    x = topics[chosen] + 1.5 * rng.standard_normal((n, DIM))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return (x, chosen) if with_topics else x
+
+
+def texts(topics, seed: int = 0) -> list[str]:
+    """A text per topic number: 6 words of its topic's 8 and 2 of a shared 200."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    own = rng.integers(0, 8, (len(topics), 6))
+    shared = rng.integers(0, 200, (len(topics), 2))
+    return [" ".join([f"t{t}w{w}" for w in words] + [f"common{c}" for c in rest])
+            for t, words, rest in zip(topics, own, shared)]
+
+
+def peak_of(fn, *args, **kwargs) -> tuple[float, float, object]:
+    """(seconds, peak memory over the start in MB, result) of one call."""
+    common.reset_peak_rss()
+    before = common.rss_mb()
+    seconds, result = common.timed(fn, *args, **kwargs)
+    return seconds, common.peak_rss_mb() - before, result
 
 
 def measure(n: int) -> dict:
@@ -41,24 +68,28 @@ def measure(n: int) -> dict:
     import numpy as np
     from PySide6.QtWidgets import QApplication
 
-    from calibsim_gui.core.analysis.projection import TextMap, nearest, pca_2d, points_in_polygon
+    from calibsim_gui.core.analysis.clusters import cluster_texts
+    from calibsim_gui.core.analysis.projection import TextMap, nearest, pca_2d, points_in_polygon, tsne_2d
     from calibsim_gui.qt.map_view import MapView
     from calibsim_gui.qt.state import AppState
 
     app = QApplication.instance() or QApplication([])
-    x = vectors(n)
+    x, topics = vectors(n, with_topics=True)
+    words = texts(topics)
     pca_2d(vectors(100, seed=1))                      # first-call costs (LAPACK, BLAS threads) apart
-    common.reset_peak_rss()
-    before = common.rss_mb()
-    _, projection = common.timed(pca_2d, x)
-    peak = common.peak_rss_mb() - before
+    small, small_topics = vectors(100, seed=1, with_topics=True)
+    cluster_texts(texts(small_topics), small)         # scikit-learn's imports apart
+    tsne_2d(small)
+    _, peak, projection = peak_of(pca_2d, x)
     timing = common.interleaved({"pca": lambda: pca_2d(x)}, 3)["pca"]
     coords = projection.coords
     centre, radius = coords.mean(axis=0), coords.std()
     angles = np.linspace(0, 2 * np.pi, 200, endpoint=False)
     lasso = centre + radius * np.c_[np.cos(angles), np.sin(angles)]
     lasso_s, inside = common.timed(points_in_polygon, coords, lasso)
-    text_map = TextMap([f"text {i}" for i in range(n)], [f"d{i}" for i in range(n)], x, projection,
+    cluster_s, cluster_peak, clusters = peak_of(cluster_texts, words, x)
+    tsne_s, tsne_peak, _ = peak_of(tsne_2d, x)
+    text_map = TextMap(words, [f"d{i}" for i in range(n)], x, projection,
                        sources=[f"file{i % 7}.txt" for i in range(n)])
     profile = common.builtin_profile()
     nearest_s, _ = common.timed(nearest, text_map, x[0], profile, k=10, exclude=0)
@@ -77,10 +108,10 @@ def measure(n: int) -> dict:
             steps.append(time.perf_counter() - step)
         return time.perf_counter() - start
 
-    draw_s, _ = common.timed(view._mapped, text_map)
+    draw_s, _ = common.timed(view._mapped, (text_map, clusters))
     draw_layers_s = finish_drawing()
     first_frame_s, _ = common.timed(view.plot_widget.grab)
-    recolour_s, _ = common.timed(view.recolour)
+    recolour_s, _ = common.timed(view.colour_combo.setCurrentText, "cluster")
     recolour_layers_s = finish_drawing()
     frames = []
     for _ in range(PAN_FRAMES):
@@ -92,6 +123,9 @@ def measure(n: int) -> dict:
     return {"texts": n, "pca_s": timing["best_s"], "pca_median_s": timing["median_s"],
             "pca_peak_rss_mb": round(peak, 1),
             "explained": [round(float(v), 4) for v in projection.explained],
+            "cluster_s": round(cluster_s, 3), "cluster_peak_rss_mb": round(cluster_peak, 1),
+            "clusters": len(clusters.sizes), "cluster_names": clusters.names[:3],
+            "tsne_s": round(tsne_s, 3), "tsne_peak_rss_mb": round(tsne_peak, 1),
             "lasso_200_vertices_s": round(lasso_s, 4), "points_in_lasso": int(inside.sum()),
             "nearest_10_s": round(nearest_s, 4), "draw_points_gui_s": round(draw_s, 4),
             "draw_layers_total_s": round(draw_layers_s, 4), "recolour_gui_s": round(recolour_s, 4),
@@ -113,6 +147,8 @@ def main() -> None:
                              env={"QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")})
             for n in (QUICK_SIZES if args.quick else SIZES)]
     common.print_table([{"texts": r["texts"], "PCA s": r["pca_s"], "PCA peak MB": r["pca_peak_rss_mb"],
+                         "clusters s": r["cluster_s"], "clusters peak MB": r["cluster_peak_rss_mb"],
+                         "k": r["clusters"], "t-SNE s": r["tsne_s"], "t-SNE peak MB": r["tsne_peak_rss_mb"],
                          "lasso s": r["lasso_200_vertices_s"], "10 nearest s": r["nearest_10_s"],
                          "draw (GUI) s": r["draw_points_gui_s"], "recolour (GUI) s": r["recolour_gui_s"],
                          "longest layer step ms": r["longest_layer_step_ms"],

@@ -15,11 +15,13 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
 
 CATEGORY_COLOURS = [QColor(c) for c in ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
-                                        "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac")]
+                                        "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac",
+                                        "#1f3c88", "#8cd17d")]
 MAX_CATEGORIES = len(CATEGORY_COLOURS)
 MISSING = QColor(150, 150, 150, 120)
 SHADES = 16                 # steps of a numeric colour scale: one scatter layer each (pyqtgraph's fast path)
 SIDE = "side of the pair"
+CLUSTER = "cluster"
 
 
 def point_columns(text_map, state) -> dict[str, np.ndarray]:
@@ -65,7 +67,7 @@ def point_columns(text_map, state) -> dict[str, np.ndarray]:
 
 def colour_groups(values: np.ndarray) -> tuple[np.ndarray, list, str]:
     """Points grouped by colour for `values` (numbers: viridis in `SHADES` steps from low to high;
-    categories: one colour each): per point its group, each group's colour (the last group is
+    categories: one colour each, the most frequent first: clusters in their order): per point its group, each group's colour (the last group is
     "no value"), and a legend line that says what the colours mean."""
     if values.dtype != object:
         known = np.isfinite(values)
@@ -84,7 +86,34 @@ def colour_groups(values: np.ndarray) -> tuple[np.ndarray, list, str]:
     groups = np.full(len(values), len(shown), dtype=np.int64)
     for group, name in enumerate(shown):
         groups[text == name] = group
-    legend = ", ".join(f"<span style='color:{CATEGORY_COLOURS[i].name()}'>●</span> {name}"
+    legend = " &nbsp; ".join(f"<span style='color:{CATEGORY_COLOURS[i].name()}'>●</span> {name}"
                        for i, name in enumerate(shown))
     other = "; grey = other" if len(names) > len(shown) else ""
     return groups, CATEGORY_COLOURS[:len(shown)] + [MISSING], legend + other
+
+
+def pair_clusters(text_map, clusters, n_rows: int) -> np.ndarray:
+    """Per results row (of `n_rows`) the cluster of its pair's texts: one name when both are in
+    the same cluster, "A's / B's" when not, "" for a row not on the map (an empty side)."""
+    names = clusters.column()
+    first, second = names[text_map.segments[:, 0]], names[text_map.segments[:, 1]]
+    out = np.full(n_rows, "", dtype=object)
+    out[text_map.rows] = np.where(first == second, first, first + " / " + second)
+    return out
+
+
+def cluster_column(taken) -> str:
+    """The clusters' column name: "cluster", or "map cluster" where the input has a "cluster"."""
+    return CLUSTER if CLUSTER not in taken else f"map {CLUSTER}"
+
+
+def publish_clusters(state, text_map, clusters) -> None:
+    """Pairs: each results row's cluster(s) become a column of the Results table (`state.row_columns`)."""
+    frame = getattr(state.results, "frame", None)
+    if clusters is None or text_map is None or not len(text_map.segments) or frame is None:
+        if state.row_columns:
+            state.set_row_columns({})
+        return
+    name, values = cluster_column(frame.columns), pair_clusters(text_map, clusters, len(frame))
+    if list(state.row_columns) != [name] or not np.array_equal(state.row_columns[name], values):
+        state.set_row_columns({name: values})          # only when they changed: the table reloads

@@ -1,10 +1,11 @@
-"""The Map tab: every text of the current input as a point of a 2-D map (PCA of its embeddings).
+"""The Map tab: every text of the current input as a point of a 2-D map (PCA or t-SNE of its embeddings).
 
-Points are coloured by a chosen column, name their text on hover, and can be chosen with a
-rectangle or a lasso: the Results table then shows only the pairs that touch them. A clicked
-point, or a text typed in the search box (Ctrl+K), lists its nearest texts with raw and
-calibrated scores. Encoding (through the cache) and projecting run in `TaskRunner`s; what the
-points are coloured by is `map_colours`.
+Points are coloured by a chosen column (clusters named by their typical words among them),
+name their text on hover, and can be chosen with a rectangle or a lasso: the Results table then
+shows only the pairs that touch them. A clicked point, or a text typed in the search box
+(Ctrl+K), lists its nearest texts with raw and calibrated scores. Encoding (through the cache),
+projecting and clustering run in `TaskRunner`s, stage by stage (`map_stages`); what the points
+are coloured by is `map_colours`; a crowded map is drawn over its density (`map_items`).
 """
 
 from __future__ import annotations
@@ -28,68 +29,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
-from calibsim_gui.core.embedding.encoding import encode_texts
-from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, colour_groups, point_columns
+from calibsim_gui.qt.map_colours import (
+    CATEGORY_COLOURS,
+    cluster_column,
+    colour_groups,
+    point_columns,
+    publish_clusters,
+)
+from calibsim_gui.qt.map_items import MODES, DensityImage, SelectionViewBox
+from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
-MODES = ("Pan and zoom", "Rectangle", "Lasso")
+PROJECTIONS = {"PCA": "PCA (instant)", "t-SNE": "t-SNE (slower: a sample of up to 2,000 texts)"}
 NEIGHBOURS = 10
-HOVER_CHARS = 160
 MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
 LAYER_POINTS = 4000         # points of one layer: a large map is drawn a layer per event-loop turn
-
-
-def shorten(text: str, chars: int = HOVER_CHARS) -> str:
-    """`text` cut to `chars` characters (with an ellipsis when cut)."""
-    return text if len(text) <= chars else text[:chars - 1] + "…"
-
-
-class SelectionViewBox(pg.ViewBox):
-    """A ViewBox that, in rectangle or lasso mode, draws a shape with the left button and emits
-    its vertices (view coordinates) when the drag ends; otherwise it pans and zooms."""
-
-    shape_drawn = Signal(object)          # ndarray of shape (n_vertices, 2)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.mode = MODES[0]
-        self._path: list = []
-        self.outline = pg.PlotCurveItem(pen=pg.mkPen((230, 120, 20), width=1.5, style=Qt.PenStyle.DashLine))
-        self.outline.setZValue(10)
-        self.addItem(self.outline, ignoreBounds=True)
-
-    def mouseDragEvent(self, ev, axis=None) -> None:
-        if self.mode == MODES[0] or ev.button() != Qt.MouseButton.LeftButton:
-            super().mouseDragEvent(ev, axis)
-            return
-        ev.accept()
-        here = self.mapSceneToView(ev.scenePos())
-        if ev.isStart():
-            start = self.mapSceneToView(ev.buttonDownScenePos())
-            self._path = [(start.x(), start.y())]
-        self._path.append((here.x(), here.y()))
-        shape = self.drawn_shape()
-        closed = np.vstack([shape, shape[:1]])
-        self.outline.setData(closed[:, 0], closed[:, 1])
-        if ev.isFinish():
-            self.outline.setData([], [])
-            self.shape_drawn.emit(shape)
-
-    def drawn_shape(self) -> np.ndarray:
-        """The drawn shape: the rectangle spanned by the drag, or the lasso's path."""
-        path = np.asarray(self._path, dtype=float)
-        if self.mode == "Rectangle":
-            (x0, y0), (x1, y1) = path[0], path[-1]
-            return np.array([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-        return path
-
-
-def encode_query(embedder, text: str, cache, *, progress, should_stop) -> np.ndarray:
-    """A typed text's vector, encoded like the map's texts (same prompt, through the cache)."""
-    return encode_texts(embedder, [text], cache=cache, should_stop=should_stop).embeddings[0]
 
 
 class MapView(QWidget):
@@ -104,9 +62,11 @@ class MapView(QWidget):
 
     def __init__(self, state, *, cache=lambda: None, parent=None):
         super().__init__(parent)
+        self.setObjectName("map")
         self.state = state
         self._cache = cache
         self.text_map = None
+        self.clusters = None                # the texts' clusters (None until clustered)
         self.columns: dict[str, np.ndarray] = {}
         self.chosen = np.zeros(0, dtype=np.int64)
         self.neighbours: list[tuple[int, float, float]] = []
@@ -114,9 +74,13 @@ class MapView(QWidget):
         self._key = None                    # (input, model) the map was computed for (the objects)
         self._query = ""                    # the typed text being encoded
         self._colour = ""                   # the colour column the user chose (kept across runs)
+        self._method = "PCA"                # the projection the user chose
+        self._k = 0                         # the number of clusters the user chose (0: chosen by silhouette)
+        self._replacing = False             # True while a new run replaces the running one
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
         self.runner.finished.connect(self._mapped)
+        self.runner.partial.connect(self._mapped)            # PCA first, then clusters, then t-SNE
         self.runner.failed.connect(self._failed)
         self.runner.progress.connect(self._progress)
         self.runner.cancelled.connect(self._cancelled)
@@ -137,6 +101,19 @@ class MapView(QWidget):
         self.mode_combo.addItems(MODES)
         self.mode_combo.setToolTip("Drag with the left button to pan, or to choose the points inside "
                                    "a rectangle or a lasso (the Results tab then shows their pairs)")
+        self.projection_combo = QComboBox()
+        for method, title in PROJECTIONS.items():
+            self.projection_combo.addItem(title, method)
+        self.projection_combo.setToolTip("PCA keeps the two directions of largest variance, at once; "
+                                         "t-SNE keeps each text's neighbours close (it takes longer)")
+        self.projection_combo.activated.connect(self._projection_chosen)
+        self.cluster_combo = QComboBox()
+        self.cluster_combo.addItem("auto", 0)
+        for k in range(2, MAX_CLUSTERS + 1):
+            self.cluster_combo.addItem(str(k), k)
+        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: the number "
+                                      "whose clusters are best separated); each is named by its typical words")
+        self.cluster_combo.activated.connect(self._clusters_chosen)
         self.segments_box = QCheckBox("Draw pairs as segments")
         self.segments_box.setToolTip("A line between the two texts of every pair")
         self.segments_box.toggled.connect(self._draw_segments)
@@ -154,6 +131,7 @@ class MapView(QWidget):
         self.again_button.hide()
         self.legend = QLabel()
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
 
         self.view_box = SelectionViewBox()
         self.view_box.shape_drawn.connect(self.choose_inside)
@@ -165,6 +143,8 @@ class MapView(QWidget):
         self.plot_menu = PlotMenu(self, self.plot_widget, [self.plot], image_name="map.png")
         self.segments = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen(120, 120, 120, 90))
         self.segments.setVisible(False)
+        self.density = DensityImage()
+        self.plot.addItem(self.density)
         self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour (or part of one)
         self._jobs: list = []                           # layers still to draw: (layer, (colour, points))
         self.draw_timer = QTimer(self, interval=0)
@@ -204,6 +184,10 @@ class MapView(QWidget):
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Colour by:"))
         bar.addWidget(self.colour_combo)
+        bar.addWidget(QLabel("Projection:"))
+        bar.addWidget(self.projection_combo)
+        bar.addWidget(QLabel("Clusters:"))
+        bar.addWidget(self.cluster_combo)
         bar.addWidget(QLabel("Mouse:"))
         bar.addWidget(self.mode_combo)
         bar.addWidget(self.segments_box)
@@ -276,23 +260,62 @@ class MapView(QWidget):
         self._key = (state.input, state.embedder)
         table, embedder, cache = state.input, state.embedder, self._cache()
         self.summary.setText("Mapping the texts…")
-        self.runner.start(lambda progress, should_stop: map_input(
-            table, embedder, cache=cache, progress=progress, should_stop=should_stop))
+        self._start(lambda progress, should_stop: map_input(
+            table, embedder, cache=cache, progress=progress, should_stop=should_stop), None, None)
+
+    def _start(self, make, text_map, clusters) -> None:
+        """Run `map_stages` with the chosen projection and number of clusters; a run in progress
+        is replaced (not cancelled: nothing says so)."""
+        self._replacing = True
+        try:
+            self.runner.start(map_stages, make, text_map, self._method, self._k or None, clusters)
+        finally:
+            self._replacing = False
+
+    def _projection_chosen(self, index: int) -> None:
+        self._method = self.projection_combo.itemData(index)
+        self._recompute(keep_clusters=True)
+
+    def _clusters_chosen(self, index: int) -> None:
+        self._k = self.cluster_combo.itemData(index)
+        self._recompute(keep_clusters=False)
+
+    def _recompute(self, *, keep_clusters: bool) -> None:
+        """Project or cluster the drawn texts again (the user chose another projection or number);
+        while the texts are still being mapped, map them again with the new choice."""
+        if self.text_map is None or self._stale:
+            if self.runner.running or self._stale and self.isVisible():
+                self.refresh()
+            return
+        clusters = self.clusters if keep_clusters else None
+        self.summary.setText(f"{self.describe()} · {'clustering' if clusters is None else 'projecting'}…")
+        self._start(None, self.text_map, clusters)
 
     def _cancelled(self) -> None:
+        if self._replacing:
+            return
+        if self.text_map is not None and not self._stale:      # a new projection or clustering stopped
+            self._sync_controls(to_drawn=True)
+            self.summary.setText(f"{self.describe()} · the last change was cancelled")
+            return
         self._stale, self._key = True, None
         self.summary.setText("Mapping was cancelled: the map is not drawn.")
         self.again_button.show()
 
     def _progress(self, done: int, total: int, message: str) -> None:
-        self.summary.setText(f"Mapping the texts: {message}…")
+        shown = f"{self.describe()} · " if self.text_map is not None else "Mapping the texts: "
+        self.summary.setText(f"{shown}{message}…")
 
     def _failed(self, message: str) -> None:
         self.summary.setText(message.partition("\n\nTraceback")[0])
         self.again_button.show()
+        if self.text_map is not None:
+            self._sync_controls(to_drawn=True)
 
     def _clear(self, text: str) -> None:
-        self.text_map, self._key, self.columns = None, None, {}
+        self.text_map, self.clusters, self._key, self.columns = None, None, None, {}
+        self.density.clear()
+        publish_clusters(self.state, self.text_map, self.clusters)
         self.neighbours, self.source = [], None
         self.neighbour_table.setRowCount(0)
         self._jobs = []
@@ -304,25 +327,51 @@ class MapView(QWidget):
         self._show_marks()
         self.summary.setText(text)
 
-    def _mapped(self, text_map) -> None:
+    def _mapped(self, result) -> None:
+        """Draw a stage of the map: new texts start afresh; the same texts keep their selection."""
+        text_map, self.clusters = result
+        new = self.text_map is None or text_map.texts is not self.text_map.texts
+        moved = new or text_map.projection is not self.text_map.projection
         self.text_map = text_map
         coords = text_map.projection.coords
-        many = len(text_map) > MANY_POINTS
         pairs = coords[text_map.segments.ravel()] if len(text_map.segments) else np.zeros((0, 2))
         self.segments.setData(pairs[:, 0], pairs[:, 1])
         self.segments_box.setEnabled(len(text_map.segments) > 0)
-        self.chosen = np.zeros(0, dtype=np.int64)
-        self.neighbours, self.source = [], None
-        self._mark_current([])
+        if len(text_map) > MANY_POINTS:
+            self.density.show_density(coords, self.palette().color(QPalette.ColorRole.Text))
+        else:
+            self.density.clear()
+        if new:
+            self.chosen = np.zeros(0, dtype=np.int64)
+            self.neighbours, self.source = [], None
+            self.neighbour_table.setRowCount(0)
+            self._mark_current([])
         self._fill_columns()
         self._show_marks()
-        self.neighbour_table.setRowCount(0)
-        first, second = text_map.projection.explained
-        self.summary.setText(f"{plural(len(text_map), 'distinct text')} · PCA: the two directions shown "
-                             f"hold {first:.0%} and {second:.0%} of the variance".replace("%", " %")
-                             + ("; drawn small and translucent, where points crowd the colour deepens"
-                                if many else ""))
-        self.plot.autoRange()
+        self._selection_changed()
+        self._sync_controls()
+        method = text_map.projection.method
+        names = ("first principal direction", "second principal direction") if method == "PCA" \
+            else ("t-SNE 1", "t-SNE 2")
+        self.plot.setLabel("bottom", names[0])
+        self.plot.setLabel("left", names[1])
+        self.summary.setText(self.describe() + (" · clustering…" if self.clusters is None else ""))
+        if moved:
+            self.plot.autoRange()
+
+    def describe(self) -> str:
+        """What the map shows: its texts, projection and clusters."""
+        return describe_map(self.text_map, self.clusters, MANY_POINTS)
+
+    def _sync_controls(self, *, to_drawn: bool = False) -> None:
+        """The projection and cluster choosers show what is chosen (`to_drawn`: what is drawn, the
+        choices that did not come to be are dropped)."""
+        if to_drawn:
+            self._method = self.text_map.projection.method
+            if self.clusters is not None:
+                self._k = 0 if self.clusters.chosen else len(self.clusters.sizes)
+        self.projection_combo.setCurrentIndex(max(0, self.projection_combo.findData(self._method)))
+        self.cluster_combo.setCurrentIndex(max(0, self.cluster_combo.findData(self._k)))
 
     # ------------------------------------------------------------------ colours
 
@@ -330,6 +379,9 @@ class MapView(QWidget):
         if self.text_map is None:
             return
         self.columns = point_columns(self.text_map, self.state)
+        if self.clusters is not None and len(self.clusters.labels) == len(self.text_map):
+            self.columns[cluster_column(self.columns)] = self.clusters.column()
+        publish_clusters(self.state, self.text_map, self.clusters)
         self.colour_combo.blockSignals(True)
         self.colour_combo.clear()
         self.colour_combo.addItems(list(self.columns))
@@ -399,6 +451,32 @@ class MapView(QWidget):
 
     def _draw_segments(self, shown: bool) -> None:
         self.segments.setVisible(shown)
+
+    # ------------------------------------------------------------------ view state
+
+    def view_state(self) -> dict:
+        """The map's choices (JSON-safe): projection, colour column, segments, number of clusters."""
+        return {"projection": self._method, "colour": self._colour or self.colour_combo.currentText(),
+                "segments": self.segments_box.isChecked(), "clusters": int(self._k)}
+
+    def restore_view_state(self, state: dict) -> None:
+        """Take back choices from `view_state` (unknown keys and values ignored, missing ones kept);
+        a drawn map is projected or clustered again when they differ."""
+        method = state.get("projection", self._method)
+        k = state.get("clusters", self._k)
+        method = method if method in PROJECTIONS else self._method
+        k = k if isinstance(k, int) and not isinstance(k, bool) and (k == 0 or 2 <= k <= MAX_CLUSTERS) else self._k
+        if isinstance(state.get("segments"), bool):
+            self.segments_box.setChecked(state["segments"])
+        if isinstance(state.get("colour"), str):
+            self._colour = state["colour"]
+            if self.colour_combo.findText(self._colour) >= 0:
+                self.colour_combo.setCurrentText(self._colour)
+        changed_k, changed_method = k != self._k, method != self._method
+        self._method, self._k = method, k
+        self._sync_controls()
+        if changed_k or changed_method:
+            self._recompute(keep_clusters=not changed_k)
 
     # ------------------------------------------------------------------ hover, click, selection
 

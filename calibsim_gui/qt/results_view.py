@@ -204,6 +204,7 @@ class ResultsView(QWidget):
         layout.addWidget(self.detail)
 
         state.results_changed.connect(self.rebuild)
+        state.row_columns_changed.connect(lambda: self._load_frame(keep_sort=True))
         state.view_changed.connect(self._view_changed)
         state.selection_changed.connect(self._select_from_state)
         state.labels_changed.connect(self._labels_changed)
@@ -229,9 +230,11 @@ class ResultsView(QWidget):
         results = self.state.results
         if isinstance(results, ScoredPairs):
             agreement = current_agreement(self.state)
-            if agreement is None:
-                return results.frame
-            return results.frame.assign(**{DISAGREEMENT_COLUMN: agreement.disagreement})
+            added = {name: values for name, values in self.state.row_columns.items()
+                     if name not in results.frame and len(values) == len(results.frame)}    # the Map's cluster
+            if agreement is not None:
+                added[DISAGREEMENT_COLUMN] = agreement.disagreement
+            return results.frame.assign(**added) if added else results.frame
         return None
 
     def _load_frame(self, keep_sort: bool) -> None:

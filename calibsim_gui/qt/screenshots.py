@@ -100,6 +100,7 @@ class ScreenshotTour:
         (name, then), self._after_map = self._after_map, None
         view = self.window.map
         if view.text_map is not None:
+            view.colour_combo.setCurrentText("cluster")   # the clusters, named by their typical words
             view.show_neighbours(0)                   # a clicked point's nearest texts, ringed
         self._shoot(view, name)
         then()

@@ -84,6 +84,9 @@ class AppState(QObject):
     chosen_rows : (ndarray of rows, description) or None
         Rows of `results.frame` chosen on another view (the texts selected on the Map): the
         table shows only those rows; `range_changed` says when it changes too.
+    row_columns : dict of str to ndarray
+        Columns of one value per row of `results.frame` that another view adds to the table (the
+        Map's ``cluster``); `row_columns_changed` says when they change.
     """
 
     model_changed = Signal()
@@ -96,6 +99,7 @@ class AppState(QObject):
     human_changed = Signal()
     labels_changed = Signal()            # human-score column or scale chosen
     range_changed = Signal()             # a score range brushed (or cleared)
+    row_columns_changed = Signal()       # columns added to the results by another view
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -116,6 +120,7 @@ class AppState(QObject):
         self.compared_form = "calibrated"
         self.score_range = None
         self.chosen_rows = None
+        self.row_columns: dict = {}
 
     def set_model(self, embedder, info) -> None:
         """A new model invalidates the profile and results (they belong to one model)."""
@@ -139,6 +144,7 @@ class AppState(QObject):
         self.selected_row = None
         self.label_column = self.label_scale = self.score_range = None     # another file's columns
         self.chosen_rows = None
+        self.row_columns = {}
         self.input_changed.emit()
         self.results_changed.emit()
 
@@ -146,6 +152,7 @@ class AppState(QObject):
         self.results = results
         self.selected_row = None
         self.score_range = self.chosen_rows = None
+        self.row_columns = {}                 # the view that added them adds them again
         self.results_changed.emit()
 
     def set_view(self, *, metric: str | None = None, form: str | None = None) -> None:
@@ -238,6 +245,11 @@ class AppState(QObject):
         self.chosen_rows = None if rows is None else (np.unique(np.asarray(rows, dtype=np.int64)),
                                                       str(description))
         self.range_changed.emit()
+
+    def set_row_columns(self, columns: dict) -> None:
+        """Add these columns (name: one value per results row) to the results table ({}: none)."""
+        self.row_columns = dict(columns)
+        self.row_columns_changed.emit()
 
     def forms(self) -> tuple[str, ...]:
         """Calibrated forms available with the current profile."""

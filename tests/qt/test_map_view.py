@@ -24,7 +24,7 @@ def mapped(window, qtbot, pairs_csv, monkeypatch):
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         drop(window, [pairs_csv])
     window.tabs.setCurrentWidget(window.map)
-    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    qtbot.waitUntil(window.map.drawn, timeout=30_000)          # projected and clustered
     return window
 
 
@@ -161,11 +161,11 @@ def test_a_document_set_is_mapped_with_its_files(window, qtbot, tmp_path):
     with qtbot.waitSignal(window.results_shown, timeout=20_000):
         window.open_inputs([tmp_path / "animals.txt", tmp_path / "tools.txt"], per_file=False)
     window.tabs.setCurrentWidget(window.map)
-    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=20_000)
+    qtbot.waitUntil(window.map.drawn, timeout=30_000)
     view = window.map
     assert len(view.text_map) == 18 and not view.segments_box.isEnabled()
     assert [view.colour_combo.itemText(i) for i in range(view.colour_combo.count())] == \
-        ["source file", "best match (calibrated)"]
+        ["source file", "best match (calibrated)", "cluster"]
     assert "animals.txt" in view.legend.text() and "tools.txt" in view.legend.text()
     colours = view.point_colours()
     assert len(set(colours[:9])) == len(set(colours[9:])) == 1 and colours[0] != colours[9]
@@ -195,7 +195,7 @@ def test_cancelling_the_map_says_so_and_draws_it_again_on_request(window, qtbot,
     assert not view.runner.running and view.text_map is None
     assert "cancelled" in view.summary.text() and view.again_button.isVisibleTo(view)
     view.again_button.click()
-    qtbot.waitUntil(lambda: view.text_map is not None, timeout=20_000)
+    qtbot.waitUntil(view.drawn, timeout=30_000)
     assert len(view.text_map) == 30 and not view.again_button.isVisibleTo(view)
 
 
@@ -220,7 +220,7 @@ def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
                        pca_2d(vectors), sources=[f"file{i % 3}.txt" for i in range(n)])
     view = MapView(AppState())
     qtbot.addWidget(view)
-    view._mapped(text_map)
+    view._mapped((text_map, None))
     assert view.drawing()                                    # not all at once: the window stays responsive
     qtbot.waitUntil(lambda: not view.drawing(), timeout=10_000)
     drawn = np.concatenate([layer.data["data"].astype(np.int64) for layer in view.layers if len(layer.data)])
@@ -228,3 +228,112 @@ def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
     assert max(len(layer.data) for layer in view.layers) <= LAYER_POINTS
     colours = view.point_colours()
     assert all(len(set(colours[i::3])) == 1 for i in range(3)) and len(set(colours)) == 3
+    density = view.density.density()                         # a crowded map: its density shaded under it
+    assert density.shape == (160, 160) and density.max() == 200 and (density == 0).any()
+    assert "density" in view.summary.text()
+
+
+TOPICS = {"animals": "cat dog horse cow sheep", "tools": "hammer drill wrench chisel pliers",
+          "weather": "rain snow wind storm cloud"}
+
+
+@pytest.fixture
+def topics_mapped(window, qtbot, tmp_path):
+    """Three files of 12 one-line documents on one topic each (4 of its 5 words and a filler)."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for topic, words in TOPICS.items():
+        lines = {" ".join([*rng.choice(words.split(), 4, replace=False), rng.choice(["the", "we", "some"])])
+                 for _ in range(200)}
+        paths.append(tmp_path / f"{topic}.txt")
+        paths[-1].write_text("\n".join(sorted(lines)[:12]))
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        window.open_inputs(paths, per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=30_000)
+    return window.map
+
+
+def test_three_topics_make_three_clusters_coloured_and_named_by_their_words(topics_mapped):
+    view = topics_mapped
+    assert "3 clusters (number chosen by separation)" in view.summary.text()
+    view.colour_combo.setCurrentText("cluster")
+    legend, colours = view.legend.text(), view.point_colours()
+    for topic, words in TOPICS.items():
+        members = [i for i, source in enumerate(view.text_map.sources) if source == f"{topic}.txt"]
+        assert len(set(colours[members])) == 1                 # one colour per topic file
+        name = view.columns["cluster"][members[0]]
+        assert set(name.partition(": ")[2].split(", ")) <= set(words.split()) and name in legend
+    assert len(set(colours)) == 3
+    assert "cluster: 2: " in view.hover_text(data=int(np.flatnonzero(view.clusters.labels == 1)[0]))
+
+
+def test_the_cluster_column_reaches_results_and_follows_the_chosen_number(mapped, qtbot):
+    view, results = mapped.map, mapped.results
+    names = results.model.column_names
+    assert "cluster" in names
+    column = results.model.column_of("cluster")
+    frame = mapped.state.results.frame
+    clusters = view.columns["cluster"]
+    for row in (0, 7):
+        a, b = (view.text_map.texts.index(frame[side].iloc[row]) for side in ("sentence1", "sentence2"))
+        expected = clusters[a] if clusters[a] == clusters[b] else f"{clusters[a]} / {clusters[b]}"
+        shown = results.model.data(results.model.index(row, column))
+        assert shown == expected and shown.startswith(f"{view.clusters.labels[a] + 1}: ")
+    view.cluster_combo.setCurrentIndex(view.cluster_combo.findData(5))
+    view.cluster_combo.activated.emit(view.cluster_combo.currentIndex())
+    qtbot.waitUntil(view.drawn, timeout=30_000)
+    assert len(view.clusters.sizes) == 5 and "number chosen by you" in view.summary.text()
+    values = {results.model.data(results.model.index(r, results.model.column_of("cluster")))
+              for r in range(30)}
+    assert {v.split(":")[0] for v in values if "/" not in v} <= {"1", "2", "3", "4", "5"}
+
+
+def test_cancelling_a_new_clustering_keeps_the_drawn_map(mapped):
+    view = mapped.map
+    before = view.clusters
+    view.cluster_combo.setCurrentIndex(view.cluster_combo.findData(7))
+    view.cluster_combo.activated.emit(view.cluster_combo.currentIndex())
+    assert view.runner.running and "clustering" in view.summary.text()
+    mapped.escape()                                           # Esc: the status bar's Cancel
+    assert not view.runner.running and view.clusters is before and len(view.text_map) == 30
+    assert "cancelled" in view.summary.text() and view.cluster_combo.currentData() == 0   # back to auto
+
+
+def test_view_state_round_trip_with_t_sne(mapped, qtbot):
+    from calibsim_gui.qt.map_view import MapView
+
+    view = mapped.map
+    assert view.view_state() == {"projection": "PCA", "colour": "cosine_calibrated", "segments": False,
+                                 "clusters": 0}
+    wanted = {"projection": "t-SNE", "colour": "cosine_raw", "segments": True, "clusters": 4}
+    view.restore_view_state({**wanted, "unknown": [1, 2]})
+    qtbot.waitUntil(view.drawn, timeout=60_000)
+    assert view.view_state() == wanted
+    assert view.text_map.projection.method == "t-SNE" and len(view.clusters.sizes) == 4
+    assert view.colour_combo.currentText() == "cosine_raw" and view.segments.isVisible()
+    assert "t-SNE" in view.summary.text() and view.plot.getAxis("bottom").labelText == "t-SNE 1"
+    view.restore_view_state({"projection": "UMAP", "clusters": "many", "segments": "yes"})  # kept
+    assert view.view_state() == wanted and not view.runner.running
+    other = MapView(mapped.state)                             # a fresh view takes the same choices
+    qtbot.addWidget(other)
+    other.restore_view_state(wanted)
+    assert other.view_state() == wanted and other.projection_combo.currentData() == "t-SNE"
+    assert other.cluster_combo.currentText() == "4" and other.segments_box.isChecked()
+
+
+def test_an_input_with_its_own_cluster_column_keeps_it_and_gets_a_map_cluster(window, qtbot, tmp_path):
+    from tests.fakes import random_sentences
+
+    texts = random_sentences(12, seed=8)
+    path = tmp_path / "pairs.csv"
+    pd.DataFrame({"sentence1": texts[:6], "sentence2": texts[6:], "cluster": list("xyxyxy")}).to_csv(path, index=False)
+    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+        drop(window, [path])
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=30_000)
+    model = window.results.model
+    assert "cluster" in model.column_names and "map cluster" in model.column_names
+    assert [model.data(model.index(r, model.column_of("cluster"))) for r in range(6)] == list("xyxyxy")
+    assert all(model.data(model.index(r, model.column_of("map cluster")))[0].isdigit() for r in range(6))
+    assert "map cluster" in [window.map.colour_combo.itemText(i) for i in range(window.map.colour_combo.count())]

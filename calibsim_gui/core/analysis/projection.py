@@ -1,67 +1,144 @@
-"""A 2-D map of the texts of an input: their embeddings projected by PCA, and what a map needs.
+"""A 2-D map of the texts of an input: their embeddings projected by PCA (or t-SNE), and what a map needs.
 
 The texts of a pair list (both sides, each distinct text once) or of a document set are
 encoded through the cache (`encode_texts`), and their embeddings projected on their two
 principal directions. PCA is exact, deterministic and instant at 50,000 texts (one d x d
-covariance), and needs no library beyond numpy. The map also answers the questions its view
+covariance), and needs no library beyond numpy: it is the first view. t-SNE (scikit-learn,
+already a dependency: 0 MB more in the bundle) keeps neighbourhoods rather than variance, on a
+sample of at most `TSNE_SAMPLE` texts. The map also answers the questions its view
 asks: which points lie inside a drawn shape, which pairs touch them, and a point's (or a typed
 query's) nearest texts with raw and calibrated scores.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from calibsim_gui.core.analysis.search import top_hits
 from calibsim_gui.core.embedding.encoding import encode_texts
-from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.errors import Cancelled, InputError
+
+TSNE_SAMPLE = 2000          # t-SNE runs on at most this many texts; the others are placed by their neighbours
+TSNE_DIMS = 50              # t-SNE reads the texts' first principal components, not all dimensions
+PLACE_NEIGHBOURS = 5
 
 
 @dataclass(frozen=True)
 class Projection:
-    """Points on their two principal directions.
+    """Points on a 2-D map.
 
     Attributes
     ----------
     coords : ndarray of shape (n_points, 2), float32
     explained : ndarray of shape (2,)
-        Share of the total variance along each of the two directions (0 to 1).
+        PCA: share of the total variance along each of the two directions (0 to 1); t-SNE: zeros.
+    method : str
+        "PCA" or "t-SNE".
     """
 
     coords: np.ndarray
     explained: np.ndarray
+    method: str = "PCA"
 
 
-def pca_2d(vectors) -> Projection:
-    """Project `vectors` (n, d) on their two directions of largest variance.
+def principal_components(vectors, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """`vectors` (n, d) on their `keep` directions of largest variance: ``(coords, explained)``.
 
     Centred, then the eigenvectors of the d x d covariance (one float32 pass over the data;
-    `benchmarks/map_projection.py` measures it at 5,000 and 50,000 texts). Each direction's sign is fixed so that its largest loading is
-    positive: the same input always draws the same picture. Fewer than two points or directions
-    give zeros where a direction is missing.
+    `benchmarks/map_projection.py` measures it at 5,000 and 50,000 texts). Each direction's sign
+    is fixed so that its largest loading is positive: the same input always draws the same
+    picture. Fewer points or directions than `keep` give zeros where a direction is missing.
     """
     x = np.asarray(vectors, dtype=np.float32)
     if x.ndim != 2:
         raise ValueError(f"vectors must be a 2-D array, not of shape {x.shape}")
     n, dim = x.shape
-    coords = np.zeros((n, 2), dtype=np.float32)
-    explained = np.zeros(2)
+    coords = np.zeros((n, keep), dtype=np.float32)
+    explained = np.zeros(keep)
     if n < 2 or dim == 0:
-        return Projection(coords, explained)
+        return coords, explained
     x = x - x.mean(axis=0, dtype=np.float64).astype(np.float32)
     covariance = (x.T @ x).astype(np.float64) / (n - 1)       # float32 product: half the time and memory
     values, directions = np.linalg.eigh(covariance)            # ascending
-    keep = min(2, dim)
-    values, directions = values[::-1][:keep], directions[:, ::-1][:, :keep]
+    found = min(keep, dim)
+    values, directions = values[::-1][:found], directions[:, ::-1][:, :found]
     largest = np.abs(directions).argmax(axis=0)
-    directions = directions * np.sign(directions[largest, np.arange(keep)])
-    coords[:, :keep] = x @ directions.astype(np.float32)
+    directions = directions * np.sign(directions[largest, np.arange(found)])
+    coords[:, :found] = x @ directions.astype(np.float32)
     total = float(np.trace(covariance))
     if total > 0:
-        explained[:keep] = np.clip(values, 0, None) / total
-    return Projection(coords, explained)
+        explained[:found] = np.clip(values, 0, None) / total
+    return coords, explained
+
+
+def pca_2d(vectors) -> Projection:
+    """Project `vectors` (n, d) on their two directions of largest variance (`principal_components`)."""
+    return Projection(*principal_components(vectors, 2))
+
+
+def one_thread(function):
+    """`function` with numpy's and scikit-learn's thread pools held to one thread while it runs:
+    the map's worker leaves the other cores to the window, and on a busy machine many threads
+    waiting for each other are several times slower than one."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return function(*args, **kwargs)
+    return run
+
+
+@one_thread
+def tsne_2d(vectors, *, sample: int = TSNE_SAMPLE, seed: int = 0, progress=None,
+            should_stop=None) -> Projection:
+    """A t-SNE map (scikit-learn, Barnes-Hut) of `vectors`: neighbours stay together.
+
+    t-SNE runs on the first `TSNE_DIMS` principal components of at most `sample` texts (drawn at
+    random with `seed`); every other text is placed at the mean position of its
+    `PLACE_NEIGHBOURS` nearest sampled texts. Fewer than 5 texts give the PCA map.
+
+    Raises
+    ------
+    Cancelled
+        When `should_stop()` returned True between stages (reducing, t-SNE, placing).
+    """
+    from sklearn.manifold import TSNE
+
+    say = progress or (lambda done, total, message: None)
+    x = np.asarray(vectors, dtype=np.float32)
+    n = len(x)
+    if n < 5:
+        return pca_2d(x)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    reduced, _ = principal_components(x / np.where(norms > 0, norms, 1), min(TSNE_DIMS, x.shape[1]))
+    stop_if_asked(should_stop)
+    chosen = np.sort(np.random.default_rng(seed).choice(n, min(n, sample), replace=False))
+    say(1, 3, f"t-SNE of {len(chosen):,} texts")
+    tsne = TSNE(perplexity=min(30.0, (len(chosen) - 1) / 3), init="pca", random_state=seed, max_iter=500)
+    coords = np.zeros((n, 2), dtype=np.float32)
+    coords[chosen] = tsne.fit_transform(reduced[chosen])
+    stop_if_asked(should_stop)
+    rest = np.setdiff1d(np.arange(n), chosen)
+    say(2, 3, f"placing {len(rest):,} other texts by their neighbours")
+    anchors = reduced[chosen]
+    squared = (anchors ** 2).sum(axis=1)
+    for start in range(0, len(rest), 2000):
+        part = rest[start:start + 2000]
+        distances = squared[None, :] - 2 * reduced[part] @ anchors.T
+        near = np.argpartition(distances, PLACE_NEIGHBOURS - 1, axis=1)[:, :PLACE_NEIGHBOURS]
+        coords[part] = coords[chosen[near]].mean(axis=1)
+        stop_if_asked(should_stop)
+    return Projection(coords, np.zeros(2), "t-SNE")
+
+
+def stop_if_asked(should_stop) -> None:
+    """Raise `Cancelled` when `should_stop` (None: never) returns True."""
+    if should_stop is not None and should_stop():
+        raise Cancelled("stopped")
 
 
 def points_in_polygon(coords, polygon) -> np.ndarray:
