@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.calibration import profile_cache
 from calibsim_gui.core.calibration.calibrators import (
     MIN_BACKGROUND_PAIRS,
     AgreementBand,
@@ -49,7 +50,6 @@ from calibsim_gui.core.calibration.calibrators import (
     is_finite_number,
     is_finite_vector,
 )
-from calibsim_gui.core.calibration import profile_cache
 from calibsim_gui.core.calibration.sketch import ScoreSketch
 from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.errors import ProfileError
