@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from calibsim_gui.cli import main as cli_main
@@ -222,16 +223,20 @@ def test_chinese_and_japanese_pairs_warn_about_an_english_reference(english_prof
 
 
 def test_the_detector_model_is_decompressed_once_and_a_damaged_copy_is_rewritten(monkeypatch, tmp_path):
-    """py3langid's model is read from an uncompressed copy in the cache (first use writes it);
-    a copy with flipped bytes fails its CRC and is replaced, never read as a model."""
+    """py3langid's model is read from an uncompressed copy in the cache (first use writes it, later
+    runs map it); a copy with flipped bytes fails its CRC and is replaced, never read as a model,
+    and so is a truncated copy or one written for other languages."""
     from py3langid.langid import MODEL_DIR, MODEL_FILE
 
     from calibsim_gui.core.embedding import languages
+    from calibsim_gui.core.embedding.mapped_arrays import read_arrays
 
     monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path))
     packaged = MODEL_DIR / MODEL_FILE
     first = languages._model_arrays(packaged)
-    (copy,) = (tmp_path / "langid").glob("*.npz")
+    (copy,) = (tmp_path / "langid").glob("*.arrays")
+    mapped = languages._model_arrays(packaged)
+    assert all(np.array_equal(mapped[name], first[name]) for name in first)
     data = bytearray(copy.read_bytes())
     data[len(data) // 2] ^= 0xFF                           # inside the largest array
     copy.write_bytes(bytes(data))
@@ -239,3 +244,10 @@ def test_the_detector_model_is_decompressed_once_and_a_damaged_copy_is_rewritten
     assert all((again[name] == first[name]).all() for name in first)
     assert languages._model_arrays(packaged)["ptc"].shape == first["ptc"].shape
     assert copy.read_bytes() != bytes(data)                 # written again, whole
+    copy.write_bytes(copy.read_bytes()[:-100])               # truncated
+    assert all(np.array_equal(languages._model_arrays(packaged)[name], first[name]) for name in first)
+    assert read_arrays(copy, tag=languages._COPY_TAG) is not None      # written again
+    monkeypatch.setattr(languages, "_COPY_TAG", "py3langid model, classes en")
+    assert read_arrays(copy, tag=languages._COPY_TAG) is None
+    assert languages._model_arrays(packaged)["classes"].tolist() == first["classes"].tolist()
+    assert read_arrays(copy, tag=languages._COPY_TAG) is not None      # written for these classes

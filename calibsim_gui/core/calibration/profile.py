@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.calibration import profile_cache
 from calibsim_gui.core.calibration.calibrators import (
     MIN_BACKGROUND_PAIRS,
     AgreementBand,
@@ -62,7 +63,13 @@ from calibsim_gui.core.geometry.transforms import (
     get_geometries,
 )
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
+from calibsim_gui.core.io.files import (
+    MAX_JSON_BYTES,
+    NUMBER_LIMIT,
+    number_out_of_range,
+    parse_user_json,
+    read_user_bytes,
+)
 from calibsim_gui.core.references.anchors import AnchorSet
 
 FORMAT = "calibsim-profile"
@@ -409,7 +416,9 @@ class ReferenceProfile:
         return path
 
     @classmethod
-    def from_dict(cls, d: dict, *, path=None) -> "ReferenceProfile":
+    def from_dict(cls, d: dict, *, path=None, checked: bool = False) -> "ReferenceProfile":
+        """The profile of document `d`, refused (ProfileError) unless it passes every check;
+        `checked`: `d` already passed them (a `profile_cache` entry), so only its shape is."""
         where = f"{path}: " if path else ""
         if not isinstance(d, dict):
             raise ProfileError(f"{where}not a calibsim profile (a JSON {type(d).__name__}, not an object).")
@@ -423,10 +432,10 @@ class ReferenceProfile:
             raise ProfileError(f"{where}profile schema version {d.get('schema_version')!r} is not "
                                f"supported (this calibsim reads version {SCHEMA_VERSION}); rebuild "
                                "the profile with `calibsim profile build`.")
-        if DIGEST_KEY in d and d[DIGEST_KEY] != content_digest(d):
+        if not checked and DIGEST_KEY in d and d[DIGEST_KEY] != content_digest(d):
             raise ProfileError(f"{where}this profile was modified or damaged after it was saved (its "
                                f"content does not match its checksum). Fix: {REBUILD}")
-        huge = number_out_of_range(d)
+        huge = None if checked else number_out_of_range(d)
         if huge:
             raise ProfileError(f"{where}profile is damaged or hand-edited: a number is beyond "
                                f"±{NUMBER_LIMIT:g}, out of any sane range, at {huge}. Fix: {REBUILD}")
@@ -459,7 +468,8 @@ class ReferenceProfile:
         if bad:
             raise ProfileError(f"{where}profile has unknown geometry fixes or fixes for another "
                                f"dimension ({', '.join(bad)}); rebuild it with `calibsim profile build`.")
-        profile._check_meaning(where)
+        if not checked:
+            profile._check_meaning(where)
         return profile
 
     def _check_meaning(self, where: str) -> None:
@@ -481,10 +491,21 @@ class ReferenceProfile:
 
     @classmethod
     def load(cls, path) -> "ReferenceProfile":
-        """Read and check a profile file; every problem raises ProfileError or InputError."""
+        """Read and check a profile file; every problem raises ProfileError or InputError.
+
+        A file read and checked before is taken from its checked parse in the cache
+        (`profile_cache`, keyed by the file's sha256).
+        """
         path = Path(path)
-        data = read_user_json(path, what="profile", fix=REBUILD)
-        return cls.from_dict(data, path=path)
+        data = read_user_bytes(path, limit=MAX_JSON_BYTES, what="profile", fix=REBUILD)
+        key = hashlib.sha256(data).hexdigest()
+        document = profile_cache.load(key)
+        if document is not None:
+            return cls.from_dict(document, path=path, checked=True)
+        document = parse_user_json(data, path, what="profile", fix=REBUILD)
+        profile = cls.from_dict(document, path=path)
+        profile_cache.store(key, document)
+        return profile
 
 
 def background_digests(provenance: dict) -> set[str]:

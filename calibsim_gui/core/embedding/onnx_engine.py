@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,18 +292,19 @@ class OnnxEmbedder(PromptedEmbedder):
         if not tokenizer_file.is_file():
             raise ModelError(f"The ONNX engine needs {tokenizer_file} (a fast tokenizer). " + _TORCH_FIX)
         try:
-            self._plain = Tokenizer.from_file(str(tokenizer_file))
+            self._batched = Tokenizer.from_file(str(tokenizer_file))
         except Exception as exc:
             raise ModelError(f"Cannot read {tokenizer_file}: {exc}") from exc
         if self.stack.do_lower_case:
-            existing = self._plain.normalizer
-            self._plain.normalizer = normalizers.Sequence(
+            existing = self._batched.normalizer
+            self._batched.normalizer = normalizers.Sequence(
                 [normalizers.Lowercase()] + ([existing] if existing is not None else []))
         config = json_dict(tokenizer_dir / "tokenizer_config.json")
-        self._plain.no_truncation()
-        self._plain.no_padding()
-        self._special_ids = {i for i, token in self._plain.get_added_tokens_decoder().items() if token.special}
-        self._batched = Tokenizer.from_str(self._plain.to_str())
+        self._batched.no_truncation()
+        self._batched.no_padding()
+        self._special_ids = {i for i, token in self._batched.get_added_tokens_decoder().items() if token.special}
+        self._plain_tokenizer = None
+        self._plain_lock = threading.Lock()
         if self.max_seq_length:
             self._batched.enable_truncation(self.max_seq_length,
                                             direction=str(config.get("truncation_side", "right")))
@@ -310,7 +312,7 @@ class OnnxEmbedder(PromptedEmbedder):
         pad_token = pad_token.get("content") if isinstance(pad_token, dict) else pad_token
         pad_token = pad_token if isinstance(pad_token, str) else "[PAD]"
         self._batched.enable_padding(direction=str(config.get("padding_side", "right")),
-                                     pad_id=self._plain.token_to_id(pad_token) or 0, pad_token=pad_token)
+                                     pad_id=self._batched.token_to_id(pad_token) or 0, pad_token=pad_token)
 
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -334,6 +336,20 @@ class OnnxEmbedder(PromptedEmbedder):
             raise ModelError(f"{self.graph} has no token-embedding output (names: {names}).")
         self._prompt_lengths: dict[str, int] = {}
         self.dimension = int(self.encode_batch(["dimension"]).shape[1])
+
+    @property
+    def _plain(self):
+        """The tokenizer without truncation or padding (token counts and spans, prompt lengths),
+        made on first use (~0.1 s): a run whose texts are all in the embedding cache needs none."""
+        with self._plain_lock:
+            if self._plain_tokenizer is None:
+                from tokenizers import Tokenizer
+
+                plain = Tokenizer.from_str(self._batched.to_str())
+                plain.no_truncation()
+                plain.no_padding()
+                self._plain_tokenizer = plain
+            return self._plain_tokenizer
 
     def _prompt_length(self, prompt: str) -> int:
         """Tokens of `prompt` with the special tokens around it, less a trailing special one

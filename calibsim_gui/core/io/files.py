@@ -117,7 +117,11 @@ def parse_json(text: str):
 
 def read_user_json(path, *, what: str, fix: str, limit: int = MAX_JSON_BYTES):
     """The parsed JSON of `path`; anything unreadable raises InputError naming `what` and `fix`."""
-    data = read_user_bytes(path, limit=limit, what=what, fix=fix)
+    return parse_user_json(read_user_bytes(path, limit=limit, what=what, fix=fix), path, what=what, fix=fix)
+
+
+def parse_user_json(data: bytes, path, *, what: str, fix: str):
+    """The parsed JSON of `data`, the bytes of `path`; anything unreadable raises InputError."""
     try:
         return parse_json(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -11,11 +11,13 @@ import io
 import json
 import re
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.files import check_file_size, read_user_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_TEXT_BYTES = 512 * 1024**2
 """Largest text file we read (bytes); bigger files are refused before reading."""
@@ -176,6 +178,8 @@ def _swallowed_lines(frame: pd.DataFrame) -> bool:
 
 
 def _parse_delimited(path: Path, text: str, sep: str, quoting: int) -> pd.DataFrame:
+    import pandas as pd  # ~0.6 s: imported when a table is first read, not at start-up
+
     options = dict(sep=sep, header=None, dtype=str, keep_default_na=False, quoting=quoting)
     try:
         raw = pd.read_csv(io.StringIO(text), **options).fillna("")  # short rows: empty
@@ -217,6 +221,8 @@ def _line_of_record(text: str, record: int, options: dict) -> int | None:
 
     None when the records before it cannot be re-read (the message then names no line).
     """
+    import pandas as pd  # ~0.6 s: imported when a table is first read, not at start-up
+
     if record <= 1:
         return record
     try:
@@ -227,6 +233,8 @@ def _line_of_record(text: str, record: int, options: dict) -> int | None:
 
 
 def _parse_jsonl(path: Path, text: str) -> pd.DataFrame:
+    import pandas as pd  # ~0.6 s: imported when a table is first read, not at start-up
+
     records = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
