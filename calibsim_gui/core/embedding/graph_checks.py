@@ -103,6 +103,34 @@ def _check_external_data(model, graph: Path, folder: Path) -> None:
                              f"{folder}; calibsim reads a graph's external data only from inside its folder. " + _FIX)
 
 
+def graph_digest(graph) -> str:
+    """sha256 over the bytes of the ONNX file `graph` and of its external-data files (in name
+    order), so one digest names everything ONNX Runtime reads; the locations are not checked
+    here (`check_graph_file` does that).
+
+    Raises
+    ------
+    ModelError
+        When a file cannot be read.
+    """
+    import onnx
+
+    graph = Path(graph)
+    digest = hashlib.sha256()
+    try:
+        model = onnx.load(str(graph), load_external_data=False)
+        locations = sorted({next((e.value for e in t.external_data if e.key == "location"), "")
+                            for t in _all_tensors(model.graph) if t.data_location == 1})
+        for path in [graph] + [graph.parent / location for location in locations]:
+            digest.update(path.name.encode("utf-8") + b"\0")
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+    except Exception as exc:
+        raise ModelError(f"Cannot read the ONNX graph {graph} ({type(exc).__name__}: {exc}). " + _FIX) from exc
+    return digest.hexdigest()
+
+
 def initializer_mismatches(graph, weights: dict) -> list[str]:
     """Names of the graph's float initializers that have a counterpart in `weights` (a weight
     of the same shape, or the transposed shape of a matrix) but equal none of them.

@@ -274,7 +274,7 @@ class OnnxEmbedder(PromptedEmbedder):
 
     def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
                  precision: str = "float32", precision_note: str = "float32",
-                 prompts: PromptSettings | None = None):
+                 prompts: PromptSettings | None = None, threads: int = 0):
         import onnxruntime
         from tokenizers import Tokenizer, normalizers
 
@@ -315,6 +315,7 @@ class OnnxEmbedder(PromptedEmbedder):
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        options.intra_op_num_threads = threads      # 0: ONNX Runtime's default (one per core)
         try:
             self._session = onnxruntime.InferenceSession(str(self.graph), options,
                                                          providers=["CPUExecutionProvider"])
