@@ -19,6 +19,7 @@ import numpy as np
 
 from calibsim_gui.core.embedding import model_folders
 from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.graph_checks import GRAPH_FIX
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
@@ -320,7 +321,7 @@ class OnnxEmbedder(PromptedEmbedder):
             self._session = onnxruntime.InferenceSession(str(self.graph), options,
                                                          providers=["CPUExecutionProvider"])
         except Exception as exc:
-            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}") from exc
+            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}. " + GRAPH_FIX) from exc
         self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
                         for i in self._session.get_inputs()}
         unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
@@ -351,6 +352,11 @@ class OnnxEmbedder(PromptedEmbedder):
         Returns
         -------
         ndarray of shape (len(texts), dimension), float32
+
+        Raises
+        ------
+        ModelError
+            When the graph fails (`token_embeddings`), or a vector is all zero or not finite.
         """
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
@@ -361,7 +367,12 @@ class OnnxEmbedder(PromptedEmbedder):
                   "token_type_ids": np.array([e.type_ids for e in encodings])}
         tokens = self.token_embeddings(arrays)
         prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
-        return pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+        vectors = pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+        if not (np.isfinite(vectors).all() and np.abs(vectors).max(axis=1).all()):
+            raise ModelError(f"{self.graph} gives sentence vectors that are all zero or not finite (its token "
+                             "embeddings are zero, or overflow when pooled), so its numbers cannot be used. "
+                             + GRAPH_FIX)
+        return vectors
 
     def token_embeddings(self, arrays: dict) -> np.ndarray:
         """The graph's token embeddings for the token-id `arrays` (``input_ids``, ``attention_mask``,
