@@ -27,9 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 import common
+import numpy as np
 
 PAIRS, SEED, SENTENCES = 20_000, 0, 4_000
 

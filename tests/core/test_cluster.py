@@ -18,12 +18,12 @@ import pytest
 
 from calibsim_gui import cli
 from calibsim_gui.core.calibration import cluster
-from calibsim_gui.core.embedding.cache import EmbeddingCache
-from calibsim_gui.core.errors import InputError, ModelError
-from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile, profile_settings
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
+from calibsim_gui.core.errors import InputError, ModelError
+from calibsim_gui.core.io.inputs import load_documents
 from tests.conftest import DATA
 from tests.tiny_models import write_tiny_model
 

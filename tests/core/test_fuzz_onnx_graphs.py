@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
-import onnx
 import pytest
 from hypothesis import event, example, given
 from hypothesis import strategies as st
