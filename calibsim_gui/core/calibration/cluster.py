@@ -4,10 +4,10 @@
    each sentence, drops blank ones and keys each with `background.text_keys`.
 2. The driver collects the keys only (8 bytes a sentence): distinct count, sentences that occur
    more than once, and the key limits of the pair scheme and the query sample.
-3. An encoder actor per worker (the model loaded once, on a GPU when the cluster has them)
-   encodes with the engine a local run would choose on its device (`models.choose_engine`:
-   ONNX Runtime on CPU workers, running the graph the driver prepared and checked, torch on GPU
-   workers) and encodes one block at a time and returns the block's moment sums (count, sum, cross-products)
+3. An encoder actor per worker (the model loaded once, on a GPU when the cluster has them, with
+   the engine a local run would choose on its device: ONNX Runtime on CPU workers, running the
+   graph the driver prepared and checked, torch on GPU workers) encodes one block at a time and
+   returns the block's moment sums (count, sum, cross-products)
    plus the few rows the pair scheme or the query sample select, and rows of repeated sentences.
 4. The driver adds the moments (repeated sentences once), fits the geometry fixes from them,
    scores the selected pairs in Ray tasks whose sketches it merges in chunk order, and assembles
