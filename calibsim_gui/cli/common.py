@@ -46,10 +46,9 @@ def load_model(args):
     from calibsim_gui.core.embedding.models import load_model
     from calibsim_gui.core.embedding.prompts import choose_prompts
 
-    engine = {"local": "auto", "ray": "torch"}.get(args.engine, args.engine)
+    engine = {"local": "auto", "ray": "auto"}.get(args.engine, args.engine)
     if args.precision == "int8" and engine == "torch":
-        raise InputError(f"--precision int8 runs on the ONNX engine only, not with --engine {args.engine}"
-                         + (" (Ray workers run torch)." if args.engine == "ray" else "."),
+        raise InputError("--precision int8 runs on the ONNX engine only, not with --engine torch.",
                          fix="use --engine onnx, or --precision float32")
     info = resolve_model(args.model)
     prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),

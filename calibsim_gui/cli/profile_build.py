@@ -52,7 +52,8 @@ def add_parser(psub) -> None:
                         "correlation matrix S (default: 64)")
     b.add_argument("--engine", choices=["auto", "torch", "onnx", "local", "ray"], default="auto",
                    help=options.ENGINE_HELP + "; local: the same as auto; ray: encode the background "
-                        "with torch on a Ray cluster (pip install 'calibsim[cluster]')")
+                        "on a Ray cluster, with the engine a local run would choose on each worker "
+                        "(ONNX on CPUs, torch on GPUs) (pip install 'calibsim[cluster]')")
     b.add_argument("--address", help="with --engine ray: address of a running Ray cluster (e.g. "
                                      "auto, or ray://head:10001); default: start a local Ray instance")
     b.add_argument("--workers", type=options.whole_number(1, 10_000), metavar="N",
@@ -148,7 +149,8 @@ def _build_on_ray(args, embedder, progress, **settings):
     ray_info = profile.provenance["ray"]
     common.say(args, f"background: {profile.provenance['background']['sentences']:,} distinct "
                      f"sentences of {ray_info['sentences_read']:,} read, {ray_info['blocks']} blocks "
-                     f"on {ray_info['workers']} {ray_info['worker_device']} workers")
+                     f"on {ray_info['workers']} {ray_info['worker_device']} workers "
+                     f"({ray_info['worker_engine']} engine)")
     return profile
 
 

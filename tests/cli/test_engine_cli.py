@@ -1,4 +1,5 @@
-"""--engine on the command line: passed to the model loader, int8 only with ONNX, and (slow) a
+"""--engine on the command line: passed to the model loader (ray: the local choice on the driver),
+int8 only with ONNX, and (slow) a
 real score run on the ONNX engine."""
 
 import pandas as pd
@@ -25,7 +26,7 @@ def loads(monkeypatch):
     def load_model(info, **options):
         calls.append(options)
         embedder = FakeEmbedder()
-        embedder.precision_note = "float32"
+        embedder.precision_note = embedder.precision = "float32"
         return embedder
 
     monkeypatch.setattr(models, "load_model", load_model)
@@ -47,13 +48,22 @@ def test_profile_build_engine_takes_the_local_engines(tmp_path, loads, flag, eng
     assert loads[0]["engine"] == engine
 
 
-@pytest.mark.parametrize("args", [["--engine", "torch"], ["--engine", "ray", "--background", "x.txt"]])
-def test_int8_is_refused_off_the_onnx_engine_with_the_fix(tmp_path, loads, capsys, args):
-    code = cli.main(["profile", "build", "--precision", "int8", *args,
+def test_int8_is_refused_off_the_onnx_engine_with_the_fix(tmp_path, loads, capsys):
+    code = cli.main(["profile", "build", "--precision", "int8", "--engine", "torch",
                      "--out", str(tmp_path / "p.calibsim-profile")])
     assert code == 2 and not loads
     err = capsys.readouterr().err
     assert "--precision int8 runs on the ONNX engine only" in err and "Fix: use --engine onnx" in err
+
+
+def test_the_ray_engine_loads_the_drivers_model_as_a_local_run_would(tmp_path, loads, capsys):
+    """The driver's model takes the local choice (int8 included: CPU workers run ONNX); the missing
+    background then stops the build with a message."""
+    pytest.importorskip("ray", reason="the ray engine needs `pip install 'calibsim[cluster]'`")
+    code = cli.main(["profile", "build", "--precision", "int8", "--engine", "ray", "--background",
+                     str(tmp_path / "x.txt"), "--out", str(tmp_path / "p.calibsim-profile")])
+    assert code == 2 and (loads[0]["engine"], loads[0]["precision"]) == ("auto", "int8")
+    assert "x.txt: no such file or folder" in capsys.readouterr().err
 
 
 @pytest.mark.slow

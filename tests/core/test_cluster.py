@@ -8,7 +8,9 @@ actors' model loading dominate the time. Real AG News sentences from ../shared/d
 from __future__ import annotations
 
 import io
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,13 +18,14 @@ import pytest
 
 from calibsim_gui import cli
 from calibsim_gui.core.calibration import cluster
-from calibsim_gui.core.embedding.cache import EmbeddingCache
-from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.core.embedding.models import load_model
 from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_builder import build_profile, profile_settings
+from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
+from calibsim_gui.core.errors import InputError, ModelError
+from calibsim_gui.core.io.inputs import load_documents
 from tests.conftest import DATA
+from tests.tiny_models import write_tiny_model
 
 PAIRS, SEED = 2500, 4          # 2,500 pairs of 700 texts: several rounds, sketches past their exact size
 
@@ -122,7 +125,9 @@ def test_ray_build_equals_the_local_build_on_the_same_sentences(ray_build, local
     assert ray_info["sentences_read"] == 500 + 40 + 200         # blank lines dropped, repeats kept
     assert profile.provenance["background"]["sentences"] < ray_info["sentences_read"]
     assert [f["name"] for f in profile.provenance["background"]["files"]] == ["news.txt", "titles.csv"]
-    assert "blocks on 2 cpu workers" in messages
+    assert "blocks on 2 cpu workers (onnx engine)" in messages
+    assert ray_info["worker_engine"] == "onnx"
+    assert np.abs(local_profile.query_reference - profile.query_reference).max() <= 1e-5
     calibrated = profile.calibrate("cosine", np.array([0.1, 0.9]))
     assert calibrated["bg_percentile"][0] < calibrated["bg_percentile"][1]
 
@@ -166,3 +171,92 @@ def test_sources_expand_globs_and_folders_and_keep_uris(tmp_path):
     assert cluster.expand_sources(["s3://bucket/corpus/"]) == ["s3://bucket/corpus/"]
     with pytest.raises(InputError, match="matches no file"):
         cluster.expand_sources([f"{tmp_path}/*.jsonl"])
+
+
+# --------------------------------------------------------------------------- ONNX workers (tiny model)
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(tmp_path_factory):
+    """The tiny model on the ONNX engine, as a local CPU run loads it (its graph exported once)."""
+    folder = write_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    embedder = load_model(str(folder), device="cpu", precision="float32")
+    assert embedder.engine == "onnx"
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tmp_path_factory):
+    """600 distinct AG News descriptions, more than a block per worker at a 128-row block."""
+    frame = pd.read_csv(DATA / "agnews" / "test.csv", dtype=str, keep_default_na=False)
+    texts = list(dict.fromkeys(" ".join(t.replace("\\", " ").split()) for t in frame["description"][:600]))
+    path = tmp_path_factory.mktemp("tiny-corpus") / "news.txt"
+    path.write_text("\n".join(texts) + "\n")
+    return path, texts
+
+
+def _tiny_background(embedder, path, **kwargs):
+    metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten"), ("cosine",))
+    return cluster.build_background_on_ray([path], embedder=embedder, model=str(embedder.info.path),
+                                           n_pairs=400, seed=SEED, metrics=metrics, fixes=fixes,
+                                           fixed_metrics=fixed_metrics, **kwargs)
+
+
+def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_instance, tiny_embedder,
+                                                                           tiny_corpus, monkeypatch):
+    path, texts = tiny_corpus
+    monkeypatch.setattr(cluster, "BLOCK_ROWS", 128)
+    background, _ = _tiny_background(tiny_embedder, path, workers=2)
+    local = build_profile(tiny_embedder, texts, n_pairs=400, seed=SEED, geometries=("center", "whiten"))
+    ray_info = background.provenance["ray"]
+    assert (ray_info["worker_engine"], ray_info["worker_device"], ray_info["workers"]) == ("onnx", "cpu", 2)
+    assert ray_info["blocks"] >= 4
+    assert background.sentences == local.provenance["background"]["sentences"] == len(texts)
+    assert np.abs(background.query_reference - local.query_reference).max() <= 1e-5
+    mine, theirs = background.sketches["none"]["cosine"], local.references("none")["cosine"].background
+    assert mine.n == theirs.n == 400
+    np.testing.assert_allclose([mine.mean, mine.min, mine.max], [theirs.mean, theirs.min, theirs.max], atol=1e-5)
+
+
+def test_a_worker_whose_graph_differs_stops_the_build_with_a_message(ray_instance, tiny_embedder,
+                                                                     tiny_corpus, monkeypatch):
+    wrong = {**prepared_graph(tiny_embedder), "graph_sha256": "0" * 64}
+    monkeypatch.setattr(cluster, "prepared_graph", lambda embedder: wrong)
+    with pytest.raises(ModelError, match=r"a Ray worker stopped the build: The ONNX graph .*model\.onnx on this "
+                                         r"machine differs .*CALIBSIM_ONNX_DIR"):
+        _tiny_background(tiny_embedder, tiny_corpus[0], workers=1)
+
+
+def test_the_workers_engine_is_the_one_a_local_run_chooses_on_their_device(tiny_embedder):
+    def choice(device, precision="float32"):
+        engine, graph = cluster.worker_engine(tiny_embedder, model=str(tiny_embedder.info.path), device=device,
+                                              precision=precision, allow_pickle=False)
+        return engine, graph and Path(graph["graph"])
+
+    assert choice("cpu") == ("onnx", tiny_embedder.graph)
+    assert choice("cuda") == ("torch", None)
+    assert choice("cpu", "bfloat16") == ("torch", None)
+    with pytest.raises(ModelError, match="int8 runs on the ONNX engine only"):
+        choice("cuda", "int8")
+
+
+def test_a_prepared_graph_runs_elsewhere_only_on_the_same_files(tiny_embedder, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_embedder.info.path, folder)
+    graph = tmp_path / "model.onnx"
+    shutil.copyfile(tiny_embedder.graph, graph)
+    prepared = {**prepared_graph(tiny_embedder), "graph": str(graph)}
+    worker = load_prepared_graph(str(folder), prepared, threads=1)
+    texts = ["A cat sits on the mat.", "Stocks fell sharply on Monday."]
+    np.testing.assert_array_equal(worker.encode_batch(texts), tiny_embedder.encode_batch(texts))
+    assert worker.fingerprint == tiny_embedder.fingerprint
+    graph.write_bytes(graph.read_bytes()[:-1] + b"\0")
+    with pytest.raises(ModelError, match=rf"{graph} on this machine differs from the one prepared"):
+        load_prepared_graph(str(folder), prepared)
+    graph.unlink()
+    with pytest.raises(ModelError, match=rf"prepared ONNX graph {graph} is missing on this machine"):
+        load_prepared_graph(str(folder), prepared)
+    shutil.copyfile(tiny_embedder.graph, graph)
+    (folder / "config.json").write_text((folder / "config.json").read_text() + " ")
+    with pytest.raises(ModelError, match=r"model folder .* on this machine differs"):
+        load_prepared_graph(str(folder), prepared)

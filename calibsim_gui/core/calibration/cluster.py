@@ -4,8 +4,10 @@
    each sentence, drops blank ones and keys each with `background.text_keys`.
 2. The driver collects the keys only (8 bytes a sentence): distinct count, sentences that occur
    more than once, and the key limits of the pair scheme and the query sample.
-3. An encoder actor per worker (the model loaded once, on a GPU when the cluster has them)
-   encodes one block at a time and returns the block's moment sums (count, sum, cross-products)
+3. An encoder actor per worker (the model loaded once, on a GPU when the cluster has them, with
+   the engine a local run would choose on its device: ONNX Runtime on CPU workers, running the
+   graph the driver prepared and checked, torch on GPU workers) encodes one block at a time and
+   returns the block's moment sums (count, sum, cross-products)
    plus the few rows the pair scheme or the query sample select, and rows of repeated sentences.
 4. The driver adds the moments (repeated sentences once), fits the geometry fixes from them,
    scores the selected pairs in Ray tasks whose sketches it merges in chunk order, and assembles
@@ -25,6 +27,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 import time
 from pathlib import Path
 
@@ -39,10 +42,12 @@ from calibsim_gui.core.calibration.profile_builder import (
     profile_settings,
 )
 from calibsim_gui.core.calibration.sketch import ScoreSketch
+from calibsim_gui.core.embedding.devices import embedder_engine
 from calibsim_gui.core.embedding.encoding import encode_texts
-from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.embedding.models import choose_engine, load_model, load_prepared_graph, prepared_graph
+from calibsim_gui.core.embedding.onnx_engine import onnx_refusal
 from calibsim_gui.core.embedding.prompts import PromptSettings
-from calibsim_gui.core.errors import Cancelled, InputError, ProfileError
+from calibsim_gui.core.errors import CalibsimError, Cancelled, InputError, ModelError, ProfileError
 from calibsim_gui.core.geometry.background import (
     DEFAULT_PAIRS,
     key_pairs,
@@ -170,7 +175,10 @@ class BlockEncoder:
     ----------
     model : str or None
         Model folder (the same path on every node) or None for the built-in model.
-    device, precision, allow_pickle : see `models.load_model` (workers run the torch engine)
+    device, precision, allow_pickle : see `models.load_model` (for torch workers)
+    graph : dict or None
+        `models.prepared_graph` of the driver's ONNX graph: the worker runs ONNX Runtime on it
+        with one thread; None: the torch engine.
     prompts : dict, optional
         `PromptSettings.to_dict()` of the driver's embedder (default: the folder's prompts).
     batch_size : texts per model call
@@ -181,10 +189,11 @@ class BlockEncoder:
     """
 
     def __init__(self, *, model, device, precision, allow_pickle, batch_size, pair_limit,
-                 query_limit, repeated, prompts=None):
-        self.embedder = load_model(model, device=device, precision=precision, allow_pickle=allow_pickle,
-                                   prompts=None if prompts is None else PromptSettings.from_dict(prompts),
-                                   engine="torch")
+                 query_limit, repeated, prompts=None, graph=None):
+        prompts = None if prompts is None else PromptSettings.from_dict(prompts)
+        self.embedder = load_prepared_graph(model, graph, prompts=prompts, threads=1) if graph else \
+            load_model(model, device=device, precision=precision, allow_pickle=allow_pickle,
+                       prompts=prompts, engine="torch")
         self.batch_size = batch_size
         self.pair_limit, self.query_limit = np.uint64(pair_limit), np.uint64(query_limit)
         self.repeated = np.asarray(repeated, dtype=np.uint64)
@@ -226,6 +235,20 @@ class BlockEncoder:
             "too_long": listed(too_long[send], pa.bool_()),
             "embeddings": listed(emb[send], pa.float32()),
         })
+
+
+_CALIBSIM_ERROR = re.compile(r"calibsim_gui\.core\.errors\.(InputError|ModelError|ProfileError): (.+)")
+
+
+def worker_error(exc: BaseException) -> CalibsimError | None:
+    """The calibsim error a Ray worker raised, as Ray reports it (a traceback in the text of an
+    `ActorDiedError` or a `RayTaskError`), or None for any other failure."""
+    found = _CALIBSIM_ERROR.findall(str(exc))
+    if not found:
+        return None
+    kind, message = found[-1]
+    return {"InputError": InputError, "ModelError": ModelError, "ProfileError": ProfileError}[kind](
+        f"a Ray worker stopped the build: {message}")
 
 
 def _chunk_sketches(a, b, metrics, transforms, fixed_metrics) -> dict:
@@ -308,6 +331,22 @@ def _worker_setup(ray, device: str, workers: int | None) -> tuple[int, str, dict
         {"num_cpus": 1}
 
 
+def worker_engine(embedder, *, model, device: str, precision: str,
+                  allow_pickle: bool) -> tuple[str, dict | None]:
+    """The engine a local run would choose on the workers' `device` (`models.choose_engine`, and
+    torch for a folder the ONNX engine cannot reproduce), and for ONNX the prepared graph
+    (`models.prepared_graph`): the driver's own, or prepared here once when the driver runs torch."""
+    engine = choose_engine("auto", device, precision)
+    if engine == "onnx" and onnx_refusal(embedder.info.path) is not None and precision != "int8":
+        engine = "torch"
+    if engine == "torch":
+        return engine, None
+    onnx = embedder if embedder_engine(embedder) == "onnx" else load_model(
+        model, device="cpu", precision=precision, allow_pickle=allow_pickle, engine="onnx",
+        prompts=getattr(embedder, "prompts", None))
+    return engine, prepared_graph(onnx)
+
+
 def build_background_on_ray(sources, *, embedder, model=None, device: str = "auto",
                             precision: str = "float32", allow_pickle: bool = False,
                             n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None,
@@ -371,6 +410,8 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
         raise ProfileError("the background corpus needs at least three distinct sentences.")
     pair_limit, query_limit = pair_key_limit(distinct, n_pairs), query_key_limit(distinct)
     workers, worker_device, resources = _worker_setup(ray, device, workers)
+    engine, graph = worker_engine(embedder, model=model, device=worker_device, precision=precision,
+                                  allow_pickle=allow_pickle)
     blocks = max(2 * workers, math.ceil(len(keys) / BLOCK_ROWS))
     # materialized first, so the encoder actors can hold every CPU without starving the split
     keyed = keyed.repartition(blocks).materialize()
@@ -380,18 +421,21 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
                                    allow_pickle=allow_pickle, batch_size=batch_size,
                                    pair_limit=pair_limit, query_limit=query_limit,
                                    repeated=distinct[counts > 1],
-                                   prompts=_prompts_of(embedder)),
+                                   prompts=_prompts_of(embedder), graph=graph),
         **resources)
     totals = BlockTotals(embedder.dimension)
     digest = embedder.fingerprint.digest
     progress(0, len(keys), f"encoding {len(keys):,} sentences in {blocks} blocks on {workers} workers")
     encode_start = time.perf_counter()
-    for table in encoded.iter_batches(batch_size=None, batch_format="pyarrow"):
-        if should_stop():
-            raise Cancelled(f"stopped after {totals.rows:,} of {len(keys):,} sentences")
-        totals.add(table, digest)
-        rate = totals.rows / max(time.perf_counter() - encode_start, 1e-9)
-        progress(totals.rows, len(keys), f"block {totals.blocks} of {blocks}, {rate:,.0f} sentences/s")
+    try:
+        for table in encoded.iter_batches(batch_size=None, batch_format="pyarrow"):
+            if should_stop():
+                raise Cancelled(f"stopped after {totals.rows:,} of {len(keys):,} sentences")
+            totals.add(table, digest)
+            rate = totals.rows / max(time.perf_counter() - encode_start, 1e-9)
+            progress(totals.rows, len(keys), f"block {totals.blocks} of {blocks}, {rate:,.0f} sentences/s")
+    except ray.exceptions.RayError as exc:
+        raise worker_error(exc) or exc
     encode_seconds = time.perf_counter() - encode_start
     totals.add_repeated()
     if totals.n != len(distinct):
@@ -414,7 +458,7 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
     query_reference = sample_emb[query_sample(sample_keys)]
     provenance = {"engine": "ray", "ray": {
         "version": ray.__version__, "address": address or "local instance",
-        "workers": workers, "worker_device": worker_device, "blocks": totals.blocks,
+        "workers": workers, "worker_device": worker_device, "worker_engine": engine, "blocks": totals.blocks,
         "sentences_read": int(len(keys)), "encode_seconds": round(encode_seconds, 2),
         "worker_busy_seconds": round(totals.seconds, 2),
         "total_seconds": round(time.perf_counter() - start, 2)}}
@@ -436,7 +480,8 @@ def build_profile_on_ray(embedder, sources, *, model=None, device: str = "auto",
 
     `embedder` (loaded on the driver) encodes the anchors and names the model; workers load
     `model` (a folder present at the same path on every node, or None for the built-in one)
-    with `precision`, on a GPU each when the cluster has GPUs and `device` is auto or cuda.
+    with `precision`, on a GPU each when the cluster has GPUs and `device` is auto or cuda, with
+    the engine a local run would choose there (`worker_engine`: ONNX Runtime on CPU workers).
     Other parameters as in `build_profile` and `build_background_on_ray`.
     """
     metrics, fixes, fixed_metrics = profile_settings(metrics, geometries, geometry_metrics)

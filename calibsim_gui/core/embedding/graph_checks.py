@@ -20,7 +20,7 @@ GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 TOKEN_OUTPUTS = ("token_embeddings", "last_hidden_state")
 _INT_TYPES = {6: "int32", 7: "int64"}       # onnx.TensorProto.INT32, INT64
 _FLOAT = 1                                    # onnx.TensorProto.FLOAT
-_FIX = "Fix: use the torch engine (--engine torch), or delete the graph so that calibsim exports its own."
+GRAPH_FIX = "Fix: use the torch engine (--engine torch), or delete the graph so that calibsim exports its own."
 
 
 def check_graph_file(graph, folder) -> None:
@@ -41,28 +41,28 @@ def check_graph_file(graph, folder) -> None:
     try:
         model = onnx.load(str(graph), load_external_data=False)
     except Exception as exc:
-        raise ModelError(f"{graph} is not a readable ONNX graph ({type(exc).__name__}: {exc}). " + _FIX) from exc
+        raise ModelError(f"{graph} is not a readable ONNX graph ({type(exc).__name__}: {exc}). " + GRAPH_FIX) from exc
     _check_external_data(model, graph, Path(folder))
     weights = {t.name for t in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in weights]
     names = [i.name for i in inputs]
     if "input_ids" not in names or set(names) - set(GRAPH_INPUTS):
         raise ModelError(f"{graph} takes inputs {sorted(names)}; the ONNX engine feeds input_ids, attention_mask "
-                         "and token_type_ids only. " + _FIX)
+                         "and token_type_ids only. " + GRAPH_FIX)
     for value in inputs:
         kind, rank = _tensor_type(value)
         if kind not in _INT_TYPES or rank not in (None, 2):
             raise ModelError(f"{graph}: input {value.name} is {_describe(kind, rank)}, not a 2-D int64 or int32 "
-                             "tensor (batch, tokens). " + _FIX)
+                             "tensor (batch, tokens). " + GRAPH_FIX)
     outputs = {o.name: _tensor_type(o) for o in model.graph.output}
     name = next((n for n in TOKEN_OUTPUTS if n in outputs), None)
     name = name or next(iter([n for n, (_, rank) in outputs.items() if rank == 3][:1]), None)
     if name is None:
-        raise ModelError(f"{graph} has no token-embedding output (outputs: {sorted(outputs)}). " + _FIX)
+        raise ModelError(f"{graph} has no token-embedding output (outputs: {sorted(outputs)}). " + GRAPH_FIX)
     kind, rank = outputs[name]
     if kind != _FLOAT or rank not in (None, 3):
         raise ModelError(f"{graph}: output {name} is {_describe(kind, rank)}, not a 3-D float32 tensor "
-                         "(batch, tokens, dimension). " + _FIX)
+                         "(batch, tokens, dimension). " + GRAPH_FIX)
 
 
 def _tensor_type(value) -> tuple[int, int | None]:
@@ -100,7 +100,45 @@ def _check_external_data(model, graph: Path, folder: Path) -> None:
         if (not location or windows.anchor or location.startswith("/") or ".." in windows.parts
                 or os.path.commonpath([root, target]) != root):
             raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, outside the model folder "
-                             f"{folder}; calibsim reads a graph's external data only from inside its folder. " + _FIX)
+                             f"{folder}; calibsim reads a graph's external data only from inside its folder. " + GRAPH_FIX)
+        fields = {e.key: e.value for e in tensor.external_data}
+        try:
+            needed = int(fields.get("offset") or 0) + int(fields.get("length") or 0)
+            size = os.stat(target).st_size if os.path.isfile(target) else None
+        except (ValueError, OSError):
+            needed, size = 0, None
+        if size is None or size < needed:
+            raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, which "
+                             + ("is missing" if size is None else f"holds {size:,} bytes, not the {needed:,} "
+                                "the graph reads") + f" (in {graph.parent}). " + GRAPH_FIX)
+
+
+def graph_digest(graph) -> str:
+    """sha256 over the bytes of the ONNX file `graph` and of its external-data files (in name
+    order), so one digest names everything ONNX Runtime reads; the locations are not checked
+    here (`check_graph_file` does that).
+
+    Raises
+    ------
+    ModelError
+        When a file cannot be read.
+    """
+    import onnx
+
+    graph = Path(graph)
+    digest = hashlib.sha256()
+    try:
+        model = onnx.load(str(graph), load_external_data=False)
+        locations = sorted({next((e.value for e in t.external_data if e.key == "location"), "")
+                            for t in _all_tensors(model.graph) if t.data_location == 1})
+        for path in [graph] + [graph.parent / location for location in locations]:
+            digest.update(path.name.encode("utf-8") + b"\0")
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+    except Exception as exc:
+        raise ModelError(f"Cannot read the ONNX graph {graph} ({type(exc).__name__}: {exc}). " + GRAPH_FIX) from exc
+    return digest.hexdigest()
 
 
 def initializer_mismatches(graph, weights: dict) -> list[str]:

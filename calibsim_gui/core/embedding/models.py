@@ -12,8 +12,9 @@ from pathlib import Path
 from calibsim_gui.core.embedding import devices, onnx_engine
 from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
 from calibsim_gui.core.embedding.folder_checks import check_model_folder
-from calibsim_gui.core.embedding.graph_checks import check_graph_file
+from calibsim_gui.core.embedding.graph_checks import check_graph_file, graph_digest
 from calibsim_gui.core.embedding.model_folders import (
+    ModelFingerprint,
     ModelInfo,
     file_sha256,
     fingerprint_folder,
@@ -197,6 +198,42 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
                 + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
                         prompts=prompts)
+
+
+def prepared_graph(embedder: OnnxEmbedder) -> dict:
+    """What another process (a Ray worker) needs to run `embedder`'s prepared, checked graph
+    without exporting or checking it again (`load_prepared_graph`): JSON-safe."""
+    return {"graph": str(embedder.graph), "graph_sha256": graph_digest(embedder.graph),
+            "folder_sha256": fingerprint_folder(embedder.info.path).digest,
+            "fingerprint": embedder.fingerprint.to_dict(), "precision": embedder.precision,
+            "precision_note": embedder.precision_note}
+
+
+def load_prepared_graph(info_or_spec, prepared: dict, *, prompts: PromptSettings | None = None,
+                        threads: int = 0) -> OnnxEmbedder:
+    """The ONNX engine on a graph `prepared_graph` described in another process, once this
+    machine's graph and model folder are checked to be the same bytes; `threads`: ONNX Runtime's
+    threads (0: its default, one per core).
+
+    Raises
+    ------
+    ModelError
+        When the graph or the model folder here differs from the one described, or is missing.
+    """
+    info = info_or_spec if isinstance(info_or_spec, ModelInfo) else resolve_model(info_or_spec)
+    graph = Path(prepared["graph"])
+    fix = ("Fix: the model folder and the prepared graph must be the same files at the same paths on every "
+           "node (a shared filesystem; set CALIBSIM_ONNX_DIR to a shared folder for exported graphs).")
+    if not graph.is_file():
+        raise ModelError(f"The prepared ONNX graph {graph} is missing on this machine. " + fix)
+    if graph_digest(graph) != prepared["graph_sha256"]:
+        raise ModelError(f"The ONNX graph {graph} on this machine differs from the one prepared and checked. " + fix)
+    if fingerprint_folder(info.path).digest != prepared["folder_sha256"]:
+        raise ModelError(f"The model folder {info.path} on this machine differs from the one the graph "
+                         f"{graph} was prepared for. " + fix)
+    return OnnxEmbedder(graph, info, ModelFingerprint.from_dict(prepared["fingerprint"]),
+                        stack=read_module_stack(info.path), precision=prepared["precision"],
+                        precision_note=prepared["precision_note"], prompts=prompts, threads=threads)
 
 
 def _unchecked_graph(graph: Path, weights: bool) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 
 from calibsim_gui.core.embedding import model_folders
 from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.graph_checks import GRAPH_FIX
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
@@ -275,7 +276,7 @@ class OnnxEmbedder(PromptedEmbedder):
 
     def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
                  precision: str = "float32", precision_note: str = "float32",
-                 prompts: PromptSettings | None = None):
+                 prompts: PromptSettings | None = None, threads: int = 0):
         import onnxruntime
         from tokenizers import Tokenizer, normalizers
 
@@ -317,11 +318,12 @@ class OnnxEmbedder(PromptedEmbedder):
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        options.intra_op_num_threads = threads      # 0: ONNX Runtime's default (one per core)
         try:
             self._session = onnxruntime.InferenceSession(str(self.graph), options,
                                                          providers=["CPUExecutionProvider"])
         except Exception as exc:
-            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}") from exc
+            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}. " + GRAPH_FIX) from exc
         self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
                         for i in self._session.get_inputs()}
         unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
@@ -366,6 +368,11 @@ class OnnxEmbedder(PromptedEmbedder):
         Returns
         -------
         ndarray of shape (len(texts), dimension), float32
+
+        Raises
+        ------
+        ModelError
+            When the graph fails (`token_embeddings`), or a vector is all zero or not finite.
         """
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
@@ -376,7 +383,12 @@ class OnnxEmbedder(PromptedEmbedder):
                   "token_type_ids": np.array([e.type_ids for e in encodings])}
         tokens = self.token_embeddings(arrays)
         prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
-        return pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+        vectors = pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+        if not (np.isfinite(vectors).all() and np.abs(vectors).max(axis=1).all()):
+            raise ModelError(f"{self.graph} gives sentence vectors that are all zero or not finite (its token "
+                             "embeddings are zero, or overflow when pooled), so its numbers cannot be used. "
+                             + GRAPH_FIX)
+        return vectors
 
     def token_embeddings(self, arrays: dict) -> np.ndarray:
         """The graph's token embeddings for the token-id `arrays` (``input_ids``, ``attention_mask``,
