@@ -154,10 +154,10 @@ def test_the_layout_is_restored_after_a_restart(qtbot):
     width, side = second.panels.splitter.sizes()
     assert side > width                                         # 40 % / 60 %, as left
     assert [second.tabs.widget(i).objectName() for i in range(second.tabs.count())] == [
-        "welcome", "model", "anchors", "background", "results", "distributions", "heatmap", "map", "space"]
+        "welcome", "model", "anchors", "background", "results", "distributions", "heatmap", "map", "space", "compare"]
     second.panels.one_pane()                                    # every tab back in its place
     assert second.panels.beside() == [] and second.panels.side.isHidden()
-    assert second.tabs.indexOf(second.search) == second.tabs.count() - 1
+    assert second.tabs.indexOf(second.search) == second.tabs.indexOf(second.compare.view) - 1   # its own place
     assert not second.panels.pair_actions[1].isChecked()
     close(second)
 

@@ -1,0 +1,44 @@
+"""Each tab's view choices travel with the project (#28): the Compare tab's comparison, the Results
+filters and sort, the Map's projection settings, as a user saves and reopens them."""
+
+import json
+
+from PySide6.QtCore import Qt
+
+from calibsim_gui.core.embedding import models
+from calibsim_gui.qt.column_filters import ColumnFilter
+from tests.fakes import FakeEmbedder
+from tests.qt.test_layout import close, new_window
+
+
+def test_a_reopened_project_shows_its_comparison_filters_and_map_settings(
+        window, qtbot, monkeypatch, pairs_csv, tmp_path):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder(dimension=32,
+                                                                                            name="fake-small"))
+    with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
+        window.compare_with("small")
+    compared = window.compare.view.comparison
+    window.results.set_column_filter(ColumnFilter("sentence1", text="a"))
+    window.results.table.sortByColumn(window.results.model.column_names.index("cosine_calibrated"),
+                                      Qt.SortOrder.AscendingOrder)
+    shown_rows = window.results.model.rowCount()
+    window.map.segments_box.setChecked(True)
+    path = tmp_path / "two-models.calibsim"
+    assert window.write_project(str(path))
+    views = json.loads(path.read_text())["views"]
+    assert {"compare", "results", "map"} <= set(views)
+
+    monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())
+    second = new_window(qtbot, autosave=False)
+    second.open_project(str(path))
+    qtbot.waitUntil(lambda: second.compare.view.comparison is not None, timeout=120_000)
+    again = second.compare.view.comparison
+    assert again.models == compared.models and again.differences == compared.differences
+    assert second.compare.view.stack.currentIndex() == 1                     # the comparison, not the hint
+    assert second.results.chips.labels() == ["sentence1 contains “a”"]
+    assert second.results.model.rowCount() == shown_rows < len(second.state.results.frame)
+    assert second.results.view_state()["sort"] == {"column": "cosine_calibrated", "descending": False}
+    assert second.map.segments_box.isChecked()
+    close(second)
