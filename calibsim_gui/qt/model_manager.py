@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
     QComboBox,
+    QCheckBox,
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
@@ -36,6 +37,7 @@ from calibsim_gui.core.embedding.model_folders import (
     fingerprint_folder,
     inspect_model_folder,
 )
+from calibsim_gui.core.embedding.models import UNVERIFIED_NOTE
 from calibsim_gui.core.embedding.prompts import PromptSettings, choose_prompts
 from calibsim_gui.core.errors import ModelError
 from calibsim_gui.qt.workers import TaskRunner
@@ -238,6 +240,13 @@ class ModelManager(QWidget):
             "'query: '. A profile is only used with the prompt it was built with. Remembered per "
             "model; applies to the next model loaded.")
         self.prompt_combo.currentIndexChanged.connect(self._save_prompt)
+        self.trust_graph_box = QCheckBox("Run a folder's own graph unverified")
+        self.trust_graph_box.setToolTip(
+            "Without PyTorch (as in the desktop app) calibsim cannot check an ONNX graph that came with "
+            "a model folder against the folder's weights, and refuses it. Tick this only for a folder "
+            "you trust: its graph then runs under its own fingerprint (never sharing cached vectors or "
+            "profiles with the real model), and every result and report says it is unverified. "
+            "Not remembered: it applies to the next model loaded in this session.")
         self.loaded_label = QLabel()
         self.loaded_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -264,6 +273,8 @@ class ModelManager(QWidget):
         buttons = QHBoxLayout()
         for widget in (self.add_button, self.remove_button, self.rescan_button):
             buttons.addWidget(widget)
+        buttons.addSpacing(8)
+        buttons.addWidget(self.trust_graph_box)
         buttons.addStretch(1)
         run_with = QHBoxLayout()             # a row of its own: fits a 1024-pixel window
         for label, combo in (("Device:", self.device_combo), ("Engine:", self.engine_combo),
@@ -318,6 +329,10 @@ class ModelManager(QWidget):
     def engine(self) -> str:
         """The chosen engine ("auto", "onnx" or "torch"), remembered across sessions."""
         return self.engine_combo.currentData()
+
+    def trust_folder_graph(self) -> bool:
+        """Whether the next model may run its folder's own graph unchecked (this session only)."""
+        return self.trust_graph_box.isChecked()
 
     def prompt_choice(self) -> str:
         """The prompt chosen for the selected model: "default", "none" or "name:<name>"."""
@@ -469,8 +484,11 @@ class ModelManager(QWidget):
             prompts = getattr(embedder, "prompts", None)
             prompt = f", prompt <b>{html.escape(prompts.describe())}</b>" if prompts and prompts.symmetric else ""
             engine = ENGINE_NAMES.get(embedder_engine(embedder), embedder_engine(embedder))
+            unverified = " — <b>its folder's graph, unverified</b>" if UNVERIFIED_NOTE in getattr(
+                embedder, "precision_note", "") else ""
             self.loaded_label.setText(f"Loaded: <b>{html.escape(name)}</b> running on <b>{embedder.device}</b>"
-                                      f" with {engine} in <b>{precision}</b>{prompt} — fingerprint {fingerprint}")
+                                      f" with {engine} in <b>{precision}</b>{prompt} — fingerprint {fingerprint}"
+                                      f"{unverified}")
             self.loaded_label.setToolTip(getattr(embedder, "precision_note", precision))
 
     def _update_details(self, *_) -> None:

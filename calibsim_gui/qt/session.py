@@ -31,7 +31,8 @@ from calibsim_gui.qt.results_view import EMPTY_HINT
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 
 
-def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto", *, progress, should_stop):
+def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto", trust_folder_graph=False, *,
+                     progress, should_stop):
     """Load a model and pay its first-call costs now, off the GUI thread.
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
@@ -40,7 +41,8 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
     import scipy.spatial.distance  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    embedder = models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine)
+    embedder = models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine,
+                                 trust_folder_graph=trust_folder_graph)
     embedder.encode_batch(["calibsim warms up the model"])
     return embedder
 
@@ -134,7 +136,8 @@ class Session(QObject):
         manager = self.window.models
         self.state.device = device
         self.window.model_runner.start(load_and_warm_up, info_or_spec, device, manager.precision(),
-                                       manager.prompts_for(info_or_spec), manager.engine())
+                                       manager.prompts_for(info_or_spec), manager.engine(),
+                                       manager.trust_folder_graph())
 
     def model_loaded(self, embedder) -> None:
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over

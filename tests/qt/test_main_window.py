@@ -246,6 +246,30 @@ def test_a_model_loads_with_the_engine_and_precision_chosen_on_the_model_tab(win
     assert calls[-1]["engine"] == "onnx" and calls[-1]["precision"] == "int8"
 
 
+def test_a_folder_graph_runs_unverified_only_when_ticked_and_the_model_tab_says_so(window, qtbot, monkeypatch):
+    """The app's way to --trust-folder-graph (#27): off by default and never remembered."""
+    from calibsim_gui.core.embedding.models import UNVERIFIED_NOTE
+
+    calls = []
+
+    def load(spec, device="auto", **kw):
+        calls.append(kw)
+        fake = FakeEmbedder()
+        if kw["trust_folder_graph"]:
+            fake.precision_note = f"float32 (ONNX Runtime; {UNVERIFIED_NOTE})"
+        return fake
+    monkeypatch.setattr(models, "load_model", load)
+    assert not window.models.trust_graph_box.isChecked()
+    with qtbot.waitSignal(window.state.profile_changed, timeout=120_000):
+        window.load_model(None, "cpu")
+    assert calls[-1]["trust_folder_graph"] is False and "unverified" not in window.models.loaded_label.text()
+    window.models.trust_graph_box.setChecked(True)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=120_000):
+        window.load_model(None, "cpu")
+    assert calls[-1]["trust_folder_graph"] is True
+    assert "its folder's graph, unverified" in window.models.loaded_label.text()
+
+
 def test_an_opened_profile_survives_loading_the_same_model_again(window, qtbot, tmp_path, profile, monkeypatch):
     """Another engine or precision of one model keeps its fingerprint, so its references stay."""
     path = tmp_path / "news.calibsim-profile"

@@ -241,5 +241,6 @@ def _unchecked_graph(graph: Path, weights: bool) -> str:
            else "the folder holds no weights (model.safetensors) to compare it with")
     return (f"The ONNX graph {graph} that came with the model cannot be checked: {why}; calibsim does not "
             "run a graph it has not checked. Fix: install torch (pip install torch) so that calibsim checks "
-            "it once, or use the folder with its weights. If you trust the graph, pass --trust-folder-graph: "
-            "it then runs under its own fingerprint, and every output says that it is unverified.")
+            "it once, or use the folder with its weights. If you trust the graph, pass --trust-folder-graph (in the "
+            "app: tick \"Run a folder's own graph unverified\" on the Model tab): it then runs under its own "
+            "fingerprint, and every output says that it is unverified.")
