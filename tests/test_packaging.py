@@ -179,8 +179,8 @@ def test_install_without_a_built_bundle_says_how_to_build_it(tmp_path):
 def _spec_list(name: str) -> list[str]:
     """A list literal assigned in the spec (read without running PyInstaller)."""
     tree = ast.parse((PACKAGING / "calibsim.spec").read_text(encoding="utf-8"))
-    value = next(node.value for node in tree.body
-                 if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets))
+    value = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(target, "id", None) == name for target in node.targets))
     return ast.literal_eval(value)
 
 
@@ -211,8 +211,9 @@ def _imported_modules(folder: Path) -> set[str]:
 
 def test_the_bundle_excludes_nothing_calibsim_imports():
     excludes = _spec_list("EXCLUDES")
+    # the torch and cluster engines: left out on purpose, imported lazily
     torch_engine = {"torch", "transformers", "sentence_transformers", "safetensors", "huggingface_hub",
-                    "ray", "pyarrow"}     # the torch and cluster engines: left out on purpose, imported lazily
+                    "ray", "pyarrow"}
     needed = {name for name in _imported_modules(ROOT / "calibsim_gui") | _imported_modules(ROOT / "main.py")
               if name.split(".")[0] not in torch_engine}
     clashes = sorted(f"{name} (excluded as {ex})" for name in needed for ex in excludes
@@ -225,7 +226,8 @@ def test_the_plugins_left_out_of_the_bundle_keep_every_desktop_platform():
     wanted = [node for node in hook.body if getattr(node, "name", None) == "_unused"
               or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "UNUSED_PLUGINS"]
     namespace = {"PurePath": PurePath}
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), "hook", "exec"), namespace)  # noqa: S102 (no PyInstaller)
+    code = compile(ast.Module(body=wanted, type_ignores=[]), "hook", "exec")
+    exec(code, namespace)  # noqa: S102 (the hook's rules without importing PyInstaller)
     unused = namespace["_unused"]
     plugins = "/site-packages/PySide6/Qt/plugins"
     for kept in ("platforms/libqxcb.so", "platforms/libqwayland.so", "platforms/libqoffscreen.so",
