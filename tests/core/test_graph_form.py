@@ -56,6 +56,7 @@ def test_the_built_in_graph_holds_its_weights_once_in_float32():
     weights = [numpy_helper.to_array(t) for t in onnx.load(str(graph)).graph.initializer]
     stored = sum(w.nbytes for w in weights if w.dtype == np.float32)
     torch_model = load_model(None, device="cpu", engine="torch")._model
-    parameters = sum(p.numel() for p in torch_model.parameters()) * 4
-    assert abs(stored - parameters) <= 0.001 * parameters
+    # every weight the graph computes with (the pooler's output is not used), once, in float32
+    used = sum(p.numel() for name, p in torch_model.named_parameters() if ".pooler." not in name) * 4
+    assert 0 <= stored - used <= 1024          # and a few scalar constants
     assert {w.dtype for w in weights} <= {np.dtype(np.float32), np.dtype(np.int64), np.dtype(bool)}
