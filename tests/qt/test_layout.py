@@ -211,13 +211,14 @@ def test_a_tab_added_after_the_window_was_built_is_kept_and_moved_like_the_other
     from PySide6.QtWidgets import QWidget
 
     window = new_window(qtbot, load_default_model=False, autosave=False)
-    later = remembering(QWidget(objectName="compare"), {"models": ["a", "b"]})
-    window.tabs.addTab(later, "Co&mpare")
+    later = remembering(QWidget(objectName="later"), {"models": ["a", "b"]})
+    window.tabs.addTab(later, "&Later")
     remembering(window.search, {"hits": (1, 2)})                 # not plain JSON: not saved, never a failed save
-    assert window.projects.view_states() == {"agreement": {"compared": "calibrated"},
-                                             "compare": {"models": ["a", "b"]}}
-    window.panels.restore({"beside": ["compare"], "current": "results"})
-    assert window.panels.beside() == ["compare"] and current(window) == "results"
+    states = window.projects.view_states()
+    assert states["later"] == {"models": ["a", "b"]} and states["agreement"] == {"compared": "calibrated"}
+    assert "search" not in states
+    window.panels.restore({"beside": ["later"], "current": "results"})
+    assert window.panels.beside() == ["later"] and current(window) == "results"
     window.panels.one_pane()
-    assert window.tabs.indexOf(later) == window.tabs.count() - 1 and window.tabs.tabText(11) == "Co&mpare"
+    assert window.tabs.indexOf(later) == window.tabs.count() - 1 and window.tabs.tabText(12) == "&Later"
     close(window)
