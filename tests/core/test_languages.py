@@ -7,12 +7,20 @@ import pytest
 
 from calibsim_gui.cli import main as cli_main
 from calibsim_gui.core.analysis.pairs import score_pairs
-from calibsim_gui.core.io.inputs import load_pairs
-from calibsim_gui.core.embedding.languages import (
-    UNKNOWN, describe, detect_language, detect_languages, model_languages, profile_languages, run_languages, summarise_texts)
-from calibsim_gui.core.embedding.model_folders import builtin_model_path
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile, builtin_profile_path
+from calibsim_gui.core.embedding.languages import (
+    UNKNOWN,
+    describe,
+    detect_language,
+    detect_languages,
+    model_languages,
+    profile_languages,
+    run_languages,
+    summarise_texts,
+)
+from calibsim_gui.core.embedding.model_folders import builtin_model_path
+from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.resources import resource_path
 from tests.fakes import FakeEmbedder
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from calibsim_gui.core.references.anchors import builtin_anchors
-from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.analysis.project import Project, ProjectInput
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.references.anchors import builtin_anchors
 
 
 def test_round_trip_with_relative_paths_survives_moving_the_folder(tmp_path):
