@@ -21,6 +21,7 @@ from calibsim_gui.core.io.atomic import write_text_atomic
 from calibsim_gui.core.resources import resource_path
 
 TIMEOUT_S = 600
+SEARCH_QUERY = "Will it rain a lot tomorrow?"    # the Search tab's typed query in the README's picture
 
 
 class ScreenshotTour:
@@ -72,8 +73,8 @@ class ScreenshotTour:
                                  (w.distributions, "distributions"), (w.agreement, "agreement")):
                 self._shoot(widget, name)
             self._shoot_brushed(results)
-            self._shoot_map("map", lambda: self._shoot_compare(lambda: w.open_inputs(
-                [resource_path("demo", "documents.txt")], per_file=False)))
+            self._shoot_map("map", lambda: self._shoot_search(lambda: self._shoot_compare(lambda: w.open_inputs(
+                [resource_path("demo", "documents.txt")], per_file=False))))
         elif isinstance(results, DocumentMatrix):
             w.results.table.selectRow(0)              # the most similar pair, selected everywhere
             self._shoot(w.heatmap, "heatmap")
@@ -104,6 +105,23 @@ class ScreenshotTour:
             view.show_neighbours(0)                   # a clicked point's nearest texts, ringed
         self._shoot(view, name)
         then()
+
+    def _shoot_search(self, then) -> None:
+        """The Search tab with a typed query ranked against the demo pairs' texts, its best hit chosen."""
+        w = self.window
+
+        def done(_result=None) -> None:
+            for signal in (w.search.runner.finished, w.search.runner.failed):
+                signal.disconnect(done)
+            w.search.table.selectRow(0)
+            self._shoot(w.search, "search")
+            then()
+
+        w.search.runner.finished.connect(done)
+        w.search.runner.failed.connect(done)
+        self.window.tabs.setCurrentWidget(w.search)
+        w.search.query_edit.setText(SEARCH_QUERY)
+        w.search.start_search()
 
     def _shoot_compare(self, then) -> None:
         """The Compare tab with the pairs scored by a second model (the folder in
