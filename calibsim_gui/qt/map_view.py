@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
 from calibsim_gui.qt.map_colours import (
     CATEGORY_COLOURS,
@@ -42,6 +43,7 @@ from calibsim_gui.qt.map_items import MODES, DensityImage, SelectionViewBox
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
+from calibsim_gui.qt.state import pairs_among
 from calibsim_gui.qt.workers import TaskRunner
 
 PROJECTIONS = {"PCA": "PCA (instant)", "t-SNE": "t-SNE (slower: a sample of up to 2,000 texts)"}
@@ -503,14 +505,20 @@ class MapView(QWidget):
             self.choose(np.flatnonzero(points_in_polygon(self.text_map.projection.coords, polygon)))
 
     def choose(self, points) -> None:
-        """Choose these points: ringed here; the Results table shows only the pairs touching them."""
+        """Choose these points: ringed here; the Results table shows only the pairs touching them
+        (a document set: the pairs between two chosen documents)."""
         self.chosen = np.asarray(points, dtype=np.int64)
         self._show_marks()
         self.clear_button.setEnabled(len(self.chosen) > 0)
-        text_map = self.text_map
-        if text_map is None or not len(text_map.segments):
+        text_map, results = self.text_map, self.state.results
+        documents = isinstance(results, DocumentMatrix) and len(results.ids) == len(text_map or ())
+        if text_map is None or not (len(text_map.segments) or documents):
             return
-        if len(self.chosen):
+        if len(self.chosen) and documents:            # a point is a document: the pairs between them
+            rows = pairs_among(len(results.ids), self.chosen)
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} between "
+                                             f"{plural(len(self.chosen), 'document')} chosen on the Map")
+        elif len(self.chosen):
             rows = text_map.rows_touching(self.chosen)
             self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} of "
                                              f"{plural(len(self.chosen), 'text')} chosen on the Map")

@@ -508,8 +508,7 @@ class ResultsView(QWidget):
 
     def _apply_range(self) -> None:
         value, chosen = self.state.score_range, self.state.chosen_rows
-        self.model.set_range(value, None if chosen is None or self.showing_documents else chosen[0],
-                             self.column_filters)
+        self.model.set_range(value, None if chosen is None else chosen[0], self.column_filters)
         chips = [(("column", f.column), f.label(column_title(f.column).replace("\n", " · ")),
                   "Rows are limited by this column's filter") for f in self.column_filters]
         if value is not None:
@@ -517,7 +516,7 @@ class ResultsView(QWidget):
             title = column_title(column).replace("\n", " · ")
             chips.insert(0, ("range", f"{title} from {low:.3g} to {high:.3g}",
                              "A range brushed on the Distributions tab"))
-        if chosen is not None and not self.showing_documents:
+        if chosen is not None:
             chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
                           "Texts chosen on the Map"))
         self.chips.set_chips(chips)

@@ -38,6 +38,14 @@ def pair_row(n: int, a: int, b: int) -> int:
     return a * n - a * (a + 1) // 2 + (b - a - 1)
 
 
+def pairs_among(n: int, documents) -> np.ndarray:
+    """The numbers (`pair_row`, ascending) of every pair of two of `documents` in a set of `n`."""
+    chosen = np.unique(np.asarray(documents, dtype=np.int64))
+    a, b = np.triu_indices(len(chosen), k=1)
+    a, b = chosen[a], chosen[b]
+    return np.sort(a * n - a * (a + 1) // 2 + (b - a - 1))
+
+
 def document_pair(n: int, row: int) -> tuple[int, int]:
     """The documents (a, b), a < b, of pair number `row` of a set of `n` (inverse of `pair_row`)."""
     starts = np.arange(n) * n - np.arange(n) * (np.arange(n) + 1) // 2

@@ -254,6 +254,24 @@ def topics_mapped(window, qtbot, tmp_path):
     return window.map
 
 
+def test_documents_chosen_on_the_map_limit_results_to_the_pairs_between_them(topics_mapped):
+    view = topics_mapped
+    window = view.window()
+    sources = np.asarray(view.columns["source file"])
+    one_topic = np.flatnonzero(sources == sources[0])
+    view.choose(one_topic)                                     # as a lasso around one file's documents
+    results = window.results
+    assert results.model.rowCount() == len(one_topic) * (len(one_topic) - 1) // 2 == 66
+    chosen_texts = {view.text_map.texts[i] for i in one_topic}
+    texts = results.model.column_names.index("text a"), results.model.column_names.index("text b")
+    for row in range(results.model.rowCount()):
+        pair = {results.model.index(row, column).data() for column in texts}
+        assert pair <= chosen_texts                            # both documents were chosen
+    assert "66 pairs between 12 documents chosen on the Map" in results.chips.labels()[0]
+    results.chips.chips[0].click()                             # cleared: every pair again
+    assert results.model.rowCount() == 36 * 35 // 2 and len(view.chosen) == 0
+
+
 def test_three_topics_make_three_clusters_coloured_and_named_by_their_words(topics_mapped):
     view = topics_mapped
     assert "3 clusters (number chosen by separation)" in view.summary.text()
