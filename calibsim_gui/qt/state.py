@@ -31,19 +31,20 @@ def form_label(form: str) -> str:
     return FORM_LABELS.get(form, form.replace("_", " "))
 
 
-def pair_row(n: int, a: int, b: int) -> int:
+def pair_row(n: int, a, b):
     """The number of the pair of documents `a` and `b` (any order, a != b) of a set of `n`, as
-    ``np.triu_indices(n, k=1)`` lists the pairs (the document-set Results rows)."""
-    a, b = sorted((int(a), int(b)))
-    return a * n - a * (a + 1) // 2 + (b - a - 1)
+    ``np.triu_indices(n, k=1)`` lists the pairs (the document-set Results rows); arrays of
+    documents give an array of numbers."""
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    row = a * n - a * (a + 1) // 2 + (b - a - 1)
+    return int(row) if np.ndim(row) == 0 else row
 
 
 def pairs_among(n: int, documents) -> np.ndarray:
     """The numbers (`pair_row`, ascending) of every pair of two of `documents` in a set of `n`."""
     chosen = np.unique(np.asarray(documents, dtype=np.int64))
     a, b = np.triu_indices(len(chosen), k=1)
-    a, b = chosen[a], chosen[b]
-    return np.sort(a * n - a * (a + 1) // 2 + (b - a - 1))
+    return np.sort(pair_row(n, chosen[a], chosen[b]))
 
 
 def document_pair(n: int, row: int) -> tuple[int, int]:
