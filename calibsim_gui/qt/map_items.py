@@ -1,14 +1,20 @@
-"""What the Map draws besides its points: the ViewBox that draws a rectangle or a lasso, and the
-density image shown under a crowded map."""
+"""What the Map draws besides its few-point scatter: the ViewBox that draws a rectangle or a lasso,
+the density image shown under a crowded map, and the crowded map's points drawn as one cached
+image (`PointCloud`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QImage
 
 MODES = ("Pan and zoom", "Rectangle", "Lasso")
 DENSITY_BINS = 160
+HOVER_PIXELS = 5                  # a crowded map's point is hovered or clicked within this many pixels
+STAMP = np.array([(dx, dy) for dy in range(-2, 2) for dx in range(-2, 2)    # a 4-pixel disc's
+                  if abs(dx + 0.5) + abs(dy + 0.5) < 3], dtype=np.int32)      # pixels (no corners)
+MAX_COUNT = 64                    # overlaps counted up to this many (alpha is then nearly opaque)
 
 
 class SelectionViewBox(pg.ViewBox):
@@ -75,3 +81,130 @@ class DensityImage(pg.ImageItem):
     def density(self) -> np.ndarray:
         """The shade of each cell (0: no point), for tests and pictures."""
         return np.zeros((0, 0)) if self.image is None else self.image[..., 3]
+
+
+class PointCloud(pg.GraphicsObject):
+    """Many points (a crowded map) drawn as one image rendered by numpy at the screen's scale.
+
+    Panning only moves the cached image (a blit, whatever the number of points); it is rendered
+    again when the zoom changes or the view leaves the rendered area (the view and half a view
+    around it). A point is a 4-pixel disc in its colour; where points overlap, the top colour
+    (the last colour group) shows with the alpha of all of them. Hovering a point shows
+    `tip(point)`; clicking one emits `clicked(point)`.
+    """
+
+    clicked = Signal(int)
+
+    def __init__(self, tip=None):
+        super().__init__()
+        self.tip = tip
+        self.coords = np.zeros((0, 2))
+        self.groups = np.zeros(0, dtype=np.int64)    # each point's colour: an index into `colours`
+        self.colours = np.zeros((0, 4), dtype=np.uint8)   # RGBA of each colour group
+        self._bounds = QRectF()
+        self._image = None                             # (area, scale, QImage, its pixels)
+        self.renders = 0                               # how many times the image was rendered
+        self.setAcceptHoverEvents(True)
+
+    def set_points(self, coords, groups, colours) -> None:
+        """Draw `coords` (n, 2), point i in ``colours[groups[i]]`` (RGBA rows)."""
+        self.prepareGeometryChange()
+        self.coords = np.asarray(coords, dtype=float).reshape(-1, 2)
+        self.groups = np.asarray(groups, dtype=np.int64)
+        self.colours = np.asarray(colours, dtype=np.uint8).reshape(-1, 4)
+        if len(self.coords):
+            (x0, y0), (x1, y1) = self.coords.min(axis=0), self.coords.max(axis=0)
+            self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
+        else:
+            self._bounds = QRectF()
+        self._image = None
+        self.update()
+
+    def clear(self) -> None:
+        self.set_points(np.zeros((0, 2)), np.zeros(0), np.zeros((0, 4)))
+
+    def point_colours(self) -> np.ndarray:
+        """Each point's colour (``#rrggbb``)."""
+        names = np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b, _ in self.colours], dtype=object)
+        return names[self.groups] if len(names) else np.zeros(0, dtype=object)
+
+    def dataBounds(self, axis, frac=1.0, orthoRange=None):
+        if not len(self.coords):
+            return None, None
+        return float(self.coords[:, axis].min()), float(self.coords[:, axis].max())
+
+    def pixelPadding(self) -> float:
+        return 2.0
+
+    def boundingRect(self) -> QRectF:
+        if not len(self.coords):
+            return QRectF()
+        pixel = self.pixelSize() if self.getViewBox() is not None else (0, 0)
+        return self._bounds.adjusted(-2 * pixel[0], -2 * pixel[1], 2 * pixel[0], 2 * pixel[1])
+
+    def viewTransformChanged(self) -> None:
+        self.prepareGeometryChange()                   # the padding is in pixels
+
+    def paint(self, painter, option, widget) -> None:
+        if not len(self.coords):
+            return
+        transform = painter.transform()
+        scale = (abs(transform.m11()), abs(transform.m22()))       # pixels per unit (no rotation)
+        if min(scale) <= 0:
+            return
+        pad = (3 / scale[0], 3 / scale[1])
+        data = self._bounds.adjusted(-pad[0], -pad[1], pad[0], pad[1])
+        visible = self.viewRect().intersected(data)
+        if visible.isEmpty():
+            return
+        cached = self._image
+        if cached is None or not np.allclose(cached[1], scale, rtol=1e-6) or not cached[0].contains(visible):
+            view = self.viewRect()
+            area = view.adjusted(-view.width() / 2, -view.height() / 2, view.width() / 2,
+                                 view.height() / 2).intersected(data)
+            cached = self._image = self._render(area, scale)
+        painter.drawImage(cached[0], cached[2])
+
+    def _render(self, area: QRectF, scale) -> tuple:
+        """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit."""
+        width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
+        area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
+        pixels = np.floor((self.coords - (area.left(), area.top())) * scale).astype(np.int32)
+        order = np.argsort(self.groups, kind="stable")             # the last colour group on top
+        x = (pixels[order, None, 0] + STAMP[None, :, 0]).ravel()
+        y = (pixels[order, None, 1] + STAMP[None, :, 1]).ravel()
+        groups = np.repeat(self.groups[order], len(STAMP))
+        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
+        cells = y[inside] * width + x[inside]
+        count = np.bincount(cells, minlength=width * height)
+        top = np.zeros(width * height, dtype=np.min_scalar_type(len(self.colours)))
+        top[cells] = groups[inside]
+        shaded = np.flatnonzero(count)
+        alpha = 1 - (1 - self.colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
+        rgb = (self.colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
+        argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
+                | (rgb[..., 1] << 8) | rgb[..., 2])
+        out = np.zeros((height, width), dtype=np.uint32)
+        out.reshape(-1)[shaded] = argb[top[shaded], np.minimum(count[shaded], MAX_COUNT)]
+        image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
+        self.renders += 1
+        return area, scale, image, out
+
+    def point_at(self, pos) -> int | None:
+        """The point nearest `pos` (item coordinates) within `HOVER_PIXELS`, or None."""
+        if not len(self.coords) or self.getViewBox() is None:
+            return None
+        pixel = np.array(self.pixelSize(), dtype=float)
+        distance = (((self.coords - (pos.x(), pos.y())) / pixel) ** 2).sum(axis=1)
+        point = int(np.argmin(distance))
+        return point if distance[point] <= HOVER_PIXELS ** 2 else None
+
+    def hoverEvent(self, event) -> None:
+        point = None if event.isExit() else self.point_at(event.pos())
+        self.setToolTip("" if point is None or self.tip is None else self.tip(data=point))
+
+    def mouseClickEvent(self, event) -> None:
+        point = self.point_at(event.pos()) if event.button() == Qt.MouseButton.LeftButton else None
+        if point is not None:
+            event.accept()
+            self.clicked.emit(point)

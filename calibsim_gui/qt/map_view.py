@@ -5,14 +5,15 @@ name their text on hover, and can be chosen with a rectangle or a lasso: the Res
 shows only the pairs that touch them. A clicked point, or a text typed in the search box
 (Ctrl+K), lists its nearest texts with raw and calibrated scores. Encoding (through the cache),
 projecting and clustering run in `TaskRunner`s, stage by stage (`map_stages`); what the points
-are coloured by is `map_colours`; a crowded map is drawn over its density (`map_items`).
+are coloured by is `map_colours`; a crowded map is drawn as one cached image over its density
+(`map_items`), so panning it costs a blit whatever the number of points.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -39,7 +40,7 @@ from calibsim_gui.qt.map_colours import (
     point_columns,
     publish_clusters,
 )
-from calibsim_gui.qt.map_items import MODES, DensityImage, SelectionViewBox
+from calibsim_gui.qt.map_items import MODES, DensityImage, PointCloud, SelectionViewBox
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
@@ -48,8 +49,7 @@ from calibsim_gui.qt.workers import TaskRunner
 
 PROJECTIONS = {"PCA": "PCA (instant)", "t-SNE": "t-SNE (slower: a sample of up to 2,000 texts)"}
 NEIGHBOURS = 10
-MANY_POINTS = 5000          # beyond this, points are drawn small and translucent: overlaps show density
-LAYER_POINTS = 4000         # points of one layer: a large map is drawn a layer per event-loop turn
+MANY_POINTS = 5000          # beyond this, points are drawn small and translucent as one image (`PointCloud`)
 
 
 class MapView(QWidget):
@@ -146,10 +146,11 @@ class MapView(QWidget):
         self.segments.setVisible(False)
         self.density = DensityImage()
         self.plot.addItem(self.density)
-        self.layers: list[pg.ScatterPlotItem] = []      # the points, one layer per colour (or part of one)
-        self._jobs: list = []                           # layers still to draw: (layer, (colour, points))
-        self.draw_timer = QTimer(self, interval=0)
-        self.draw_timer.timeout.connect(self._draw_layer)
+        self.layers: list[pg.ScatterPlotItem] = []      # a few points: one scatter per colour
+        self.cloud = PointCloud(tip=self.hover_text)    # many points: one image
+        self.cloud.clicked.connect(self.show_neighbours)
+        self.cloud.setZValue(-1)                        # under the rings and marks
+        self.plot.addItem(self.cloud)
         self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
@@ -321,8 +322,7 @@ class MapView(QWidget):
         publish_clusters(self.state, self.text_map, self.clusters)
         self.neighbours, self.source = [], None
         self.neighbour_table.setRowCount(0)
-        self._jobs = []
-        self.draw_timer.stop()
+        self.cloud.clear()
         for layer in self.layers:
             layer.clear()
         self.segments.setData([], [])
@@ -407,45 +407,32 @@ class MapView(QWidget):
         else:
             groups, colours = np.zeros(len(self.text_map), dtype=np.int64), CATEGORY_COLOURS[:1]
             self.legend.setText("")
-        jobs = []                                        # (colour, points) of one layer each
-        for group, colour in enumerate(colours):
-            points = np.flatnonzero(groups == group)
-            colour = QColor(colour)
-            colour.setAlpha(min(110 if many else 230, colour.alpha()))
-            jobs += [(colour, points[start:start + LAYER_POINTS]) for start in range(0, len(points), LAYER_POINTS)]
-        while len(self.layers) < len(jobs):
+        if many:
+            rgba = [QColor(colour).getRgb() for colour in colours]
+            self.cloud.set_points(self.text_map.projection.coords, groups,
+                                  [(r, g, b, min(110, a)) for r, g, b, a in rgba])
+            colours = []                                 # no scatter layers
+        else:
+            self.cloud.clear()
+        while len(self.layers) < len(colours):
             layer = pg.ScatterPlotItem(pen=None, hoverable=True, tip=self.hover_text, hoverSize=11)
             layer.sigClicked.connect(self._clicked)
             layer.setZValue(-1)                          # under the rings and marks
             self.plot.addItem(layer)
             self.layers.append(layer)
-        empty = (QColor(), np.zeros(0, dtype=np.int64))
-        self._jobs = list(zip(self.layers, jobs + [empty] * (len(self.layers) - len(jobs))))
-        if many:
-            self.draw_timer.start()                      # one layer per turn of the event loop
-        else:
-            while self._jobs:
-                self._draw_layer()
-
-    def _draw_layer(self) -> None:
-        """Draw the next layer waiting to be drawn."""
-        if not self._jobs or self.text_map is None:
-            self._jobs = []
-            self.draw_timer.stop()
-            return
-        layer, (colour, points) = self._jobs.pop(0)
-        many = len(self.text_map) > MANY_POINTS
-        layer.setData(pos=self.text_map.projection.coords[points], data=points, size=4 if many else 7,
-                      brush=pg.mkBrush(colour))
-        if not self._jobs:
-            self.draw_timer.stop()
-
-    def drawing(self) -> bool:
-        """True while layers of a large map are still being drawn."""
-        return bool(self._jobs)
+        coords = self.text_map.projection.coords
+        for layer, (group, colour) in zip(self.layers, enumerate(colours)):
+            points = np.flatnonzero(groups == group)
+            colour = QColor(colour)
+            colour.setAlpha(min(230, colour.alpha()))
+            layer.setData(pos=coords[points], data=points, size=7, brush=pg.mkBrush(colour))
+        for layer in self.layers[len(colours):]:
+            layer.clear()
 
     def point_colours(self) -> np.ndarray:
         """Each point's colour as drawn (``#rrggbb``), in point order."""
+        if len(self.cloud.coords):
+            return self.cloud.point_colours()
         out = np.full(len(self.text_map) if self.text_map is not None else 0, "", dtype=object)
         for layer in self.layers:
             if len(layer.data):

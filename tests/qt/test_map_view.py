@@ -209,9 +209,9 @@ def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, 
     assert len(view.text_map) == 30                      # the same texts: recoloured, not mapped again
 
 
-def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
+def test_a_large_map_is_one_image_that_panning_moves_without_drawing_it_again(qtbot):
     from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-    from calibsim_gui.qt.map_view import LAYER_POINTS, MANY_POINTS, MapView
+    from calibsim_gui.qt.map_view import MANY_POINTS, MapView
     from calibsim_gui.qt.state import AppState
 
     n = MANY_POINTS + 1500
@@ -220,17 +220,31 @@ def test_a_large_map_is_drawn_a_layer_at_a_time_and_every_point_once(qtbot):
                        pca_2d(vectors), sources=[f"file{i % 3}.txt" for i in range(n)])
     view = MapView(AppState())
     qtbot.addWidget(view)
+    view.resize(800, 600)
+    view.show()
     view._mapped((text_map, None))
-    assert view.drawing()                                    # not all at once: the window stays responsive
-    qtbot.waitUntil(lambda: not view.drawing(), timeout=10_000)
-    drawn = np.concatenate([layer.data["data"].astype(np.int64) for layer in view.layers if len(layer.data)])
-    assert sorted(drawn.tolist()) == list(range(n))
-    assert max(len(layer.data) for layer in view.layers) <= LAYER_POINTS
+    assert not any(len(layer.data) for layer in view.layers)     # no per-point items
+    assert len(view.cloud.coords) == n
     colours = view.point_colours()
     assert all(len(set(colours[i::3])) == 1 for i in range(3)) and len(set(colours)) == 3
     density = view.density.density()                         # a crowded map: its density shaded under it
     assert density.shape == (160, 160) and density.max() == 200 and (density == 0).any()
     assert "density" in view.summary.text()
+    picture = view.plot_widget.grab().toImage()
+    renders = view.cloud.renders
+    assert renders == 1
+    # a point of the crowded map is hovered and clicked like a few-point map's
+    point = int(np.argmax(text_map.projection.coords[:, 0]))     # an outer point: none on top of it
+    assert view.hover_text(data=point).startswith(f"d{point}: text {point}")
+    with qtbot.waitSignal(view.cloud.clicked, check_params_cb=lambda clicked: clicked == point, timeout=5_000):
+        QTest.mouseClick(view.plot_widget.viewport(), Qt.MouseButton.LeftButton,
+                         pos=widget_point(view, *text_map.projection.coords[point]))
+    view.view_box.translateBy(x=0.1 * np.ptp(text_map.projection.coords[:, 0]))
+    moved = view.plot_widget.grab().toImage()
+    assert moved != picture and view.cloud.renders == renders      # panned: the same image, moved
+    view.view_box.scaleBy((0.5, 0.5))
+    view.plot_widget.grab()
+    assert view.cloud.renders == renders + 1                  # zoomed: drawn again at the new scale
 
 
 TOPICS = {"animals": "cat dog horse cow sheep", "tools": "hammer drill wrench chisel pliers",
