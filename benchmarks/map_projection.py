@@ -63,6 +63,13 @@ def peak_of(fn, *args, **kwargs) -> tuple[float, float, object]:
     return seconds, common.peak_rss_mb() - before, result
 
 
+def cpu_timed(fn, *args) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one call."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    fn(*args)
+    return time.perf_counter() - start, time.process_time() - start_cpu
+
+
 def measure(n: int) -> dict:
     """One size, in this (fresh) process."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -99,18 +106,17 @@ def measure(n: int) -> dict:
     view.resize(1000, 700)
     view.show()
     app.processEvents()
-    draw_s, _ = common.timed(view._mapped, (text_map, clusters))
-    first_frame_s, _ = common.timed(view.plot_widget.grab)
-    recolour_s, _ = common.timed(view.colour_combo.setCurrentText, "cluster")
+    draw_s, draw_cpu_s = cpu_timed(view._mapped, (text_map, clusters))
+    first_frame_s, first_frame_cpu_s = cpu_timed(view.plot_widget.grab)     # the points' image rendered
+    recolour_s, recolour_cpu_s = cpu_timed(view.colour_combo.setCurrentText, "cluster")
     view.plot_widget.grab()
-    frames, cpu = [], []
     load_before = os.getloadavg()[0]
-    for _ in range(PAN_FRAMES):
-        start, start_cpu = time.perf_counter(), time.process_time()
+
+    def pan() -> None:
         view.view_box.translateBy(x=radius * 0.05)
         view.plot_widget.grab()                       # render the frame
-        frames.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+
+    frames, cpu = zip(*(cpu_timed(pan) for _ in range(PAN_FRAMES)))
     view.close()
     return {"texts": n, "pca_s": timing["best_s"], "pca_median_s": timing["median_s"],
             "pca_peak_rss_mb": round(peak, 1),
@@ -120,7 +126,9 @@ def measure(n: int) -> dict:
             "tsne_s": round(tsne_s, 3), "tsne_peak_rss_mb": round(tsne_peak, 1),
             "lasso_200_vertices_s": round(lasso_s, 4), "points_in_lasso": int(inside.sum()),
             "nearest_10_s": round(nearest_s, 4), "draw_points_gui_s": round(draw_s, 4),
-            "recolour_gui_s": round(recolour_s, 4), "first_frame_s": round(first_frame_s, 4),
+            "draw_points_cpu_s": round(draw_cpu_s, 4), "recolour_gui_s": round(recolour_s, 4),
+            "recolour_cpu_s": round(recolour_cpu_s, 4), "first_frame_s": round(first_frame_s, 4),
+            "first_frame_cpu_s": round(first_frame_cpu_s, 4),
             "pan_frame_median_ms": round(1000 * statistics.median(frames), 1),
             "pan_frame_max_ms": round(1000 * max(frames), 1),
             "pan_frame_cpu_median_ms": round(1000 * statistics.median(cpu), 1),
@@ -142,19 +150,24 @@ def main() -> None:
                          "clusters s": r["cluster_s"], "clusters peak MB": r["cluster_peak_rss_mb"],
                          "k": r["clusters"], "t-SNE s": r["tsne_s"], "t-SNE peak MB": r["tsne_peak_rss_mb"],
                          "lasso s": r["lasso_200_vertices_s"], "10 nearest s": r["nearest_10_s"],
-                         "draw (GUI) s": r["draw_points_gui_s"], "recolour (GUI) s": r["recolour_gui_s"],
+                         "draw (GUI) s": r["draw_points_gui_s"], "draw CPU s": r["draw_points_cpu_s"],
+                         "recolour (GUI) s": r["recolour_gui_s"], "recolour CPU s": r["recolour_cpu_s"],
+                         "first frame CPU s": r["first_frame_cpu_s"],
                          "pan frame median ms": r["pan_frame_median_ms"],
                          "pan frame max ms": r["pan_frame_max_ms"],
                          "pan frame CPU median ms": r["pan_frame_cpu_median_ms"],
                          "pan frame CPU max ms": r["pan_frame_cpu_max_ms"],
                          "load while panning": r["pan_load_average_1m"]} for r in runs])
-    steps = [max(r["draw_points_gui_s"], r["recolour_gui_s"]) * 1000 for r in runs]
-    met = all(s <= STALL_TARGET_MS for s in steps) and all(r["pan_frame_max_ms"] <= STALL_TARGET_MS
-                                                            for r in runs)
-    print(f"target: no GUI-thread step over {STALL_TARGET_MS} ms: {'met' if met else 'NOT met'}"
-          + (" (quick run: sizes are tiny)" if args.quick else ""))
+    met = all(max(r["draw_points_gui_s"] * 1000, r["recolour_gui_s"] * 1000, r["first_frame_s"] * 1000,
+                  r["pan_frame_max_ms"]) <= STALL_TARGET_MS for r in runs)
+    met_cpu = all(max(r["draw_points_cpu_s"] * 1000, r["recolour_cpu_s"] * 1000, r["first_frame_cpu_s"] * 1000,
+                      r["pan_frame_cpu_max_ms"]) <= STALL_TARGET_MS for r in runs)
+    quick = " (quick run: sizes are tiny)" if args.quick else ""
+    print(f"target: no GUI-thread step over {STALL_TARGET_MS} ms: {'met' if met else 'NOT met'} in wall time, "
+          f"{'met' if met_cpu else 'NOT met'} in CPU time (load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores){quick}")
     common.save("map_projection", args, {"runs": runs, "dimension": DIM, "stall_target_ms": STALL_TARGET_MS,
-                                         "target_met": met})
+                                         "target_met": met, "target_met_cpu": met_cpu})
 
 
 if __name__ == "__main__":
