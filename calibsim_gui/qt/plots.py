@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -41,7 +41,7 @@ from calibsim_gui.core.analysis.distributions import (
 )
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.matrix_order import colour_range, short_document_label, similarity_order
-from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs
+from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs, score_column
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.plot_menu import PlotMenu
@@ -466,8 +466,8 @@ class DistributionPlot(QWidget):
                            for label, value in anchors]
             self._draw_panel(self.cal_panel, self._user_calibrated(metric, form, user),
                              self._calibrate(metric, form, bg_values), bg_weights, cal_anchors)
-        self.raw_panel.column = f"{metric}_raw"
-        self.cal_panel.column = None if form is None else f"{metric}_{form}"
+        self.raw_panel.column = self._table_column(metric, "raw")
+        self.cal_panel.column = None if form is None else self._table_column(metric, form)
         self._range_changed()
         self._update_selected()
         self._update_summary(len(user))
@@ -475,6 +475,15 @@ class DistributionPlot(QWidget):
         self.ladder.setText("Anchor levels: " + " · ".join(
             label if short == label else f"{short} = {label.split(' - ', 1)[-1]}"
             for short, label in shortened) if anchors else "")
+
+    def _table_column(self, metric: str, form: str) -> str | None:
+        """The Results column of `metric`'s `form`, which a range brushed on its panel filters
+        (a document set's pairs: named under its geometry fix; None: a form it lacks)."""
+        results = self.state.results
+        if isinstance(results, DocumentMatrix):
+            return score_column(metric, form, results.geometry) \
+                if results.metric == metric and form in results.matrices else None
+        return f"{metric}_{form}"
 
     def _user_calibrated(self, metric: str, form: str, user_raw: np.ndarray) -> np.ndarray:
         results = self.state.results
@@ -541,7 +550,7 @@ class DistributionPlot(QWidget):
         if panel.region.isVisible():
             menu.addAction("Show every pair (remove the range filter)",
                            lambda: self.state.set_score_range(None))
-        elif panel.column is not None and isinstance(self.state.results, ScoredPairs):
+        elif panel.column is not None and isinstance(self.state.results, (ScoredPairs, DocumentMatrix)):
             menu.addAction("Filter the table to a range of these scores",
                            lambda: self.brush(panel, *panel.default_region()))
 
@@ -570,6 +579,9 @@ class DistributionPlot(QWidget):
     def _range_toggled(self, on: bool) -> None:
         if on and self.state.score_range is None:
             panel = self.cal_panel if self.cal_panel.column is not None else self.raw_panel
+            if panel.column is None:                     # no column of these scores to filter
+                self._range_changed()
+                return
             self.brush(panel, *panel.default_region())
         elif not on:
             self.state.set_score_range(None)
@@ -873,7 +885,9 @@ class HeatmapView(QWidget):
         header = self.documents.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        self.documents.setToolTip("The documents in the order drawn (row/column numbers of the map)")
+        self.documents.setToolTip("The documents in the order drawn (row/column numbers of the map). "
+                                  "Select one to select its pair with its most similar document, "
+                                  "or two (Ctrl+click) to select their pair, in every view")
         self.documents.itemSelectionChanged.connect(self._document_selected)
 
         self.hint = QLabel("Drop a folder or several text files onto the window to compare "
@@ -1049,15 +1063,26 @@ class HeatmapView(QWidget):
             self.state.select_row(pair_row(len(self.order), a, b))
 
     def _show_selected(self) -> None:
-        """Outline the selected pair's two cells (a × b and b × a)."""
+        """Outline the selected pair's two cells (a × b and b × a) and, when it was selected
+        elsewhere, select its two documents in the table."""
         pair = self.state.selected_documents() if len(self._matrix) else None
         for mark in (self.mark, self.mark_twin):
             mark.setVisible(pair is not None)
-        if pair is not None:
-            where = np.argsort(self.order)               # document -> shown position
-            i, j = int(where[pair[0]]), int(where[pair[1]])
-            self.mark.setRect(j, i, 1, 1)
-            self.mark_twin.setRect(i, j, 1, 1)
+        if pair is None:
+            return
+        where = np.argsort(self.order)                   # document -> shown position
+        i, j = int(where[pair[0]]), int(where[pair[1]])
+        self.mark.setRect(j, i, 1, 1)
+        self.mark_twin.setRect(i, j, 1, 1)
+        if self._table_documents() not in (set(pair), {pair[0]}, {pair[1]}):
+            self.documents.blockSignals(True)            # shown, not chosen here again
+            self.documents.clearSelection()
+            for row in (i, j):
+                self.documents.selectionModel().select(
+                    self.documents.model().index(row, 0), QItemSelectionModel.SelectionFlag.Select
+                    | QItemSelectionModel.SelectionFlag.Rows)
+            self.documents.blockSignals(False)
+            self.documents.scrollToItem(self.documents.item(i, 0))
 
     def _mouse_moved(self, pos) -> None:
         cell = self._cell_at(pos)
@@ -1086,11 +1111,26 @@ class HeatmapView(QWidget):
         return (f"{a + 1} {self.labels[a]} × {b + 1} {self.labels[b]}: "
                 f"{self._matrix[i, j]:.4g} ({self.form_combo.currentText()})")
 
+    def _table_documents(self) -> set[int]:
+        """The documents selected in the table."""
+        return {int(self.order[index.row()]) for index in self.documents.selectedIndexes()
+                if index.row() < len(self.order)}
+
     def _document_selected(self) -> None:
-        rows = sorted({index.row() for index in self.documents.selectedIndexes()})
-        if rows and len(self._matrix):
-            self.cell.setRect(0, rows[0], len(self._matrix), 1)
-            self.cell.show()
+        """Documents chosen in the table: two select their pair in every view; one (or the last
+        of more) selects its pair with its most similar document; its row is outlined here."""
+        current = self.documents.currentRow()
+        chosen = self._table_documents()
+        if not chosen or not len(self._matrix):
+            return
+        a = int(self.order[current]) if 0 <= current < len(self.order) and int(self.order[current]) in chosen \
+            else min(chosen)
+        others = chosen - {a}
+        self.cell.setRect(0, int(np.argsort(self.order)[a]), len(self._matrix), 1)
+        self.cell.show()
+        row = self.state.document_pair_row(a, others.pop() if len(others) == 1 else None)
+        if row is not None:
+            self.state.select_row(row)
 
     def _apply_palette(self) -> None:
         self.canvas.setBackground(self.palette().color(QPalette.ColorRole.Base))

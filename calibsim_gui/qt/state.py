@@ -213,21 +213,28 @@ class AppState(QObject):
         results, table = self.results, self.input
         if isinstance(results, DocumentMatrix):
             where = {t: i for i, t in enumerate(results.texts)}
-            if text not in where or len(results.ids) < 2:
-                return None
-            a = where[text]
-            b = where.get(other, a)
-            if b == a:
-                similarity = METRICS[results.metric].as_similarity(results.matrices["raw"][a].astype(float))
-                similarity[a] = -np.inf
-                b = int(np.argmax(similarity))
-            return pair_row(len(results.ids), a, b)
+            return self.document_pair_row(where[text], where.get(other)) if text in where else None
         if results is None or not hasattr(table, "text_a") or table.text_a not in results.frame:
             return None
         first, second = (results.frame[side].astype(str).to_numpy() for side in (table.text_a, table.text_b))
         rows = np.flatnonzero((first == text) | (second == text))
         both = rows[(first[rows] == other) | (second[rows] == other)] if other is not None else rows[:0]
         return int(both[0]) if len(both) else int(rows[0]) if len(rows) else None
+
+    def document_pair_row(self, a: int, b: int | None = None) -> int | None:
+        """A document set's pair of documents `a` and `b` (a `selected_row` value); `b` None or
+        `a`: `a` with its most similar document. None when the results are no document set of
+        two or more documents."""
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        results = self.results
+        if not isinstance(results, DocumentMatrix) or len(results.ids) < 2:
+            return None
+        if b is None or b == a:
+            similarity = METRICS[results.metric].as_similarity(results.matrices["raw"][a].astype(float))
+            similarity[a] = -np.inf
+            b = int(np.argmax(similarity))
+        return pair_row(len(results.ids), a, b)
 
     def set_compared_form(self, form: str) -> None:
         """Compare human scores with ``<metric>_<form>``: "calibrated" or "human" (the fitted map)."""

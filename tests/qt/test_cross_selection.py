@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
 
 from calibsim_gui.core.analysis.matrices import score_matrix
+from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.core.io.inputs import load_documents
 from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
 from calibsim_gui.qt.results_view import ResultsView
@@ -99,3 +100,67 @@ def test_a_hit_text_finds_its_document_pair(state, matrix):
     raw[1] = -np.inf
     assert set(document_pair(len(TEXTS), alone)) == {1, int(np.argmax(raw))}
     assert state.pair_with_texts("not in the set") is None
+
+
+def test_a_heatmap_table_row_selects_its_pair_in_results_and_on_the_map(window, qtbot, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([docs], per_file=False)
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=120_000)
+    heatmap, state = window.heatmap, window.state
+    window.tabs.setCurrentWidget(heatmap)
+    table = heatmap.documents
+    table.selectRow(1)                                              # one document: with its nearest
+    a = int(heatmap.order[1])
+    raw = state.results.matrices["raw"][a].astype(float)
+    raw[a] = -np.inf
+    assert state.selected_documents() == tuple(sorted((a, int(np.argmax(raw)))))
+    assert {index.row() for index in table.selectedIndexes()} == {1}     # the user's choice stays
+    table.setCurrentCell(4, 0, QItemSelectionModel.SelectionFlag.Select
+                         | QItemSelectionModel.SelectionFlag.Rows)    # Ctrl+click a second one
+    b = int(heatmap.order[4])
+    assert state.selected_documents() == tuple(sorted((a, b)))
+    results = window.results                                        # its row in Results
+    current = results.table.currentIndex()
+    model = results.model
+    assert {model.index(current.row(), model.column_of(c)).data() for c in ("text a", "text b")} == \
+        {TEXTS[a], TEXTS[b]}
+    marked = window.map.current.getData()                           # its two points on the Map
+    coords = window.map.text_map.projection.coords
+    assert sorted(zip(*marked)) == sorted(map(tuple, coords[[a, b]].tolist()))
+    where = list(np.argsort(heatmap.order))
+    assert {heatmap.mark.rect().x(), heatmap.mark.rect().y()} == {where[a], where[b]}
+    heatmap.select_cell(0, 5)                                       # and back: a cell -> the table
+    c, d = int(heatmap.order[0]), int(heatmap.order[5])
+    assert {int(heatmap.order[index.row()]) for index in table.selectedIndexes()} == {c, d}
+
+
+@pytest.mark.parametrize("geometry", ["none", "center"])
+def test_brushing_distributions_filters_the_document_pairs_in_results(qtbot, state, profile, tmp_path, geometry):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+    matrix = score_matrix(load_documents(docs), FakeEmbedder(), profile, geometry=geometry)
+    state.set_geometry(geometry)
+    results, plots = ResultsView(state), DistributionPlot(state)
+    for widget in (results, plots):
+        qtbot.addWidget(widget)
+    state.set_results(matrix)
+    plots.plot_data()
+    model = results.model
+    assert model.rowCount() == 15                                   # every pair of the 6 documents
+    menu = plots.context_menu(plots.cal_panel)                      # right-click the calibrated plot
+    [brush] = [a for a in menu.actions() if a.text() == "Filter the table to a range of these scores"]
+    brush.trigger()
+    calibrated = matrix.matrices["calibrated"][np.triu_indices(6, k=1)]
+    low, high = np.sort(calibrated)[[3, 9]]
+    plots.cal_panel.region.setRegion((float(low), float(high)))     # dragged to span 7 pairs
+    plots.cal_panel.region.sigRegionChangeFinished.emit(plots.cal_panel.region)
+    column = model.column_of(score_column("cosine", "calibrated", geometry))
+    shown = [float(model.index(r, column).data()) for r in range(model.rowCount())]
+    assert model.rowCount() == int(((calibrated >= low) & (calibrated <= high)).sum()) == 7
+    assert all(low - 1e-3 <= value <= high + 1e-3 for value in shown)
+    assert "from" in results.chips.labels()[0]                       # its chip says so
+    plots.range_button.click()                                      # removed: every pair again
+    assert model.rowCount() == 15 and not results.chips.labels()
