@@ -209,7 +209,7 @@ def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, 
     assert len(view.text_map) == 30                      # the same texts: recoloured, not mapped again
 
 
-def test_a_large_map_is_one_image_that_panning_moves_without_drawing_it_again(qtbot):
+def test_a_large_map_is_one_image_that_panning_moves_without_drawing_it_again(qtbot, monkeypatch):
     from calibsim_gui.core.analysis.projection import TextMap, pca_2d
     from calibsim_gui.qt.map_view import MANY_POINTS, MapView
     from calibsim_gui.qt.state import AppState
@@ -235,7 +235,10 @@ def test_a_large_map_is_one_image_that_panning_moves_without_drawing_it_again(qt
     assert renders == 1
     # a point of the crowded map is hovered and clicked like a few-point map's
     point = int(np.argmax(text_map.projection.coords[:, 0]))     # an outer point: none on top of it
-    assert view.hover_text(data=point).startswith(f"d{point}: text {point}")
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", 0)
+    mouse(view.plot_widget.viewport(), QEvent.Type.MouseMove, widget_point(view, *text_map.projection.coords[point]),
+          Qt.MouseButton.NoButton)
+    assert view.cloud.toolTip().startswith(f"d{point}: text {point}")
     with qtbot.waitSignal(view.cloud.clicked, check_params_cb=lambda clicked: clicked == point, timeout=5_000):
         QTest.mouseClick(view.plot_widget.viewport(), Qt.MouseButton.LeftButton,
                          pos=widget_point(view, *text_map.projection.coords[point]))
