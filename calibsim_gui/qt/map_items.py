@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QImage
 
 MODES = ("Pan and zoom", "Rectangle", "Lasso")
@@ -14,6 +14,8 @@ DENSITY_BINS = 160
 HOVER_PIXELS = 5                  # a crowded map's point is hovered or clicked within this many pixels
 STAMP = np.array([(dx, dy) for dy in range(-2, 2) for dx in range(-2, 2)    # a 4-pixel disc's
                   if abs(dx + 0.5) + abs(dy + 0.5) < 3], dtype=np.int32)      # pixels (no corners)
+SHARPEN_MS = 150                  # a stretched (zoomed-in) image is rendered again after this rest
+MAX_STRETCH = 2.0                 # zoomed in more than this: rendered again at once
 MAX_COUNT = 64                    # overlaps counted up to this many (alpha is then nearly opaque)
 
 
@@ -87,8 +89,9 @@ class PointCloud(pg.GraphicsObject):
     """Many points (a crowded map) drawn as one image rendered by numpy at the screen's scale.
 
     Panning only moves the cached image (a blit, whatever the number of points); it is rendered
-    again when the zoom changes or the view leaves the rendered area (the view and half a view
-    around it). A point is a 4-pixel disc in its colour; where points overlap, the top colour
+    again when the view leaves the rendered area (the view and half a view around it) or zooms
+    out, and, zoomed in up to twice, the image is stretched and rendered sharp once the zoom
+    rests (`SHARPEN_MS` later). A point is a 4-pixel disc in its colour; where points overlap, the top colour
     (the last colour group) shows with the alpha of all of them. Hovering a point shows
     `tip(point)`; clicking one emits `clicked(point)`.
     """
@@ -104,6 +107,8 @@ class PointCloud(pg.GraphicsObject):
         self._bounds = QRectF()
         self._image = None                             # (area, scale, QImage, its pixels)
         self.renders = 0                               # how many times the image was rendered
+        self.sharpen = QTimer(self, singleShot=True, interval=SHARPEN_MS)
+        self.sharpen.timeout.connect(self._sharpen)
         self.setAcceptHoverEvents(True)
 
     def set_points(self, coords, groups, colours) -> None:
@@ -144,6 +149,8 @@ class PointCloud(pg.GraphicsObject):
 
     def viewTransformChanged(self) -> None:
         self.prepareGeometryChange()                   # the padding is in pixels
+        if self.sharpen.isActive():
+            self.sharpen.start()                       # still zooming: not at rest yet
 
     def paint(self, painter, option, widget) -> None:
         if not len(self.coords):
@@ -158,12 +165,19 @@ class PointCloud(pg.GraphicsObject):
         if visible.isEmpty():
             return
         cached = self._image
-        if cached is None or not np.allclose(cached[1], scale, rtol=1e-6) or not cached[0].contains(visible):
+        stretch = 0.0 if cached is None else min(scale[0] / cached[1][0], scale[1] / cached[1][1])
+        if cached is None or not cached[0].contains(visible) or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
             view = self.viewRect()
             area = view.adjusted(-view.width() / 2, -view.height() / 2, view.width() / 2,
                                  view.height() / 2).intersected(data)
             cached = self._image = self._render(area, scale)
+        elif stretch > 1 + 1e-6 and not self.sharpen.isActive():
+            self.sharpen.start()                       # zooming in: stretched now, sharp at rest
         painter.drawImage(cached[0], cached[2])
+
+    def _sharpen(self) -> None:
+        self._image = None
+        self.update()
 
     def _render(self, area: QRectF, scale) -> tuple:
         """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit."""
