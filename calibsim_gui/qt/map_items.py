@@ -90,9 +90,9 @@ class PointCloud(pg.GraphicsObject):
 
     Panning only moves the cached image (a blit, whatever the number of points); it is rendered
     again when the view leaves the rendered area (the view and half a view around it) or zooms
-    out, and, zoomed in up to twice, the image is stretched and rendered sharp once the zoom
-    rests (`SHARPEN_MS` later). A point is a 4-pixel disc in its colour; where points overlap, the top colour
-    (the last colour group) shows with the alpha of all of them. Hovering a point shows
+    out; zoomed in up to twice, the image is stretched, and rendered sharp once the zoom rests
+    (`SHARPEN_MS` later). A point is a 4-pixel disc in its colour; where points overlap, the top
+    colour (the last colour group) shows with the alpha of all of them. Hovering a point shows
     `tip(point)`; clicking one emits `clicked(point)`.
     """
 
@@ -183,7 +183,8 @@ class PointCloud(pg.GraphicsObject):
         """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit."""
         width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
         area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
-        pixels = np.floor((self.coords - (area.left(), area.top())) * scale).astype(np.int32)
+        pixels = np.floor(np.clip((self.coords - (area.left(), area.top())) * scale, -8,
+                                  max(width, height) + 8)).astype(np.int32)     # far points: off the image
         order = np.argsort(self.groups, kind="stable")             # the last colour group on top
         x = (pixels[order, None, 0] + STAMP[None, :, 0]).ravel()
         y = (pixels[order, None, 1] + STAMP[None, :, 1]).ravel()
