@@ -6,9 +6,10 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QStyleOptionViewItem
 
-from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors, load_anchors
 from calibsim_gui.core.calibration.profile_builder import build_profile, with_anchors
-from calibsim_gui.qt.anchor_editor import LEVEL, PENDING, TEXT_A, TEXT_B, AnchorEditor
+from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors, load_anchors
+from calibsim_gui.qt.anchor_editor import AnchorEditor
+from calibsim_gui.qt.anchor_models import LEVEL, PENDING, TEXT_A, TEXT_B
 from calibsim_gui.qt.state import AppState
 from tests.fakes import FakeEmbedder
 
