@@ -20,11 +20,11 @@ import numpy as np
 
 from calibsim_gui.core.embedding import model_folders
 from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_checks import GRAPH_FIX
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
-    file_sha256,
     fingerprint_entries,
     has_weights,
     int_or_none,
