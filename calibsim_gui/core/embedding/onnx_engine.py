@@ -350,7 +350,8 @@ class OnnxEmbedder(PromptedEmbedder):
             options.log_severity_level = 3
             options.intra_op_num_threads = self._threads      # 0: ONNX Runtime's default (one per core)
             try:
-                session = onnxruntime.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
+                session = onnxruntime.InferenceSession(str(self.graph), options,
+                                                       providers=["CPUExecutionProvider"])
             except Exception as exc:
                 raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}. " + GRAPH_FIX) from exc
             self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
