@@ -32,6 +32,10 @@ def hashed_later(monkeypatch):
     monkeypatch.setattr(file_digests.time, "time", lambda: now() + 10)
 
 
+persisted = pytest.mark.skipif(not file_digests.PERSISTED, reason="Windows: ctime is the creation time, "
+                               "digests are remembered for the process only")
+
+
 def _new_cache(monkeypatch, tmp_path, name: str, store_from=None):
     """Point the cache at a new folder (a new process's view), holding a copy of `store_from`."""
     folder = tmp_path / name
@@ -48,6 +52,7 @@ def _refuse_hashing(monkeypatch):
     monkeypatch.setattr(file_digests, "hash_file", refuse)
 
 
+@persisted
 def test_an_unchanged_folder_is_fingerprinted_again_without_reading_its_files(model, tmp_path, monkeypatch,
                                                                              hashed_later):
     first = fingerprint_folder(model)
@@ -60,6 +65,7 @@ def test_an_unchanged_folder_is_fingerprinted_again_without_reading_its_files(mo
         fingerprint_folder(model)
 
 
+@persisted
 def test_weights_rewritten_with_their_mtime_put_back_change_the_fingerprint(model, tmp_path, monkeypatch,
                                                                            hashed_later):
     """git's racy-clean case: same size, same mtime, other bytes. The ctime still moves."""
@@ -79,6 +85,7 @@ def test_weights_rewritten_with_their_mtime_put_back_change_the_fingerprint(mode
     assert fingerprint_folder(model) == after                # the digest of the bytes now there
 
 
+@persisted
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "bad-digest", "bad-stat"])
 def test_a_damaged_digest_store_is_ignored_and_written_again(model, tmp_path, monkeypatch, hashed_later,
                                                            damage):

@@ -9,7 +9,8 @@ granularity could keep them): such a file is hashed on every run until it has be
 
 The digests live in `STORE_NAME` in the cache folder, written atomically; a damaged or
 unreadable store is ignored (files are hashed again) and one that cannot be written is left
-as it is, never an error.
+as it is, never an error. On Windows, where ``st_ctime`` is the creation time (a rewrite keeps
+it), digests are remembered for the process only.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ RACY_SECONDS = 2.0
 """A digest is remembered only for a file whose mtime and ctime are this much older than the hash."""
 MAX_FILES = 4096
 """Files the store remembers; the ones hashed longest ago are forgotten first."""
+PERSISTED = os.name != "nt"
+"""Whether digests are kept in the store (ctime is the last change of the file's inode)."""
 _TAG = "calibsim file digests 1"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -88,6 +91,8 @@ def file_sha256s(paths) -> list[str]:
 
 def _read(store: Path) -> dict[str, tuple[list[int], str]]:
     """The well-formed entries of `store`; none when it is absent, damaged or of another kind."""
+    if not PERSISTED:
+        return {}
     try:
         data = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -111,6 +116,8 @@ def _remember(store: Path, known: dict, new: dict) -> None:
         merged = dict(list(merged.items())[-MAX_FILES:])
         known.clear()
         known.update(merged)
+        if not PERSISTED:
+            return
         text = json.dumps({"tag": _TAG, "files": {real: list(entry) for real, entry in merged.items()}})
         with contextlib.suppress(OSError, CalibsimError):     # a read-only cache: hash each time
             store.parent.mkdir(parents=True, exist_ok=True)
