@@ -15,7 +15,8 @@ them; a shell with PYTHONDONTWRITEBYTECODE=1 otherwise compiles ~80 modules in e
 
 Score, warm (issue 29): weight digests come from the cache by stat data
 (``core/embedding/file_digests.py``), a graph checked before opens its ONNX Runtime session only
-when a text is encoded (``checked_graphs.py``; none when all are cached), the calibrated scale's
+when a text is encoded (``passed_checks.py``; none when all are cached), the model folder's
+tokenizer is checked once per content, the calibrated scale's
 interval maps all resampled lines at once, a profile from its checked cache entry skips the
 sketch checks it passed, physical memory is read without psutil and the PDF module escapes
 without ``xml.sax`` (which loaded urllib, http and ssl). A warm run loads neither onnxruntime,

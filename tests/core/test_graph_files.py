@@ -161,14 +161,15 @@ def test_a_checked_graph_replaced_by_a_broken_one_is_refused_at_load(tmp_path):
 def test_a_damaged_record_of_a_check_is_checked_again_or_refused_with_its_fix(tmp_path, monkeypatch, damage):
     folder = _graphed_folder(tmp_path)
     expected = load_model(str(folder), trust_folder_graph=True).encode_batch(TEXTS)
-    (record,) = (default_cache_dir() / "onnx-checked").glob("*.json")
+    (record,) = (default_cache_dir() / "checked").glob("onnx-graph-*.json")
     if damage == "garbage":
         record.write_bytes(b"\x00not json")
         opened = _count_sessions(monkeypatch)
         again = load_model(str(folder), trust_folder_graph=True)
         assert len(opened) == 1 and np.array_equal(again.encode_batch(TEXTS), expected)
     else:
-        record.write_text(json.dumps({**json.loads(record.read_text()), "width": 17}))
+        entry = json.loads(record.read_text())
+        record.write_text(json.dumps({**entry, "found": {"width": 17}}))
         with pytest.raises(ModelError, match="not the 17 recorded") as error:
             load_model(str(folder), trust_folder_graph=True).encode_batch(TEXTS)
         assert str(record) in str(error.value) and "Fix: delete that record" in str(error.value)

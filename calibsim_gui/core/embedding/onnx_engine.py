@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.embedding import checked_graphs, model_folders
+from calibsim_gui.core.embedding import model_folders, passed_checks
 from calibsim_gui.core.embedding.cache import default_cache_dir
 from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_checks import GRAPH_FIX
@@ -52,6 +52,9 @@ _LEGACY_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_token
                         "pooling_mode_weightedmean_tokens": "weightedmean",
                         "pooling_mode_lasttoken": "lasttoken"}
 _TORCH_FIX = "Fix: use the torch engine (--engine torch)."
+GRAPH_CHECK = "onnx-graph"
+"""`passed_checks` kind of a graph that loaded, has a text model's inputs and outputs and gave a
+finite probe vector; it records the width of the graph's token embeddings."""
 
 
 def onnxruntime_missing() -> str | None:
@@ -322,16 +325,18 @@ class OnnxEmbedder(PromptedEmbedder):
             self._graph_sha256 = file_sha256(self.graph)
         except OSError:
             self._graph_sha256 = ""            # ONNX Runtime says why it cannot read it
-        width = checked_graphs.checked_width(self._graph_sha256) if self._graph_sha256 else None
-        self.dimension = None if width is None else width * len(self.stack.pooling_modes)
+        found = passed_checks.recorded(GRAPH_CHECK, self._graph_sha256) if self._graph_sha256 else None
+        width = (found or {}).get("width")
+        self.dimension = width * len(self.stack.pooling_modes) if type(width) is int and width > 0 else None
         if self.dimension is None:
             self.dimension = int(self.encode_batch(["dimension"]).shape[1])
             if self._graph_sha256:
-                checked_graphs.remember(self._graph_sha256, self.dimension // len(self.stack.pooling_modes))
+                passed_checks.remember(GRAPH_CHECK, self._graph_sha256,
+                                       {"width": self.dimension // len(self.stack.pooling_modes)})
 
     def _opened(self):
         """The ONNX Runtime session, opened on first use: at load for a graph not checked before
-        (`checked_graphs`), else when the run first encodes (a run whose texts are all in the
+        (`passed_checks`), else when the run first encodes (a run whose texts are all in the
         embedding cache opens none, ~0.3 s of CPU for the built-in model).
 
         Raises
@@ -421,7 +426,7 @@ class OnnxEmbedder(PromptedEmbedder):
         if self.dimension is not None and vectors.shape[1] != self.dimension:
             raise ModelError(f"{self.graph} gives {vectors.shape[1]}-dimensional sentence vectors, not the "
                              f"{self.dimension} recorded when it was checked "
-                             f"({checked_graphs.entry_path(self._graph_sha256)}). "
+                             f"({passed_checks.entry_path(GRAPH_CHECK, self._graph_sha256)}). "
                              "Fix: delete that record; calibsim checks the graph again on the next load.")
         return vectors
 
