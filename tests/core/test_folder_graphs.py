@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
-from calibsim_gui.core.embedding import model_folders, onnx_export
+from calibsim_gui.core.embedding import file_digests, model_folders, onnx_export
 from calibsim_gui.core.embedding.cache import cache_key
 from calibsim_gui.core.embedding.model_folders import fingerprint_folder, resolve_model
 from calibsim_gui.core.embedding.models import UNVERIFIED_NOTE, load_model
@@ -207,10 +207,10 @@ def resealed_as_builtin(tiny, tmp_path):
     folder = tmp_path / "all-MiniLM-L6-v2"
     shutil.copytree(builtin, folder, ignore=shutil.ignore_patterns("*.safetensors"))
     graph = changed_graph(tiny[1], folder / "onnx" / "model.onnx", lambda name, array: None)
-    files = {rel: model_folders.file_sha256(path) for rel, path in model_folders.model_files(builtin)}
+    files = {rel: file_digests.file_sha256(path) for rel, path in model_folders.model_files(builtin)}
     (folder / EXPORT_MANIFEST).write_text(json.dumps({
         "source": fingerprint_folder(builtin, model_folders.BUILTIN_MODEL_NAME).to_dict(), "files": files,
-        "graph_sha256": model_folders.file_sha256(graph)}))
+        "graph_sha256": file_digests.file_sha256(graph)}))
     return folder
 
 

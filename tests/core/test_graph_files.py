@@ -2,6 +2,7 @@
 values, a graph that fails inside ONNX Runtime, external data outside the model folder. Each is
 a `ModelError` naming the graph, even when the user trusts the folder's graph and torch is absent."""
 
+import json
 import shutil
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from calibsim_gui.core.embedding import graph_checks
+from calibsim_gui.core.embedding.cache_folder import default_cache_dir
 from calibsim_gui.core.embedding.model_folders import builtin_model_path
 from calibsim_gui.core.embedding.models import load_model
 from calibsim_gui.core.errors import ModelError
@@ -109,3 +111,65 @@ def test_a_plain_graph_of_the_right_form_runs_on_trust(tmp_path):
     graph_checks.check_graph_file(folder / "onnx" / "model.onnx", folder)
     vectors = load_model(str(folder), trust_folder_graph=True).encode_batch(["A cat sleeps.", "Markets fell."])
     assert vectors.shape == (2, 16) and np.isfinite(vectors).all()
+
+
+def _graphed_folder(tmp_path):
+    folder = make_st_folder(tmp_path / "graphed")
+    shutil.copyfile(builtin_model_path() / "tokenizer.json", folder / "tokenizer.json")
+    _graph(folder)
+    return folder
+
+
+def _count_sessions(monkeypatch) -> list:
+    import onnxruntime
+
+    opened, real = [], onnxruntime.InferenceSession
+
+    def counting(*args, **kwargs):
+        opened.append(args[0])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+    return opened
+
+
+TEXTS = ["A cat sleeps.", "Markets fell."]
+
+
+def test_a_graph_checked_once_opens_its_session_when_it_first_encodes(tmp_path, monkeypatch):
+    """#29: a later load of the same graph bytes skips ONNX Runtime (~0.3 s for the built-in
+    model) until a text is encoded, so a run whose texts are all cached opens none."""
+    folder = _graphed_folder(tmp_path)
+    first = load_model(str(folder), trust_folder_graph=True)
+    expected = first.encode_batch(TEXTS)
+    opened = _count_sessions(monkeypatch)
+    again = load_model(str(folder), trust_folder_graph=True)
+    assert opened == [] and again.dimension == first.dimension == 16
+    assert np.array_equal(again.encode_batch(TEXTS), expected) and len(opened) == 1
+
+
+def test_a_checked_graph_replaced_by_a_broken_one_is_refused_at_load(tmp_path):
+    """The record of a check belongs to the graph's bytes, not to its path."""
+    folder = _graphed_folder(tmp_path)
+    load_model(str(folder), trust_folder_graph=True).encode_batch(TEXTS)
+    build, words = CASES["other input"]
+    build(folder)
+    with pytest.raises(ModelError, match=words):
+        load_model(str(folder), trust_folder_graph=True)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "wrong width"])
+def test_a_damaged_record_of_a_check_is_checked_again_or_refused_with_its_fix(tmp_path, monkeypatch, damage):
+    folder = _graphed_folder(tmp_path)
+    expected = load_model(str(folder), trust_folder_graph=True).encode_batch(TEXTS)
+    (record,) = (default_cache_dir() / "checked").glob("onnx-graph-*.json")
+    if damage == "garbage":
+        record.write_bytes(b"\x00not json")
+        opened = _count_sessions(monkeypatch)
+        again = load_model(str(folder), trust_folder_graph=True)
+        assert len(opened) == 1 and np.array_equal(again.encode_batch(TEXTS), expected)
+    else:
+        entry = json.loads(record.read_text())
+        record.write_text(json.dumps({**entry, "found": {"width": 17}}))
+        with pytest.raises(ModelError, match="not the 17 recorded") as error:
+            load_model(str(folder), trust_folder_graph=True).encode_batch(TEXTS)
+        assert str(record) in str(error.value) and "Fix: delete that record" in str(error.value)

@@ -153,3 +153,21 @@ def test_a_max_seq_length_beyond_the_models_positions_is_refused(tmp_path, value
         with pytest.raises(ModelError, match=words) as error:
             load_model(str(folder), engine=engine, device="cpu")
         assert str(folder / "sentence_bert_config.json") in str(error.value) and "Fix:" in str(error.value)
+
+
+def test_a_folder_that_passed_its_checks_is_refused_once_its_tokenizer_changes(tmp_path, monkeypatch):
+    """#29: a folder's passed checks are remembered by its files' bytes (not checked again on
+    every run), so a tokenizer edited afterwards is refused all the same."""
+    from calibsim_gui.core.embedding import folder_checks
+
+    folder = _with_tokenizer(tmp_path, lambda data: None)
+    info = inspect_model_folder(folder)
+    folder_checks.check_model_folder(info)
+    with monkeypatch.context() as patch:
+        patch.setattr(folder_checks, "tokenizer_max_id", lambda path: pytest.fail("checked again"))
+        folder_checks.check_model_folder(info)                  # the same bytes: not read again
+    data = json.loads((folder / "tokenizer.json").read_text())
+    data["model"]["vocab"]["zzzz"] = 999_999
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(ModelError, match="token id 999,999"):
+        folder_checks.check_model_folder(info)

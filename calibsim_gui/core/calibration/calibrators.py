@@ -116,7 +116,7 @@ class ReferenceScaleCalibrator(Calibrator):
     _arrays = ("unrelated_resampled_",)
     LOW, HIGH = 0.01, 0.999                        # where the line hands over to the tails
     FADE = 0.1                                     # the top tenth of t, where the shift fades out
-    _INTERVAL_CHUNK = 8192                         # scores mapped through every line at once
+    _INTERVAL_CHUNK = 2048           # scores mapped through every line at once (one 2-D array)
 
     def __init__(self, *, n_resamples: int = 200, seed: int = 0, shift: float = HUMAN_SHIFT):
         self.n_resamples, self.seed, self.shift = n_resamples, seed, shift
@@ -225,13 +225,15 @@ class ReferenceScaleCalibrator(Calibrator):
             value = self._line(s, main)
             return value, value.copy()
         lo, hi, tail = np.empty_like(s), np.empty_like(s), 50 * (1 - confidence)
+        lows = np.asarray(resampled, dtype=np.float64)[:, None]
         for start in range(0, len(s), self._INTERVAL_CHUNK):
             part = slice(start, start + self._INTERVAL_CHUNK)
-            lines = np.stack([self._line(s[part], low) for low in resampled])
+            lines = self._line(s[None, part], lows)          # (resamples, scores): one line per row
             lo[part], hi[part] = np.percentile(lines, [tail, 100 - tail], axis=0)
         return lo, hi
 
-    def _line(self, s: np.ndarray, low: float) -> np.ndarray:
+    def _line(self, s: np.ndarray, low) -> np.ndarray:
+        """`s` through the line with unrelated end `low` (a number, or an array broadcast with `s`)."""
         t = (s - low) / (self.identical_ - low)
         t = t - self.shift * np.clip((1 - t) / self.FADE, 0, 1)
         out = np.clip(t, self.LOW, self.HIGH)

@@ -230,11 +230,12 @@ class MetricReference:
                 "calibrators": {k: c.to_dict() for k, c in self.calibrators.items()}}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "MetricReference":
+    def from_dict(cls, d: dict, *, checked: bool = False) -> "MetricReference":
+        """`checked`: `d` passed every check before (see `ReferenceProfile.from_dict`)."""
         bg = d.get("background")
         return cls(np.asarray(d["anchor_scores"], dtype=np.float64),
                    np.asarray(d["unrelated"], dtype=np.float64), float(d["identical"]),
-                   None if bg is None else ScoreSketch.from_dict(bg),
+                   None if bg is None else ScoreSketch.from_dict(bg, checked=checked),
                    {k: Calibrator.from_dict(c) for k, c in d["calibrators"].items()},
                    {str(k): np.asarray(v, dtype=np.float64) for k, v in d["unrelated_by_language"].items()},
                    None if d.get("band") is None else AgreementBand.from_dict(d["band"]))
@@ -254,9 +255,9 @@ class GeometryReference:
                             for name, ref in self.metrics.items()}}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "GeometryReference":
+    def from_dict(cls, d: dict, *, checked: bool = False) -> "GeometryReference":
         return cls(GeometryTransform.from_dict(d["transform"]),
-                   {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()})
+                   {name: MetricReference.from_dict(m, checked=checked) for name, m in d["metrics"].items()})
 
 
 @dataclass
@@ -448,9 +449,10 @@ class ReferenceProfile:
             qr = d.get("query_reference")
             profile = cls(ModelFingerprint.from_dict(model), model["dimension"],
                           AnchorSet.from_dict(d["anchors"], path=path),
-                          {name: MetricReference.from_dict(m) for name, m in d["metrics"].items()},
+                          {name: MetricReference.from_dict(m, checked=checked)
+                           for name, m in d["metrics"].items()},
                           None if qr is None else decode_array(qr), d.get("provenance", {}),
-                          {name: GeometryReference.from_dict(g)
+                          {name: GeometryReference.from_dict(g, checked=checked)
                            for name, g in d.get("geometries", {}).items()})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             detail = str(exc) if type(exc) is ValueError else repr(exc)

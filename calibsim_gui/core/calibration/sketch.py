@@ -99,11 +99,12 @@ class ScoreSketch:
                 "kll_k": KLL_K, "kll": base64.b64encode(self.kll.serialize()).decode("ascii")}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ScoreSketch":
+    def from_dict(cls, d: dict, *, checked: bool = False) -> "ScoreSketch":
         """The summary saved by `to_dict`; ValueError if it is damaged or inconsistent.
 
         The sketch bytes are checked (`read_kll_layout`) as they are read, and the sketch,
-        moments and top values are checked against each other after.
+        moments and top values are checked against each other after, unless `checked` (`d`
+        passed that check before: a `profile_cache` entry).
         """
         try:
             data = base64.b64decode(d["kll"], validate=True)
@@ -117,7 +118,8 @@ class ScoreSketch:
             raise ValueError(f"the quantile sketch holds {layout.n} values but the summary says {n!r}")
         sketch = cls(n, float(d["mean"]), float(d["m2"]), float(d["min"]), float(d["max"]),
                      np.asarray(d["top"], dtype=np.float64), KllSketch.from_layout(layout))
-        sketch._check()
+        if not checked:
+            sketch._check()
         return sketch
 
     def _check(self) -> None:

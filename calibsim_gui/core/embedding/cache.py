@@ -18,8 +18,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
+from calibsim_gui.core.embedding.cache_folder import default_cache_dir
 from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import CalibsimError
@@ -39,14 +39,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
 # Entries written before checksums existed have none: they are left unused, and replaced when
 # their texts are encoded again.
 _NEW_COLUMNS = {"norm": "REAL", "checksum": "BLOB"}
-
-
-def default_cache_dir() -> Path:
-    """``$CALIBSIM_CACHE_DIR`` if set, else the platform's user cache folder for calibsim."""
-    env = os.environ.get("CALIBSIM_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("calibsim", appauthor=False))
 
 
 def cache_key(embedder, prompt: str | None = None) -> str:

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.mapped_arrays import read_arrays, write_arrays
-from calibsim_gui.core.embedding.model_folders import file_sha256
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES
 

@@ -9,11 +9,10 @@ import hashlib
 import json
 import os
 import re
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path, PureWindowsPath
 
+from calibsim_gui.core.embedding.file_digests import file_sha256s
 from calibsim_gui.core.errors import ModelError
 
 BUILTIN_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -21,7 +20,6 @@ _BUILTIN_SPECS = {"builtin", "built-in", BUILTIN_MODEL_NAME.lower(), f"sentence-
 _FINGERPRINT_SUFFIXES = {".json", ".safetensors", ".bin", ".model", ".spm"}
 _FINGERPRINT_NAMES = {"vocab.txt", "merges.txt"}
 _OTHER_BACKEND_DIRS = {"onnx", "openvino"}  # exports for other runtimes; never loaded here
-_RACY_SECONDS = 2.0  # files modified this recently are re-hashed every time
 BUILTIN_MODULES = frozenset({"Transformer", "Pooling", "Normalize", "Dense", "Router", "Asym", "StaticEmbedding",
                              "LayerNorm", "Dropout", "WeightedLayerPooling", "WordEmbeddings", "WordWeights",
                              "CNN", "LSTM", "BoW"})
@@ -54,10 +52,6 @@ class ModelFingerprint:
     @classmethod
     def from_dict(cls, d) -> ModelFingerprint:
         return cls(name=str(d["name"]), digest=str(d["digest"]))
-
-
-_file_digests: dict[tuple[str, int, int], str] = {}
-_file_digests_lock = threading.Lock()
 
 
 def model_files(folder: Path) -> list[tuple[str, Path]]:
@@ -179,25 +173,6 @@ def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = fro
             yield prefix + entry.name, Path(entry.path)
 
 
-def file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _file_digests_lock:
-        if key in _file_digests:
-            return _file_digests[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    # A file rewritten within the timestamp granularity could keep size and mtime; only
-    # remember digests of files that have been quiet for a moment.
-    if time.time() - st.st_mtime_ns / 1e9 > _RACY_SECONDS:
-        with _file_digests_lock:
-            _file_digests[key] = digest
-    return digest
-
-
 def fingerprint_folder(path, name: str | None = None) -> ModelFingerprint:
     """Fingerprint a model folder from the bytes of its configs, tokenizer files and weights.
 
@@ -210,17 +185,18 @@ def fingerprint_folder(path, name: str | None = None) -> ModelFingerprint:
 
     Notes
     -----
-    Per-file digests are remembered in-process by (path, size, mtime), so fingerprinting the
-    same unchanged folder again only costs a ``stat`` per file.
+    Per-file digests are remembered by the files' stat data, in memory and in the user cache
+    (`file_digests`), so fingerprinting an unchanged folder again only costs a ``stat`` per file.
     """
     folder = Path(path)
     files = model_files(folder)
     if not files:
         raise ModelError(f"No model files (*.json, *.safetensors, *.bin) found in {folder}.")
     try:
-        entries = [(rel, file_sha256(file)) for rel, file in files]
+        digests = file_sha256s([file for _, file in files])
     except OSError as exc:
         raise ModelError(f"Cannot read model file in {folder}: {exc}") from exc
+    entries = [(rel, sha) for (rel, _), sha in zip(files, digests, strict=True)]
     return ModelFingerprint(name=name or folder.name, digest=fingerprint_entries(entries))
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from calibsim_gui.core.embedding import devices, onnx_engine
 from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
+from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.folder_checks import check_model_folder
 from calibsim_gui.core.embedding.graph_checks import check_graph_file, graph_digest
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
-    file_sha256,
     fingerprint_folder,
     has_weights,
     remote_code_refusal,

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.embedding import model_folders
+from calibsim_gui.core.embedding import model_folders, passed_checks
 from calibsim_gui.core.embedding.cache import default_cache_dir
+from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_checks import GRAPH_FIX
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
-    file_sha256,
     fingerprint_entries,
     has_weights,
     int_or_none,
@@ -52,6 +52,9 @@ _LEGACY_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_token
                         "pooling_mode_weightedmean_tokens": "weightedmean",
                         "pooling_mode_lasttoken": "lasttoken"}
 _TORCH_FIX = "Fix: use the torch engine (--engine torch)."
+GRAPH_CHECK = "onnx-graph"
+"""`passed_checks` kind of a graph that loaded, has a text model's inputs and outputs and gave a
+finite probe vector; it records the width of the graph's token embeddings."""
 
 
 def onnxruntime_missing() -> str | None:
@@ -277,7 +280,6 @@ class OnnxEmbedder(PromptedEmbedder):
     def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
                  precision: str = "float32", precision_note: str = "float32",
                  prompts: PromptSettings | None = None, threads: int = 0):
-        import onnxruntime
         from tokenizers import Tokenizer, normalizers
 
         self.graph = Path(graph)
@@ -315,29 +317,62 @@ class OnnxEmbedder(PromptedEmbedder):
         self._batched.enable_padding(direction=str(config.get("padding_side", "right")),
                                      pad_id=self._batched.token_to_id(pad_token) or 0, pad_token=pad_token)
 
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        options.intra_op_num_threads = threads      # 0: ONNX Runtime's default (one per core)
-        try:
-            self._session = onnxruntime.InferenceSession(str(self.graph), options,
-                                                         providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}. " + GRAPH_FIX) from exc
-        self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
-                        for i in self._session.get_inputs()}
-        unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
-        if "input_ids" not in self._inputs or unknown:
-            raise ModelError(f"{self.graph} takes inputs {sorted(self._inputs)}; the ONNX engine feeds "
-                             "input_ids, attention_mask and token_type_ids only. " + _TORCH_FIX)
-        outputs = self._session.get_outputs()
-        names = [o.name for o in outputs]
-        self._output = next((n for n in ("token_embeddings", "last_hidden_state") if n in names),
-                            next((o.name for o in outputs if len(o.shape or ()) == 3), None))
-        if self._output is None:
-            raise ModelError(f"{self.graph} has no token-embedding output (names: {names}).")
+        self._threads = threads
+        self._session = None
+        self._session_lock = threading.Lock()
         self._prompt_lengths: dict[str, int] = {}
-        self.dimension = int(self.encode_batch(["dimension"]).shape[1])
+        try:
+            self._graph_sha256 = file_sha256(self.graph)
+        except OSError:
+            self._graph_sha256 = ""            # ONNX Runtime says why it cannot read it
+        found = passed_checks.recorded(GRAPH_CHECK, self._graph_sha256) if self._graph_sha256 else None
+        width = (found or {}).get("width")
+        self.dimension = width * len(self.stack.pooling_modes) if type(width) is int and width > 0 else None
+        if self.dimension is None:
+            self.dimension = int(self.encode_batch(["dimension"]).shape[1])
+            if self._graph_sha256:
+                passed_checks.remember(GRAPH_CHECK, self._graph_sha256,
+                                       {"width": self.dimension // len(self.stack.pooling_modes)})
+
+    def _opened(self):
+        """The ONNX Runtime session, opened on first use: at load for a graph not checked before
+        (`passed_checks`), else when the run first encodes (a run whose texts are all in the
+        embedding cache opens none, ~0.3 s of CPU for the built-in model).
+
+        Raises
+        ------
+        ModelError
+            When ONNX Runtime cannot load the graph, or its inputs or outputs are not a text
+            model's.
+        """
+        with self._session_lock:
+            if self._session is not None:
+                return self._session
+            import onnxruntime
+
+            options = onnxruntime.SessionOptions()
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            options.intra_op_num_threads = self._threads      # 0: ONNX Runtime's default (one per core)
+            try:
+                session = onnxruntime.InferenceSession(str(self.graph), options,
+                                                       providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise ModelError(f"ONNX Runtime cannot load {self.graph}: {exc}. " + GRAPH_FIX) from exc
+            self._inputs = {i.name: (np.int32 if i.type == "tensor(int32)" else np.int64)
+                            for i in session.get_inputs()}
+            unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+            if "input_ids" not in self._inputs or unknown:
+                raise ModelError(f"{self.graph} takes inputs {sorted(self._inputs)}; the ONNX engine feeds "
+                                 "input_ids, attention_mask and token_type_ids only. " + _TORCH_FIX)
+            outputs = session.get_outputs()
+            names = [o.name for o in outputs]
+            self._output = next((n for n in ("token_embeddings", "last_hidden_state") if n in names),
+                                next((o.name for o in outputs if len(o.shape or ()) == 3), None))
+            if self._output is None:
+                raise ModelError(f"{self.graph} has no token-embedding output (names: {names}).")
+            self._session = session
+            return session
 
     @property
     def _plain(self):
@@ -388,6 +423,11 @@ class OnnxEmbedder(PromptedEmbedder):
             raise ModelError(f"{self.graph} gives sentence vectors that are all zero or not finite (its token "
                              "embeddings are zero, or overflow when pooled), so its numbers cannot be used. "
                              + GRAPH_FIX)
+        if self.dimension is not None and vectors.shape[1] != self.dimension:
+            raise ModelError(f"{self.graph} gives {vectors.shape[1]}-dimensional sentence vectors, not the "
+                             f"{self.dimension} recorded when it was checked "
+                             f"({passed_checks.entry_path(GRAPH_CHECK, self._graph_sha256)}). "
+                             "Fix: delete that record; calibsim checks the graph again on the next load.")
         return vectors
 
     def token_embeddings(self, arrays: dict) -> np.ndarray:
@@ -399,9 +439,10 @@ class OnnxEmbedder(PromptedEmbedder):
         ModelError
             When ONNX Runtime fails, or the output has another shape or non-finite values.
         """
+        session = self._opened()
         feed = {name: np.asarray(arrays[name]).astype(dtype) for name, dtype in self._inputs.items()}
         try:
-            tokens = np.asarray(self._session.run([self._output], feed)[0], dtype=np.float32)
+            tokens = np.asarray(session.run([self._output], feed)[0], dtype=np.float32)
         except Exception as exc:
             raise ModelError(f"ONNX Runtime failed to run {self.graph}: {type(exc).__name__}: {exc}. "
                              + _TORCH_FIX) from exc

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids
-from calibsim_gui.core.embedding.model_folders import ModelInfo, file_sha256, fingerprint_folder, model_files
+from calibsim_gui.core.embedding.model_folders import ModelInfo, fingerprint_folder, model_files
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
     FOLDER_GRAPHS,

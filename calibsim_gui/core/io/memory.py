@@ -51,9 +51,14 @@ def format_size(n_bytes: float) -> str:
 
 
 def physical_memory() -> int:
-    import psutil
+    """Bytes of physical memory: from ``sysconf`` where there is one (psutil's import alone
+    costs ~0.04 s of a command's start), else from psutil (Windows)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        import psutil
 
-    return int(psutil.virtual_memory().total)
+        return int(psutil.virtual_memory().total)
 
 
 NO_CGROUP_LIMIT = 2**60                  # cgroup v1 writes "no limit" as a number near 2**63
