@@ -43,7 +43,7 @@ from calibsim_gui.core.references.anchors import (
     builtin_anchors,
     load_anchors,
 )
-from calibsim_gui.qt.plots import CalibratedMapPlot
+from calibsim_gui.qt.built_when_shown import BuiltWhenShown
 
 LEVEL, TEXT_A, TEXT_B = range(3)
 PAIR_COLUMNS = ("Level", "Text A", "Text B")
@@ -581,10 +581,10 @@ class AnchorEditor(QWidget):
         levels_layout.addLayout(names)
         levels_layout.addLayout(buttons)
         levels_layout.addWidget(self.level_message)
-        self.calibrated_map = CalibratedMapPlot(state)
+        self.map_slot = BuiltWhenShown(self._build_calibrated_map)      # drawn once the tab is opened
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(levels_box)
-        bottom.addWidget(self.calibrated_map)
+        bottom.addWidget(self.map_slot)
         bottom.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
@@ -875,13 +875,29 @@ class AnchorEditor(QWidget):
                      " Apply (Ctrl+Return) to score and use this ladder")
         self.status.setText(text)
 
+    @property
+    def calibrated_map(self):
+        """The calibrated map (`plots.CalibratedMapPlot`), made now if it was not shown yet."""
+        return self.map_slot.content()
+
+    def _build_calibrated_map(self):
+        from calibsim_gui.qt.plots import CalibratedMapPlot  # pyqtgraph: not at start-up
+
+        chart = CalibratedMapPlot(self._state)
+        self._show_preview(chart)
+        return chart
+
     def _update_preview(self) -> None:
+        if self.map_slot.is_built():
+            self._show_preview(self.calibrated_map)
+
+    def _show_preview(self, chart) -> None:
         """Show the edited ladder's pairs (those with known scores) on the calibrated map."""
         metric = self._state.metric
         if not self.model.stale or metric not in self.model.metrics:
-            self.calibrated_map.set_preview(None)
+            chart.set_preview(None)
             return
-        self.calibrated_map.set_preview(self.anchor_set(), self.model.similarity_scores(metric))
+        chart.set_preview(self.anchor_set(), self.model.similarity_scores(metric))
 
     def _fit_columns(self) -> None:
         header = self.table.horizontalHeader()
