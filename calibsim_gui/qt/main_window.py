@@ -118,6 +118,10 @@ class MainWindow(QMainWindow):
         self.task_status.watch(runners)
 
     def _view_built(self, view) -> None:
+        """A tab built late: the window's own slot for new results goes last again (as when every
+        view was built first), so a project's view choices are restored after the views redrew."""
+        self.state.results_changed.disconnect(self._results_changed)
+        self.state.results_changed.connect(self._results_changed)
         if view.objectName() == "results":
             self.session.update_results_hint()      # scoring may have begun before it was built
 
