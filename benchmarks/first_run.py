@@ -11,7 +11,7 @@ install (``calibsim models --prepare``), prepared here once if the machine has n
 one cache folder, filled by an untimed run first. The machine may be shared: medians of the
 runs are reported with the load average around them. Targets: score <= 1.0 s, window < 1.0 s.
 
-    .venv/bin/python benchmarks/first_run.py [--quick] [--runs N]
+    .venv/bin/python benchmarks/first_run.py [--quick] [--runs N] [--only score|window]
 """
 
 from __future__ import annotations
@@ -115,9 +115,10 @@ def main() -> None:
 
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--runs", type=int, help="runs of each case (default 5, 1 with --quick)")
-    runs, sys.argv[1:] = extra.parse_known_args()
+    extra.add_argument("--only", choices=("score", "window"), help="measure one case only (default both)")
+    options, sys.argv[1:] = extra.parse_known_args()
     args = common.arguments(__doc__, quick_help="one run of each")
-    runs = runs.runs or (1 if args.quick else 5)
+    runs = options.runs or (1 if args.quick else 5)
     import pandas as pd
 
     work = common.Path(tempfile.mkdtemp(prefix="calibsim-bench-"))
@@ -128,8 +129,8 @@ def main() -> None:
              "--force", "--quiet"]
     window = [sys.executable, "-c", WINDOW]
     rows = []
-    for name, command, target, until_line in (("score 10 pairs", score, SCORE_TARGET_S, False),
-                                              ("window shown", window, WINDOW_TARGET_S, True)):
+    cases = (("score 10 pairs", score, SCORE_TARGET_S, False), ("window shown", window, WINDOW_TARGET_S, True))
+    for name, command, target, until_line in (c for c in cases if c[0].startswith(options.only or "")):
         for cache in ("fresh", "warm"):
             result = measure(command, graphs, runs, warm=cache == "warm", until_line=until_line)
             rows.append({"case": name, "cache": cache, **result, "target_s": target,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -475,6 +476,13 @@ class LevelDelegate(QStyledItemDelegate):
         model.setData(index, editor.currentData(), Qt.ItemDataRole.EditRole)
 
 
+def calibrated_map_plot(state):
+    """The Anchors tab's calibrated map (`plots.CalibratedMapPlot`); pyqtgraph loads with it."""
+    from calibsim_gui.qt.plots import CalibratedMapPlot
+
+    return CalibratedMapPlot(state)
+
+
 class AnchorEditor(QWidget):
     """Edits the anchor ladder; "Apply" hands a validated AnchorSet to the main window.
 
@@ -581,7 +589,8 @@ class AnchorEditor(QWidget):
         levels_layout.addLayout(names)
         levels_layout.addLayout(buttons)
         levels_layout.addWidget(self.level_message)
-        self.map_slot = BuiltWhenShown(self._build_calibrated_map)      # drawn once the tab is opened
+        self.map_slot = BuiltWhenShown(partial(calibrated_map_plot, state))      # made once the tab is opened
+        self.map_slot.built.connect(self._show_preview)
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(levels_box)
         bottom.addWidget(self.map_slot)
@@ -879,13 +888,6 @@ class AnchorEditor(QWidget):
     def calibrated_map(self):
         """The calibrated map (`plots.CalibratedMapPlot`), made now if it was not shown yet."""
         return self.map_slot.content()
-
-    def _build_calibrated_map(self):
-        from calibsim_gui.qt.plots import CalibratedMapPlot  # pyqtgraph: not at start-up
-
-        chart = CalibratedMapPlot(self._state)
-        self._show_preview(chart)
-        return chart
 
     def _update_preview(self) -> None:
         if self.map_slot.is_built():

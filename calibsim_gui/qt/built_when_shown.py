@@ -3,11 +3,19 @@ costly part of a view (a plot, and pyqtgraph with it) waits until someone looks 
 
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 
 class BuiltWhenShown(QWidget):
-    """Holds the widget `make()` returns, made when this is first shown or `content()` is called."""
+    """Holds the widget `make()` returns, made when this is first shown or `content()` is called;
+    `built` is emitted with it then.
+
+    `make` should not hold the widget that owns this one (a method of it, a lambda using it):
+    that cycle would leave the owner to Python's cycle collector, which empties it before Qt is
+    done with it. Connect to `built` instead."""
+
+    built = Signal(QWidget)
 
     def __init__(self, make, parent=None):
         super().__init__(parent)
@@ -21,6 +29,9 @@ class BuiltWhenShown(QWidget):
         if self._content is None:
             self._content = self._make()
             self.layout().addWidget(self._content)
+            if self.isVisible():
+                self._content.show()            # now, not at the next turn of the event loop
+            self.built.emit(self._content)
         return self._content
 
     def showEvent(self, event) -> None:

@@ -113,8 +113,11 @@ class MainWindow(QMainWindow):
         return self.panels.view(name)
 
     def watch_runners(self, *runners) -> None:
-        """Show the runners of a view built after the window in the status bar."""
+        """Show the runners of a view built after the window in the status bar; the views' runners
+        are listed (in the Cancel menu) in the order of their tabs, whichever was built first."""
+        place = {name: i for i, (name, _) in enumerate(TABS)}
         self.runners += runners
+        self.runners.sort(key=lambda runner: place.get(runner.parent().objectName(), -1))
         self.task_status.watch(runners)
 
     def _view_built(self, view) -> None:
