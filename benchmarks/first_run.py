@@ -22,7 +22,7 @@ sketch checks it passed, physical memory is read without psutil and the PDF modu
 without ``xml.sax`` (which loaded urllib, http and ssl). A warm run loads neither onnxruntime,
 psutil nor ssl; pandas (~0.4 s of CPU) and numpy are most of what is left.
 
-    .venv/bin/python benchmarks/first_run.py [--quick] [--runs N]
+    .venv/bin/python benchmarks/first_run.py [--quick] [--runs N] [--only score|window]
 """
 
 from __future__ import annotations
@@ -126,9 +126,10 @@ def main() -> None:
 
     extra = argparse.ArgumentParser(add_help=False)
     extra.add_argument("--runs", type=int, help="runs of each case (default 5, 1 with --quick)")
-    runs, sys.argv[1:] = extra.parse_known_args()
+    extra.add_argument("--only", choices=("score", "window"), help="measure one case only (default both)")
+    options, sys.argv[1:] = extra.parse_known_args()
     args = common.arguments(__doc__, quick_help="one run of each")
-    runs = runs.runs or (1 if args.quick else 5)
+    runs = options.runs or (1 if args.quick else 5)
     import pandas as pd
 
     work = common.Path(tempfile.mkdtemp(prefix="calibsim-bench-"))
@@ -140,8 +141,8 @@ def main() -> None:
              "--force", "--quiet"]
     window = [sys.executable, "-c", WINDOW]
     rows = []
-    for name, command, target, until_line in (("score 10 pairs", score, SCORE_TARGET_S, False),
-                                              ("window shown", window, WINDOW_TARGET_S, True)):
+    cases = (("score 10 pairs", score, SCORE_TARGET_S, False), ("window shown", window, WINDOW_TARGET_S, True))
+    for name, command, target, until_line in (c for c in cases if c[0].startswith(options.only or "")):
         for cache in ("fresh", "warm"):
             result = measure(command, graphs, runs, warm=cache == "warm", until_line=until_line)
             rows.append({"case": name, "cache": cache, **result, "target_s": target,

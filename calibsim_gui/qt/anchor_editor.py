@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, Signal
@@ -47,10 +48,17 @@ from calibsim_gui.qt.anchor_models import (
     LevelTableModel,
     format_score,
 )
-from calibsim_gui.qt.plots import CalibratedMapPlot
+from calibsim_gui.qt.built_when_shown import BuiltWhenShown
 
 TEXT_MIN_WIDTH = 220          # px: a text column narrower than this shows only "…"
 MIN_LEVEL_PAIRS = 2            # a level's median needs at least two pairs (the built-in has 15 or more)
+
+
+def calibrated_map_plot(state):
+    """The Anchors tab's calibrated map (`plots.CalibratedMapPlot`); pyqtgraph loads with it."""
+    from calibsim_gui.qt.plots import CalibratedMapPlot
+
+    return CalibratedMapPlot(state)
 
 
 class AnchorEditor(QWidget):
@@ -159,10 +167,11 @@ class AnchorEditor(QWidget):
         levels_layout.addLayout(names)
         levels_layout.addLayout(buttons)
         levels_layout.addWidget(self.level_message)
-        self.calibrated_map = CalibratedMapPlot(state)
+        self.map_slot = BuiltWhenShown(partial(calibrated_map_plot, state))      # made once the tab is opened
+        self.map_slot.built.connect(self._show_preview)
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(levels_box)
-        bottom.addWidget(self.calibrated_map)
+        bottom.addWidget(self.map_slot)
         bottom.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
@@ -453,13 +462,22 @@ class AnchorEditor(QWidget):
                      " Apply (Ctrl+Return) to score and use this ladder")
         self.status.setText(text)
 
+    @property
+    def calibrated_map(self):
+        """The calibrated map (`plots.CalibratedMapPlot`), made now if it was not shown yet."""
+        return self.map_slot.content()
+
     def _update_preview(self) -> None:
+        if self.map_slot.is_built():
+            self._show_preview(self.calibrated_map)
+
+    def _show_preview(self, chart) -> None:
         """Show the edited ladder's pairs (those with known scores) on the calibrated map."""
         metric = self._state.metric
         if not self.model.stale or metric not in self.model.metrics:
-            self.calibrated_map.set_preview(None)
+            chart.set_preview(None)
             return
-        self.calibrated_map.set_preview(self.anchor_set(), self.model.similarity_scores(metric))
+        chart.set_preview(self.anchor_set(), self.model.similarity_scores(metric))
 
     def _fit_columns(self) -> None:
         header = self.table.horizontalHeader()

@@ -48,8 +48,13 @@ class Autosaver(QObject):
                        state.human_changed, window.anchors.model.ladder_changed, window.panels.changed):
             signal.connect(self.timer.start)
         for widget in window.panels.widgets():
-            if hasattr(widget, "view_state_changed"):
-                widget.view_state_changed.connect(self.timer.start)
+            self.follow(widget)
+        window.panels.built.connect(self.follow)          # a tab built when first shown
+
+    def follow(self, widget) -> None:
+        """Save again when the tab `widget`'s view choices change."""
+        if hasattr(widget, "view_state_changed"):
+            widget.view_state_changed.connect(self.timer.start)
 
     def save_now(self) -> None:
         """Write the project now if it holds anything worth restoring (an input, anchor edits,

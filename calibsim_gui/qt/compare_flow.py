@@ -1,25 +1,20 @@
-"""File ▸ Compare with another model (shown on the Compare tab) and File ▸ Find a threshold."""
+"""File ▸ Compare with another model (shown on the Compare tab) and File ▸ Find a threshold.
+
+The comparison's modules (pandas, the plots) load when the Compare tab or a dialog first needs
+them, not with the window.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import pandas as pd
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from calibsim_gui.core.analysis.comparison import (
-    compare_models,
-    comparison_reference,
-    reference_scale,
-    short_model_names,
-)
 from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
-from calibsim_gui.qt.comparison_view import ComparisonDialog, ComparisonView
 from calibsim_gui.qt.messages import format_seconds, plural
-from calibsim_gui.qt.threshold_view import ThresholdDialog, labelled_columns
 
 STEPS = 3         # load the model, prepare its references, score the pairs
 LOAD_TICK_S = 1.0  # while a model loads (it reports nothing), the step's line is renewed this often
@@ -50,6 +45,15 @@ def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mi
     Every step reports counts from its first update: the texts and pairs to come while the model
     loads, then the reference texts encoded, then the pairs scored.
     """
+    import pandas as pd
+
+    from calibsim_gui.core.analysis.comparison import (
+        compare_models,
+        comparison_reference,
+        reference_scale,
+        short_model_names,
+    )
+
     frame, ladder = table.frame, mine_profile.anchors
     n_texts = len(pd.unique(pd.concat([frame[table.text_a], frame[table.text_b]]).astype(str)))
     n_pairs = len(frame)
@@ -97,8 +101,18 @@ class CompareFlow(QObject):
         self.state = window.state
         self.comparison_dialog = None          # the one-model help
         self.threshold_dialog = None
-        self.view = ComparisonView(self.state)
-        self.view.compare_requested.connect(self.choose_model)
+
+    @property
+    def view(self):
+        """The Compare tab (built when first shown or asked for)."""
+        return self.window.view("compare")
+
+    def build_view(self):
+        from calibsim_gui.qt.comparison_view import ComparisonView
+
+        view = ComparisonView(self.state)
+        view.compare_requested.connect(self.choose_model)
+        return view
 
     def choose_model(self) -> None:
         window = self.window
@@ -110,6 +124,8 @@ class CompareFlow(QObject):
         names = [str(m.path) if m.source == "local" else m.name for m in listed
                  if current is None or m.path != current.path]
         if not names:                   # one model: say how to add another (comparison_view)
+            from calibsim_gui.qt.comparison_view import ComparisonDialog
+
             self.comparison_dialog = ComparisonDialog(window, model=current.name if current else "")
             self.comparison_dialog.model_chosen.connect(window.compare_with)
             self.comparison_dialog.show()
@@ -147,6 +163,8 @@ class CompareFlow(QObject):
 
     def show_threshold(self) -> None:
         """The Threshold dialog for scored pairs with a label column (non-modal)."""
+        from calibsim_gui.qt.threshold_view import ThresholdDialog, labelled_columns
+
         if labelled_columns(self.state.results, self.state.metric) is None:
             self.window.show_error("No labelled pairs", "Score a pairs file with a column of human scores "
                                                         "or 0/1 labels first (e.g. score,sentence1,sentence2).")

@@ -1,4 +1,7 @@
-"""File ▸ Export report: ask where and how, then write the report in the export runner."""
+"""File ▸ Export report: ask where and how, then write the report in the export runner.
+
+The reports' modules (pandas, the writers) load with the first export, not with the window.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog
 
-from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.geometry.metrics import METRICS
-from calibsim_gui.qt.export_dialog import ExportDialog, report_folder
 
 
 def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop,
@@ -18,6 +19,8 @@ def export_report(results, profile, *, path, metric, form, figures, force, progr
     """Build the report and write it (plus its figures when asked); returns the files written.
 
     `sources` (`RunSources`) names the profile file, human calibration and input columns used."""
+    from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
+
     report = reports.build_report(results, profile, metric=metric, form=form, sources=sources)
     written = [reports.write_report(report, path, force=force, inputs=report.input_files,
                                     progress=progress, should_stop=should_stop)]
@@ -37,6 +40,8 @@ class ExportFlow(QObject):
 
     def ask(self) -> None:
         """Ask where and how (Export dialog), then write the report in a worker."""
+        from calibsim_gui.qt.export_dialog import ExportDialog
+
         results, profile, state = self.state.results, self.state.profile, self.state
         if results is None or profile is None:
             self.window.show_error("Nothing to export", "Score a pairs file or a document set first.")
@@ -53,6 +58,8 @@ class ExportFlow(QObject):
     def default_path(self) -> str:
         """``<input>-report.<last format>`` in the last export folder, else in Documents: never
         in an input's folder unless the user chose it."""
+        from calibsim_gui.qt.export_dialog import report_folder
+
         suffix = self.settings.value("export/format", ".html")
         folder = report_folder(self.settings)
         spec = self.window.input_spec

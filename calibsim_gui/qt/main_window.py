@@ -13,11 +13,10 @@ import gc
 
 from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from calibsim_gui.qt import palettes
 from calibsim_gui.qt.actions import WindowMenus
-from calibsim_gui.qt.agreement_view import AgreementView
 from calibsim_gui.qt.anchor_editor import AnchorEditor
 from calibsim_gui.qt.autosave import Autosaver
 from calibsim_gui.qt.background_loader import BackgroundLoader
@@ -25,18 +24,14 @@ from calibsim_gui.qt.compare_flow import CompareFlow
 from calibsim_gui.qt.export_flow import ExportFlow
 from calibsim_gui.qt.first_run import FirstRunView
 from calibsim_gui.qt.human_flow import HumanFlow
-from calibsim_gui.qt.map_view import MapView
 from calibsim_gui.qt.messages import for_the_app
 from calibsim_gui.qt.model_manager import ModelManager
 from calibsim_gui.qt.panels import Panels
-from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
 from calibsim_gui.qt.preferences import Preferences
 from calibsim_gui.qt.projects import Projects
-from calibsim_gui.qt.results_view import ResultsView
-from calibsim_gui.qt.search_view import SearchView
 from calibsim_gui.qt.session import Session
-from calibsim_gui.qt.space_view import SpaceView
 from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.tab_views import TABS, BuiltOnUse, waiting_views
 from calibsim_gui.qt.task_status import TaskStatus
 from calibsim_gui.qt.window_title import WindowTitle
 from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
@@ -45,10 +40,15 @@ MIN_FIRST_SIZE = (1024, 700)     # a first launch opens at 80 % of the screen, a
 
 
 class MainWindow(QMainWindow):
-    """Panels in tabs over one `AppState`; every long action runs in a `TaskRunner`."""
+    """Panels in tabs over one `AppState`; every long action runs in a `TaskRunner`.
+
+    The tabs not shown at start are built when first shown or asked for: `view(name)`, or the
+    attribute of that name (`window.map`), gives the built view."""
 
     results_shown = Signal()          # emitted when a run's final results reach the views
     ask_before_discarding = True      # ask Save / Discard / Cancel before work is dropped (tests turn it off)
+    results, distributions, agreement, heatmap = BuiltOnUse(), BuiltOnUse(), BuiltOnUse(), BuiltOnUse()
+    map, space, search = BuiltOnUse(), BuiltOnUse(), BuiltOnUse()
 
     def __init__(self, *, load_default_model: bool = True, autosave: bool = True):
         super().__init__()
@@ -95,32 +95,38 @@ class MainWindow(QMainWindow):
         self.models = ModelManager(self.state)
         self.anchors = AnchorEditor(self.state)
         self.background = BackgroundLoader(self.state, memory_budget=memory_budget)
-        self.results = ResultsView(self.state)
-        self.distributions = DistributionPlot(self.state)
-        self.agreement = AgreementView(self.state)
-        self.heatmap = HeatmapView(self.state)
-        self.space = SpaceView(self.state)
-        self.runners.append(self.space.runner)
-        self.map = MapView(self.state, cache=lambda: self.cache)
-        self.runners += [self.map.runner, self.map.query_runner]
-        self.search = SearchView(self.state, cache=lambda: self.cache, memory_budget=memory_budget)
-        self.runners += [self.search.runner, self.search.export_runner]
         self.welcome = FirstRunView()
+        built = {"welcome": self.welcome, "model": self.models, "anchors": self.anchors,
+                 "background": self.background}
         self.tabs = QTabWidget()
-        # mnemonics are unique across tabs and menus (Alt+H is Help; Heatmap is Alt+E); the names
-        # are the tabs' objectName, which projects and the layout keep
-        for widget, title, name in (
-                (self.welcome, "&Welcome", "welcome"), (self.models, "&Model", "model"),
-                (self.anchors, "&Anchors", "anchors"), (self.background, "&Background", "background"),
-                (self.results, "&Results", "results"), (self.distributions, "&Distributions", "distributions"),
-                (self.agreement, "Agreeme&nt", "agreement"), (self.heatmap, "H&eatmap", "heatmap"),
-                (self.map, "Te&xt map", "map"), (self.space, "S&pace", "space"),
-                (self.search, "Sear&ch", "search"), (self.compare.view, "C&ompare", "compare")):
+        for name, title in TABS:                        # the others wait, each an empty page
+            widget = built.get(name) or QWidget()
             widget.setObjectName(name)
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
-        self.panels = Panels(self, self.tabs)
+        self.panels = Panels(self, self.tabs, waiting_views(self))
+        self.panels.built.connect(self._view_built)
         self.setCentralWidget(self.panels.splitter)
+
+    def view(self, name: str):
+        """The tab `name` (an objectName, e.g. "map"), built now if it was waiting to be shown."""
+        return self.panels.view(name)
+
+    def watch_runners(self, *runners) -> None:
+        """Show the runners of a view built after the window in the status bar; the views' runners
+        are listed (in the Cancel menu) in the order of their tabs, whichever was built first."""
+        place = {name: i for i, (name, _) in enumerate(TABS)}
+        self.runners += runners
+        self.runners.sort(key=lambda runner: place.get(runner.parent().objectName(), -1))
+        self.task_status.watch(runners)
+
+    def _view_built(self, view) -> None:
+        """A tab built late: the window's own slot for new results goes last again (as when every
+        view was built first), so a project's view choices are restored after the views redrew."""
+        self.state.results_changed.disconnect(self._results_changed)
+        self.state.results_changed.connect(self._results_changed)
+        if view.objectName() == "results":
+            self.session.update_results_hint()      # scoring may have begun before it was built
 
     def _build_timers(self, *, load_default_model: bool, autosave: bool) -> None:
         """The window's own timers: start-up steps and the Space tab's refresh."""
@@ -163,7 +169,6 @@ class MainWindow(QMainWindow):
         state.input_changed.connect(session.update_results_hint)
         self.score_runner.busy.connect(session.update_results_hint)
         state.view_changed.connect(session.view_changed)
-        self.space.geometry_chosen.connect(state.set_geometry)
         state.geometry_changed.connect(session.rescore)
 
     def _load_default_model(self) -> None:
@@ -174,12 +179,14 @@ class MainWindow(QMainWindow):
             self.projects.results_changed()
             self.task_status.update_busy()
             self.results_shown.emit()
-            if getattr(self.space, "_stale", False) and not self.space.runner.running:
+            space = self.panels.view("space", build=False)
+            if getattr(space, "_stale", False) and not space.runner.running:
                 self.space_timer.start()     # ready before the Space tab is opened
 
     def _refresh_space(self) -> None:
-        if getattr(self.space, "_stale", False) and not self.space.runner.running:
-            self.space.refresh()
+        space = self.panels.view("space", build=False)
+        if getattr(space, "_stale", False) and not space.runner.running:
+            space.refresh()
 
     # ------------------------------------------------------------------ messages
 

@@ -15,6 +15,7 @@ BACKGROUND_FIXES = {
     "--encoding": "In this window: choose the encoding under Encoding; the files are read again.",
     "--column": "In this window: choose or type the column's name under Text column.",
 }
+EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"     # Results, nothing in it
 SEARCH_FIXES = {
     "--metric": "In this window: choose another metric in the Metric list of the Distributions tab.",
     "--top-k": "In this window: lower Top k.",

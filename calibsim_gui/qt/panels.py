@@ -3,6 +3,9 @@ and the arrangement as plain JSON (for the settings, kept across restarts, and f
 
 The arrangement is ``{"current": <main tab's name>, "beside": [<names in the side pane>],
 "sizes": [<main width>, <side width>]}``; names are the tab widgets' ``objectName``.
+
+A tab may be built when it is first shown (or asked for by `view`): until then an empty page of
+that name holds its place, and the window opens without paying for views nobody looked at.
 """
 
 from __future__ import annotations
@@ -24,13 +27,19 @@ PAIRS = (("results", "map", "Te&xt map beside Results"),
 
 class Panels(QObject):
     """The main `tabs` and a side pane in one splitter; a tab moves between them and back to its
-    place. `changed` is emitted when the arrangement or the current tab changes."""
+    place. `changed` is emitted when the arrangement or the current tab changes.
+
+    `waiting` maps a tab's name to the function that builds its view: that tab is an empty page
+    until it is shown or asked for (`view`); then the view takes the page's place and `built`
+    is emitted."""
 
     changed = Signal()
+    built = Signal(QWidget)
 
-    def __init__(self, parent, tabs: QTabWidget):
+    def __init__(self, parent, tabs: QTabWidget, waiting: dict | None = None):
         super().__init__(parent)
         self.tabs = tabs
+        self.waiting = dict(waiting or {})
         self.home = [(tabs.widget(i), tabs.tabText(i)) for i in range(tabs.count())]   # their places
         self.side = QTabWidget(objectName="side")
         self.side.setDocumentMode(True)
@@ -40,8 +49,9 @@ class Panels(QObject):
         self.splitter.addWidget(tabs)
         self.splitter.addWidget(self.side)
         self.pair_actions: list[QAction] = []
-        tabs.currentChanged.connect(self.changed)
-        self.side.currentChanged.connect(self.changed)
+        for pane in (tabs, self.side):
+            pane.currentChanged.connect(self.build_shown)         # first: then it is the shown tab
+            pane.currentChanged.connect(self.changed)
         self.splitter.splitterMoved.connect(self.changed)
 
     # ------------------------------------------------------------------ moving tabs
@@ -53,15 +63,46 @@ class Panels(QObject):
                       if id(self.tabs.widget(i)) not in known]
         return [w for w, _ in self.home]
 
-    def widget(self, name: str) -> QWidget | None:
-        return next((w for w in self.widgets() if name and w.objectName() == name), None)
+    def view(self, name: str, *, build: bool = True) -> QWidget | None:
+        """The tab `name`, built now if it waits for its first showing (None if unknown, or
+        not built yet when `build` is false)."""
+        page = next((w for w in self.widgets() if name and w.objectName() == name), None)
+        if name not in self.waiting:
+            return page
+        return self._build(name, page) if build else None
+
+    def _build(self, name: str, page: QWidget) -> QWidget:
+        """Put the view of the waiting tab `name` in its `page`'s place, wherever that is."""
+        view = self.waiting.pop(name)()
+        view.setObjectName(name)
+        title = {w.objectName(): t for w, t in self.home}[name]
+        for pane in (self.tabs, self.side):
+            index = pane.indexOf(page)
+            if index >= 0:
+                pane.blockSignals(True)              # the same tab stays current: no change to tell
+                pane.insertTab(index, view, title)
+                if pane.currentIndex() == index + 1:
+                    pane.setCurrentIndex(index)      # the view is shown, never the empty page
+                pane.removeTab(index + 1)
+                pane.blockSignals(False)
+        self.home = [(view if w is page else w, t) for w, t in self.home]
+        page.deleteLater()
+        self.built.emit(view)
+        return view
+
+    def build_shown(self) -> None:
+        """Build the tabs shown now: the current one of each pane (called when either changes)."""
+        for pane in (self.tabs, self.side):
+            page = pane.currentWidget()
+            if page is not None and page.objectName() in self.waiting:
+                self._build(page.objectName(), page)
 
     def beside(self) -> list[str]:
         return [self.side.widget(i).objectName() for i in range(self.side.count())]
 
     def show_beside(self, name: str) -> None:
         """Move the tab `name` into the side pane (shown at half the width when it opens)."""
-        widget = self.widget(name)
+        widget = self.view(name)
         index = self.tabs.indexOf(widget) if widget is not None else -1
         if index < 0 or self.tabs.count() == 1:
             return
@@ -77,7 +118,7 @@ class Panels(QObject):
 
     def bring_back(self, name: str) -> None:
         """Put the tab `name` back in its place among the main tabs."""
-        widget = self.widget(name)
+        widget = self.view(name)
         index = self.side.indexOf(widget) if widget is not None else -1
         if index < 0:
             return
@@ -100,7 +141,7 @@ class Panels(QObject):
             return
         self.bring_back(main)
         self.show_beside(partner)
-        self.tabs.setCurrentWidget(self.widget(main))
+        self.tabs.setCurrentWidget(self.view(main))
 
     def show_current_beside(self) -> None:
         self.show_beside(self.tabs.currentWidget().objectName())
@@ -155,7 +196,7 @@ class Panels(QObject):
             self.show_beside(name)
         if self.side.count() and layout.get("sizes"):
             self.splitter.setSizes(layout["sizes"])
-        current = self.widget(layout.get("current", ""))
+        current = self.view(layout.get("current", ""))
         if current is not None and self.tabs.indexOf(current) >= 0:
             self.tabs.setCurrentWidget(current)
 

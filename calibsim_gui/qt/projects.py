@@ -122,7 +122,7 @@ class Projects(QObject):
         self.window.panels.restore(project.layout)
         notes = list(project.notes)
         for name, state in project.views.items():
-            widget = self.window.panels.widget(name)
+            widget = self.window.panels.view(name)
             if widget is None or not callable(getattr(widget, "restore_view_state", None)):
                 continue                 # a tab this version does not have, or without view choices
             try:

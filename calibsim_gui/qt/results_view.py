@@ -27,10 +27,9 @@ from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_sc
 from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
 from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
-from calibsim_gui.qt.messages import for_the_app
+from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app
 from calibsim_gui.qt.results_model import TRUNCATED_MARK, ResultsTableModel, column_title
 
-EMPTY_HINT = "Drop a pairs file (CSV/TSV/JSONL) or documents onto the window"
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
 TEXT_MIN_WIDTH = 200            # below this a text column stops stretching and the table scrolls
 NO_LABEL = "(none)"

@@ -22,11 +22,9 @@ from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there is the one used
 from calibsim_gui.core.io.inputs import ColumnsNotFound, PairTable, load_documents
 from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
-from calibsim_gui.core.reports.reproduce import RunSources
 from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
-from calibsim_gui.qt.messages import for_the_app, plural
-from calibsim_gui.qt.results_view import EMPTY_HINT
+from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 
@@ -221,9 +219,11 @@ class Session(QObject):
 
         self.start_references(task, built_from=built_from)
 
-    def run_sources(self) -> RunSources:
-        """The files and choices the current results were made with, for a report's Reproduce
-        commands: the profile file opened, the human calibration, the input's columns."""
+    def run_sources(self):
+        """The files and choices the current results were made with (`RunSources`), for a report's
+        Reproduce commands: the profile file opened, the human calibration, the input's columns."""
+        from calibsim_gui.core.reports.reproduce import RunSources  # reports load pandas: not at start
+
         table, spec, info = self.state.input, self.input_spec or {}, self.state.model_info
         columns = {key: getattr(table, key, None) for key in ("text_a", "text_b", "label")}
         return RunSources(profile_file=self.profile_path, human=self.state.human,

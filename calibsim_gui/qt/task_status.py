@@ -51,9 +51,10 @@ class TaskStatus(QObject):
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
 
-    def watch(self) -> None:
-        """Follow every runner's progress and outcome (connect before the slots that say more)."""
-        for runner in self.runners:
+    def watch(self, runners=None) -> None:
+        """Follow the progress and outcome of `runners` (default: every runner; connect before the
+        slots that say more)."""
+        for runner in self.runners if runners is None else runners:
             runner.finished.connect(self.task_done)
             runner.busy.connect(self.update_busy)
             runner.progress.connect(self.show_progress)
@@ -117,18 +118,17 @@ class TaskStatus(QObject):
         window = self.window
         widget = widget if widget is not None else window.tabs.currentWidget()
         scoring = [window.score_runner, window.input_runner]
-        per_view = {
-            window.models: [window.model_runner],
-            window.anchors: [window.profile_runner],
-            window.background: [window.profile_runner, getattr(window.background, "runner", None)],
-            window.results: scoring + [window.human_runner, window.compare_runner, window.export_runner],
-            window.distributions: scoring, window.heatmap: scoring, getattr(window, "agreement", None): scoring,
-            window.space: [window.space.runner],
-            window.search: [window.search.runner, window.search.export_runner],
-            window.map: [window.map.runner, window.map.query_runner],
-            window.compare.view: [window.compare_runner],
+        own = [getattr(widget, name, None) for name in ("runner", "query_runner", "export_runner")]
+        per_view = {        # by the tab's name: a tab not built yet is not shown, so runs nothing
+            "model": [window.model_runner],
+            "anchors": [window.profile_runner],
+            "background": [window.profile_runner] + own,
+            "results": scoring + [window.human_runner, window.compare_runner, window.export_runner],
+            "distributions": scoring, "heatmap": scoring, "agreement": scoring,
+            "space": own, "search": own, "map": own,
+            "compare": [window.compare_runner],
         }
-        return [r for r in per_view.get(widget, []) if r is not None]
+        return [r for r in per_view.get(widget.objectName() if widget is not None else "", []) if r is not None]
 
     def escape(self) -> None:
         """Esc: clear the text field being typed in; else stop the current tab's task.

@@ -10,11 +10,12 @@ alone cost 0.3 s of start-up.)
 
 from __future__ import annotations
 
+import gc
 import inspect
 import itertools
 import time
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
 from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.qt.messages import failure_message
@@ -22,18 +23,35 @@ from calibsim_gui.qt.messages import failure_message
 _gui_thread_collector = None
 
 
+class GuiThreadCollector:
+    """Python's cycle collector, turned off and run instead by a GUI-thread timer, generation by
+    generation when the counts pass the usual thresholds (as pyqtgraph's `GarbageCollector` does,
+    without importing pyqtgraph at start-up). The timer lasts as long as the process."""
+
+    def __init__(self, interval_s: float = 1.0):
+        self.threshold = gc.get_threshold()
+        self.timer = QTimer()
+        self.timer.timeout.connect(self.check)
+        gc.disable()
+        self.timer.start(int(interval_s * 1000))
+
+    def check(self) -> None:
+        counts = gc.get_count()
+        for generation in range(3):
+            if counts[generation] <= self.threshold[generation]:
+                break
+            gc.collect(generation)
+
+
 def collect_garbage_on_gui_thread() -> None:
     """Run Python's cycle collector only from a GUI-thread timer (once per process).
 
     Left automatic, it runs in whichever thread happens to allocate, often a busy worker, and
-    may destroy Qt objects there: Qt then crashes or hangs. pyqtgraph's collector turns the
-    automatic one off and collects every second on the GUI thread instead.
+    may destroy Qt objects there: Qt then crashes or hangs.
     """
     global _gui_thread_collector
     if _gui_thread_collector is None:
-        from pyqtgraph.util.garbage_collector import GarbageCollector
-
-        _gui_thread_collector = GarbageCollector(interval=1.0)
+        _gui_thread_collector = GuiThreadCollector()
 
 
 class TaskRunner(QObject):

@@ -214,6 +214,7 @@ def test_a_tab_added_after_the_window_was_built_is_kept_and_moved_like_the_other
     later = remembering(QWidget(objectName="later"), {"models": ["a", "b"]})
     window.tabs.addTab(later, "&Later")
     remembering(window.search, {"hits": (1, 2)})                 # not plain JSON: not saved, never a failed save
+    window.view("agreement")                  # a tab's choices are saved once it is built (shown or asked for)
     states = window.projects.view_states()
     assert states["later"] == {"models": ["a", "b"]} and states["agreement"] == {"compared": "calibrated"}
     assert "search" not in states

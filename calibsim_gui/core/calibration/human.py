@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui.core.calibration.calibrators import Calibrator, is_finite_vector
 from calibsim_gui.core.errors import InputError
@@ -175,6 +174,7 @@ def sentence_groups(texts_a, texts_b) -> np.ndarray:
     -------
     ndarray of shape (n_pairs,), int
     """
+    import pandas as pd
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -192,6 +192,8 @@ def reliability_curve(predicted, observed, *, n_bins: int = 10) -> dict[str, lis
     Empty bins are left out. Returns lists ``bin_low``, ``bin_high``, ``count``,
     ``mean_predicted``, ``mean_observed`` (JSON-able).
     """
+    import pandas as pd  # heavy: imported when a calibration is fitted, not with the window
+
     predicted, observed = np.asarray(predicted, dtype=float), np.asarray(observed, dtype=float)
     edges = np.round(np.linspace(0.0, 1.0, n_bins + 1), 12)
     index = np.clip(np.searchsorted(edges, predicted, side="right") - 1, 0, n_bins - 1)
@@ -323,6 +325,8 @@ def load_human_pairs(path, *, scale=(0.0, 5.0), text_a: str | None = None,
     if table.label is None:
         raise InputError("has no column of human scores.", path=table.path,
                          fix="add a numeric column named score (or name it with --label).")
+    import pandas as pd
+
     human = pd.to_numeric(table.frame[table.label], errors="coerce").to_numpy(dtype=float)
     usable = np.isfinite(human)
     usable[list(table.empty_rows)] = False

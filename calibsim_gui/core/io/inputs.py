@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import stat
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.files import check_regular_file
@@ -25,6 +25,9 @@ from calibsim_gui.core.io.tables import (
     read_text_file,
     text_file_size,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _PAIR_NAMES = (
     ("sentence1", "sentence2"), ("text1", "text2"), ("text_a", "text_b"), ("texta", "textb"),
@@ -46,6 +49,8 @@ def _non_empty(column: pd.Series) -> pd.Series:
 
 
 def _is_numeric(column: pd.Series) -> bool:
+    import pandas as pd  # heavy: imported once a table is read, not with the window
+
     values = _non_empty(column)
     return len(values) > 0 and bool(pd.to_numeric(values, errors="coerce").notna().all())
 
@@ -207,6 +212,8 @@ def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
 
 def _label_column(frame, path, label, exclude) -> tuple[str | None, list[str]]:
     """The human-score column (explicit or by name) and notes about columns passed over."""
+    import pandas as pd
+
     if label is not None:
         label = _column(frame, label, path, "--label")
         values = _non_empty(frame[label])
@@ -350,7 +357,7 @@ def text_layout(paths) -> TextLayout:
             counts.append(sum(1 for line in read_text_file(file, None).split("\n") if line.strip()))
         except (InputError, OSError):
             continue
-    median = float(pd.Series(counts).median()) if counts else 0.0
+    median = float(statistics.median(counts)) if counts else 0.0
     total = round(sum(counts) * len(texts) / len(counts)) if counts else 0
     return TextLayout(len(texts), total, median, len(counts))
 
