@@ -55,8 +55,8 @@ MIN_LEVEL_PAIRS = 2            # a level's median needs at least two pairs (the 
 
 
 def calibrated_map_plot(state):
-    """The Anchors tab's calibrated map (`plots.CalibratedMapPlot`); pyqtgraph loads with it."""
-    from calibsim_gui.qt.plots import CalibratedMapPlot
+    """The Anchors tab's calibrated map (`calibrated_map_plot.CalibratedMapPlot`); pyqtgraph loads with it."""
+    from calibsim_gui.qt.calibrated_map_plot import CalibratedMapPlot
 
     return CalibratedMapPlot(state)
 
@@ -464,7 +464,7 @@ class AnchorEditor(QWidget):
 
     @property
     def calibrated_map(self):
-        """The calibrated map (`plots.CalibratedMapPlot`), made now if it was not shown yet."""
+        """The calibrated map (`calibrated_map_plot.CalibratedMapPlot`), made now if it was not shown yet."""
         return self.map_slot.content()
 
     def _update_preview(self) -> None:

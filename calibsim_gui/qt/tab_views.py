@@ -40,7 +40,7 @@ def results(window):
 
 
 def distributions(window):
-    from calibsim_gui.qt.plots import DistributionPlot
+    from calibsim_gui.qt.distribution_plot import DistributionPlot
 
     return DistributionPlot(window.state)
 
@@ -52,7 +52,7 @@ def agreement(window):
 
 
 def heatmap(window):
-    from calibsim_gui.qt.plots import HeatmapView
+    from calibsim_gui.qt.heatmap_view import HeatmapView
 
     return HeatmapView(window.state)
 

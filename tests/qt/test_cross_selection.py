@@ -10,7 +10,8 @@ from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.qt.plots import DistributionPlot, HeatmapView
+from calibsim_gui.qt.distribution_plot import DistributionPlot
+from calibsim_gui.qt.heatmap_view import HeatmapView
 from calibsim_gui.qt.results_view import ResultsView
 from calibsim_gui.qt.state import document_pair, pair_row
 from tests.fakes import FakeEmbedder
