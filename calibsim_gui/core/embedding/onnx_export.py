@@ -267,7 +267,7 @@ def quantize_int8(source, target) -> Path:
     Seven-bit weights keep CPUs without VNNI (AVX2 only) from saturating their u8 x s8 products;
     measured on STS-B test (benchmarks/precision.py) they lose less Spearman than 8-bit weights
     and run as fast. Static (calibrated, QDQ) quantisation and ONNX Runtime's transformer fusions
-    were measured too and were not faster on the CPU (docs/engines.md)."""
+    were measured too and were no faster on the CPU (README.md, "int8, measured")."""
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
