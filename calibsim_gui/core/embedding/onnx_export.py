@@ -264,9 +264,9 @@ def quantize_int8(source, target) -> Path:
     quantised per channel to QInt8 in 7 bits (``reduce_range``), activations quantised on the fly
     (``quantize_dynamic``). The same `source` always gives the same bytes.
 
-    Seven-bit weights keep CPUs without VNNI (AVX2 only) from saturating their u8 x s8 products;
-    measured on STS-B test (benchmarks/precision.py) they lose less Spearman than 8-bit weights
-    and run as fast. Static (calibrated, QDQ) quantisation and ONNX Runtime's transformer fusions
+    Seven-bit weights keep CPUs without VNNI (AVX2 only) from saturating their u8 x s8 products
+    (ONNX Runtime's advice); on STS-B test (benchmarks/precision.py) they run as fast as 8-bit
+    weights and lose no more Spearman. Static (calibrated, QDQ) quantisation and ONNX Runtime's transformer fusions
     were measured too and were no faster on the CPU (README.md, "int8, measured")."""
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
