@@ -19,7 +19,7 @@ from calibsim_gui.core.embedding.cache import cache_key
 from calibsim_gui.core.errors import ModelError
 from calibsim_gui.core.embedding.model_folders import ModelFingerprint, builtin_model_path
 from calibsim_gui.core.embedding.models import choose_engine, load_model
-from calibsim_gui.core.embedding.onnx_engine import ModuleStack, pool, read_module_stack
+from calibsim_gui.core.embedding.onnx_engine import INT8_RECIPE, ModuleStack, pool, read_module_stack
 from tests.conftest import DATA
 
 
@@ -105,6 +105,8 @@ def test_cache_keys_keep_engines_and_precisions_apart(fake_embedder):
     assert cache_key(fake_embedder, "") == bare + "+onnx"
     fake_embedder.precision = "int8"
     assert cache_key(fake_embedder, "") == bare + "+onnx+int8"
+    fake_embedder.quantisation = INT8_RECIPE                # an int8 graph says how it was quantised
+    assert cache_key(fake_embedder, "") == bare + f"+onnx+int8-{INT8_RECIPE}"
 
 
 # --------------------------------------------------------------------------- slow: the built-in model
@@ -167,7 +169,8 @@ def test_token_counts_and_spans_equal_torch(onnx_embedder, torch_embedder, stsb_
 @pytest.mark.slow
 def test_int8_stays_near_float32_under_its_own_cache_key(onnx_embedder, stsb_sentences):
     int8 = load_model(None, engine="onnx", precision="int8")
-    assert int8.precision == "int8" and int8.graph.name.startswith("model-int8-") and "int8" in int8.precision_note
+    assert int8.precision == "int8" and int8.graph.name.startswith(f"model-int8-{INT8_RECIPE}-")
+    assert "int8" in int8.precision_note and cache_key(int8, "").endswith(f"+int8-{INT8_RECIPE}")
     assert np.abs(int8.encode_batch(stsb_sentences) - onnx_embedder.encode_batch(stsb_sentences)).max() < 0.1
     keys = {cache_key(int8, ""), cache_key(onnx_embedder, ""), onnx_embedder.fingerprint.id}
     assert len(keys) == 3

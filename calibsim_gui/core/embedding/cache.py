@@ -43,7 +43,8 @@ _NEW_COLUMNS = {"norm": "REAL", "checksum": "BLOB"}
 
 def cache_key(embedder, prompt: str | None = None) -> str:
     """The model key of `embedder`'s vectors: its fingerprint id, plus its engine unless torch,
-    plus its precision unless float32, plus a digest of the prompt unless there is none.
+    plus its precision unless float32 (and its ``quantisation`` recipe if it says one), plus a
+    digest of the prompt unless there is none.
 
     Vectors of one model from different engines or precisions differ slightly, so they never
     share entries; neither do vectors of one text encoded with different prompts. torch float32
@@ -58,6 +59,8 @@ def cache_key(embedder, prompt: str | None = None) -> str:
         key += f"+{engine}"
     if precision != "float32":
         key += f"+{precision}"
+    if getattr(embedder, "quantisation", ""):
+        key += f"-{embedder.quantisation}"
     if prompt:
         key += "+prompt:" + hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return key

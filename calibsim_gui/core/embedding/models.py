@@ -23,6 +23,7 @@ from calibsim_gui.core.embedding.model_folders import (
     resolve_model,
 )
 from calibsim_gui.core.embedding.onnx_engine import (
+    INT8_RECIPE,
     ONNX_PRECISIONS,
     OnnxEmbedder,
     cached_graph,
@@ -191,10 +192,10 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
     note = f"float32 (ONNX Runtime; {unverified or 'equal to torch float32 within 1e-5'})"
     if precision == "int8":
         # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
-        source, graph = graph, cached_graph(fingerprint, f"int8-{file_sha256(graph)[:16]}")
+        source, graph = graph, cached_graph(fingerprint, f"int8-{INT8_RECIPE}-{file_sha256(graph)[:16]}")
         if not graph.is_file():
             quantize_int8(source, graph)
-        note = ("int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.06"
+        note = ("int8 (ONNX Runtime, dynamically quantised: faster, scores move by up to ~0.1"
                 + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
                         prompts=prompts)

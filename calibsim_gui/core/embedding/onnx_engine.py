@@ -38,6 +38,10 @@ from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings
 from calibsim_gui.core.errors import ModelError
 
 ONNX_PRECISIONS = ("float32", "int8")
+INT8_RECIPE = "w7pc"
+"""Names how `onnx_export.quantize_int8` quantises (weights in 7 bits, per channel; dynamic
+activations): part of the int8 graph's file name and of its vectors' cache key, so a graph or
+vectors made by an earlier recipe are never taken for this one's."""
 FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
 """Where a model folder may already hold its fp32 ONNX graph (token ids -> token embeddings)."""
 EXPORT_MANIFEST = "onnx/calibsim-export.json"
@@ -266,6 +270,8 @@ class OnnxEmbedder(PromptedEmbedder):
         ``"cpu"``.
     precision : str
         ``"float32"`` or ``"int8"`` (dynamically quantised weights and activations).
+    quantisation : str
+        `INT8_RECIPE` in int8, else ``""``: kept apart in the embedding cache.
     precision_note : str
     dimension : int
     max_seq_length : int or None
@@ -286,6 +292,7 @@ class OnnxEmbedder(PromptedEmbedder):
         self.info = info
         self.fingerprint = fingerprint
         self.precision = precision
+        self.quantisation = INT8_RECIPE if precision == "int8" else ""
         self.precision_note = precision_note
         self.prompts = choose_prompts(info) if prompts is None else prompts
         self.stack = read_module_stack(info.path) if stack is None else stack
