@@ -304,7 +304,7 @@ class ReferenceProfile:
         """Plain-language caveats about these references (and about using them in `precision`)."""
         out = []
         if precision is not None and precision != self.precision:
-            change = "~0.05" if "int8" in (precision, self.precision) else "~0.003"
+            change = "~0.1" if "int8" in (precision, self.precision) else "~0.003"
             out.append(f"the reference was built in {self.precision} but these scores were computed "
                        f"in {precision}: calibrated values can differ by {change} from a run in "
                        f"{self.precision}; use --precision {self.precision} (or rebuild the profile "
