@@ -9,4 +9,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from calibsim_gui.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    import sys
+
+    if getattr(sys, "frozen", False):       # a packaged app: let its child processes start (qt/child_process)
+        import multiprocessing
+
+        multiprocessing.freeze_support()
     raise SystemExit(main())

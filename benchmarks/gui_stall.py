@@ -106,13 +106,61 @@ def launch_times(warm_runs: int) -> dict:
             "evicted_mb": round(evicted_mb, 1), "torch_imported_before_window": torch_imported}
 
 
-class TickRecorder:
-    """Records the gaps between ticks of a fast GUI-thread timer."""
+def where(frame, package: str = "calibsim_gui") -> str:
+    """The innermost line of `frame`'s stack, and the innermost in `package` when that is another."""
+    inner, ours = frame, None
+    while frame is not None and ours is None:
+        if package in frame.f_code.co_filename:
+            ours = frame
+        frame = frame.f_back
 
-    def __init__(self, interval_ms: int = 5):
+    def line(f) -> str:
+        return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} {f.f_code.co_name}"
+    return line(inner) if ours in (None, inner) else f"{line(inner)} < {line(ours)}"
+
+
+class StackSampler:
+    """Every few ms, where the GUI thread and the other threads running Python are (``--where``):
+    a long gap between the probe's ticks is then explained by the samples taken during it."""
+
+    def __init__(self, interval_s: float = 0.005):
+        import threading
+
+        self.gui = threading.get_ident()
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, str, tuple[str, ...]]] = []
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        import threading
+
+        me = threading.get_ident()
+        while True:
+            frames = sys._current_frames()
+            gui = frames.pop(self.gui, None)
+            others = tuple(where(f) for ident, f in frames.items() if ident != me)
+            self.samples.append((time.perf_counter(), where(gui) if gui else "-", others))
+            time.sleep(self.interval_s)
+
+    def during(self, start: float, end: float, top: int = 3) -> dict:
+        """The most frequent GUI-thread and other-thread places sampled between `start` and `end`."""
+        from collections import Counter
+
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        gui = Counter(s[1] for s in inside)
+        others = Counter(o for s in inside for o in s[2] if "wait" not in o and "sleep" not in o)
+        return {"samples": len(inside), "gui": gui.most_common(top), "others": others.most_common(top)}
+
+
+class TickRecorder:
+    """Records the gaps between ticks of a fast GUI-thread timer (and, with a `sampler`, what ran
+    during the longest ones)."""
+
+    def __init__(self, interval_ms: int = 5, sampler: StackSampler | None = None):
         from PySide6.QtCore import QTimer
 
-        self.gaps: list[float] = []
+        self.gaps: list[tuple[float, float]] = []        # (seconds, time the gap ended)
+        self.sampler = sampler
         self.last = time.perf_counter()
         self.timer = QTimer()
         self.timer.setInterval(interval_ms)
@@ -120,7 +168,7 @@ class TickRecorder:
 
     def _tick(self) -> None:
         now = time.perf_counter()
-        self.gaps.append(now - self.last)
+        self.gaps.append((now - self.last, now))
         self.last = now
 
     def start(self) -> None:
@@ -130,10 +178,15 @@ class TickRecorder:
 
     def stop(self) -> dict:
         self.timer.stop()
-        gaps = sorted(self.gaps)
-        return {"ticks": len(gaps), "longest_gap_ms": round(1000 * gaps[-1], 1),
-                "p99_gap_ms": round(1000 * gaps[int(0.99 * (len(gaps) - 1))], 1),
-                "gaps_over_200ms": sum(g > 0.2 for g in gaps)}
+        gaps = sorted(g for g, _ in self.gaps)
+        result = {"ticks": len(gaps), "longest_gap_ms": round(1000 * gaps[-1], 1),
+                  "p99_gap_ms": round(1000 * gaps[int(0.99 * (len(gaps) - 1))], 1),
+                  "gaps_over_200ms": sum(g > 0.2 for g in gaps)}
+        if self.sampler is not None:
+            longest = sorted(self.gaps, reverse=True)[:5]
+            result["where"] = [{"gap_ms": round(1000 * g, 1), **self.sampler.during(end - g, end)}
+                               for g, end in longest if g > 0.05]
+        return result
 
 
 def busy_processes(n: int) -> list[subprocess.Popen]:
@@ -141,7 +194,7 @@ def busy_processes(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def stalls(n: int, pairs: int) -> dict:
+def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="calibsim-bench-config-")
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
@@ -173,7 +226,7 @@ def stalls(n: int, pairs: int) -> dict:
     texts = common.agnews_texts(n)
     common.write_pairs_csv(zip(texts[0::2], texts[1::2]), work / "pairs.csv")
     (work / "background.txt").write_text("\n".join(common.agnews_texts(n, offset=n)), encoding="utf-8")
-    recorder = TickRecorder()
+    recorder = TickRecorder(sampler=StackSampler() if sample else None)
     phases = {}
 
     def phase(name: str, start, done_signal=None, after_s: float = 0.0, **extra) -> None:
@@ -182,7 +235,7 @@ def stalls(n: int, pairs: int) -> dict:
         start()
         wait_for(done_signal, timeout_s=3600 if done_signal is not None else after_s)
         phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **recorder.stop()}
-        print(f"{name}:", phases[name], flush=True)
+        print(f"{name}:", json.dumps(phases[name], indent=1), flush=True)
 
     phase("scoring run", lambda: window.open_inputs([work / "pairs.csv"]), window.results_shown,
           texts=len(texts))
@@ -203,10 +256,15 @@ def stalls(n: int, pairs: int) -> dict:
     return phases
 
 
+def options(parser) -> None:
+    parser.add_argument("--load", type=int, default=0, help="busy processes beside the app")
+    parser.add_argument("--where", action="store_true",
+                        help="sample the threads' stacks and say what ran during the longest gaps")
+
+
 def main() -> None:
     args = common.arguments(__doc__, quick_help="50 sentences each, 1,000 background pairs, one warm launch",
-                            extend=lambda parser: parser.add_argument(
-                                "--load", type=int, default=0, help="busy processes beside the app"))
+                            extend=options)
     load = args.load
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     busy = busy_processes(load)
@@ -215,7 +273,7 @@ def main() -> None:
         common.print_table([{"launch": "cold", "seconds": times["cold_s"]},
                             {"launch": "warm (median)", "seconds": times["warm_median_s"]}])
         print(f"torch imported before the window was shown: {times['torch_imported_before_window']}")
-        phases = stalls(*((50, 1000) if args.quick else (10_000, 20_000)))
+        phases = stalls(*((50, 1000) if args.quick else (10_000, 20_000)), sample=args.where)
     finally:
         for process in busy:
             process.kill()

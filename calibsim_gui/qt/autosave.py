@@ -8,13 +8,17 @@ cut); the window then offers to restore it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
 from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.qt.workers import TaskRunner
 
 AUTOSAVE_DELAY_MS = 2000          # a killed session loses at most the last ~2 s of changes
 
@@ -32,17 +36,28 @@ def autosave_path() -> Path:
 class Autosaver(QObject):
     """Writes `window.current_project()` (atomically) a moment after the state, the anchor ladder
     being edited, the layout of the tabs or a tab's view choices (its optional
-    ``view_state_changed`` signal) change."""
+    ``view_state_changed`` signal) change.
+
+    The timer's saves take the project on the GUI thread and serialise and write it in a worker
+    (with the pure-Python JSON encoder, which lets the GUI thread run between its chunks), one
+    write at a time and never an older project after a newer one; `save_now` writes at once.
+    """
 
     def __init__(self, window):
         super().__init__(window)
         self.window = window
         self.path = autosave_path()
-        self._last = None
+        self._last = None                   # the text last written
+        self._lock = threading.Lock()       # one write (or discard) at a time
+        self._numbers = itertools.count(1)  # projects in the order they were taken
+        self._written = 0                   # the number of the project last written
+        self._epoch = 0                     # a discard makes the writes of earlier projects void
+        self.runner = TaskRunner("autosaving", self)
+        self.runner.failed.connect(self._failed)
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.setInterval(AUTOSAVE_DELAY_MS)
-        self.timer.timeout.connect(self.save_now)
+        self.timer.timeout.connect(self.save_in_background)
         state = window.state
         for signal in (state.model_changed, state.profile_changed, state.input_changed, state.view_changed,
                        state.human_changed, window.anchors.model.ladder_changed, window.panels.changed):
@@ -56,23 +71,44 @@ class Autosaver(QObject):
         if hasattr(widget, "view_state_changed"):
             widget.view_state_changed.connect(self.timer.start)
 
-    def save_now(self) -> None:
-        """Write the project now if it holds anything worth restoring (an input, anchor edits,
-        a human calibration)."""
-        self.timer.stop()
+    def _project(self):
+        """The project to save (taken on the GUI thread), or None when it holds nothing worth
+        restoring (no input, anchor edits or human calibration)."""
         project = self.window.current_project()
         if not project.inputs and "anchor_edits" not in project.settings and project.human is None:
-            return
+            return None
         project.settings["saved_as"] = self.window.project_path
-        text = json.dumps(project.to_dict(self.path.parent.resolve()), sort_keys=True)
-        if text != self._last:
+        return project
+
+    def save_now(self) -> None:
+        """Write the project now (on this thread)."""
+        self.timer.stop()
+        project = self._project()
+        if project is not None:
             try:
-                project.save(self.path)
-            except (OSError, CalibsimError) as exc:      # e.g. a full disk: say so, keep working
-                self.window.status_label.setText(f"Autosave failed ({exc}); save the project "
-                                                 "(File ▸ Save project) to keep this session.")
-                return
-            self._last = text
+                self._write(project, next(self._numbers), self._epoch)
+            except (OSError, CalibsimError) as exc:
+                self._failed(str(exc))
+
+    def save_in_background(self) -> None:
+        """Take the project now; serialise and write it in the worker."""
+        self.timer.stop()
+        project = self._project()
+        if project is not None:
+            self.runner.start(self._write, project, next(self._numbers), self._epoch)
+
+    def _write(self, project, number: int, epoch: int, **_task) -> None:
+        text = "".join(json.JSONEncoder(sort_keys=True).iterencode(project.to_dict(self.path.parent.resolve())))
+        with self._lock:
+            if epoch != self._epoch or number < self._written or text == self._last:
+                return                      # discarded since, a newer project is written, or unchanged
+            write_text_atomic(self.path, text)
+            self._last, self._written = text, number
+
+    def _failed(self, message: str) -> None:    # e.g. a full disk: say so, keep working
+        message = message.split("\n\n")[0]          # a bug's traceback is not for the status line
+        self.window.status_label.setText(f"Autosave failed ({message}); save the project "
+                                         "(File ▸ Save project) to keep this session.")
 
     def pending(self):
         """The project a previous session left behind, or None (a damaged one is discarded)."""
@@ -87,8 +123,11 @@ class Autosaver(QObject):
             return None
 
     def discard(self) -> None:
-        """The session ended normally (or the user declined to restore): forget the autosave."""
+        """The session ended normally (or the user declined to restore): forget the autosave
+        (a write still in the worker is dropped)."""
         self.timer.stop()
-        self._last = None
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        with self._lock:
+            self._epoch += 1
+            self._last = None
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()

@@ -11,22 +11,25 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
+from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.qt.child_process import child_process
 
 
 def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop,
                   sources=None):
-    """Build the report and write it (plus its figures when asked); returns the files written.
+    """Build the report here (a worker thread), then draw and write it (plus its figures when
+    asked) in the app's child process, which never holds the window's interpreter lock; returns
+    the files written.
 
     `sources` (`RunSources`) names the profile file, human calibration and input columns used."""
     from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
 
     report = reports.build_report(results, profile, metric=metric, form=form, sources=sources)
-    written = [reports.write_report(report, path, force=force, inputs=report.input_files,
-                                    progress=progress, should_stop=should_stop)]
-    if figures:
-        written += reports.write_figures(report, path, force=force)
-    return written
+    if should_stop():
+        raise Cancelled("export stopped; nothing was written")
+    return child_process().run(reports.write_report_files, report, path, figures=figures, force=force,
+                               progress=progress, should_stop=should_stop)
 
 
 class ExportFlow(QObject):
@@ -52,6 +55,7 @@ class ExportFlow(QObject):
                               forms=state.forms(), metric=state.metric, form=state.form,
                               figures=self.settings.value("export/figures", False, type=bool), parent=self.window,
                               anchors=profile.anchors)
+        child_process().warm_up()            # the child imports matplotlib while the user chooses
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.window.start_export(**dialog.options())
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
+from calibsim_gui.qt.child_process import run_in_child
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -44,12 +45,6 @@ class LogAxis(pg.AxisItem):
         kept = (1, 2, 5) if length / max(high - low, 1e-9) >= 4 * line else (1,)
         mantissas = [round(10 ** (v - np.floor(v))) for v in values]
         return [text if (1 if m == 10 else m) in kept else "" for text, m in zip(strings, mantissas)]
-
-
-def _diagnose(profile, *, progress, should_stop):
-    from calibsim_gui.core.geometry.space import profile_space
-
-    return profile_space(profile, progress=progress, should_stop=should_stop)
 
 
 def _diagnose_labelled(profile, embedder, paths, *, progress, should_stop):
@@ -166,7 +161,10 @@ class SpaceView(QWidget):
                 spectrum_curve.clear()
             return
         self.summary.setText("Diagnosing the background sample…")
-        self.runner.start(_diagnose, profile)
+        from calibsim_gui.core.geometry.space import profile_space  # not needed to show the window
+
+        # in the child process: numpy's eigen-decompositions hold the interpreter lock throughout
+        self.runner.start(run_in_child, profile_space, profile)
 
     def _choose_labelled_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Documents to diagnose, one label per file")

@@ -117,6 +117,31 @@ def test_export_failure_is_shown_and_leaves_nothing(scored_window, qtbot, tmp_pa
     assert blocker.read_text() == "a file where a folder should be"
 
 
+def test_export_progress_from_the_report_process_reaches_the_window(scored_window, qtbot, tmp_path):
+    out = tmp_path / "report.html"
+    messages = []
+    scored_window.export_runner.progress.connect(lambda done, total, message: messages.append(message))
+    with qtbot.waitSignal(scored_window.export_runner.finished, timeout=120_000) as finished:
+        scored_window.start_export(path=str(out), metric="cosine", form="calibrated", figures=True,
+                                   force=False)
+    assert messages[:2] == ["writing report.html", "drawing figures"] and messages[-1] == "wrote report.html"
+    assert finished.args[0][0] == out and "<html" in out.read_text().lower()
+
+
+def test_a_stopped_export_in_the_report_process_writes_nothing(scored_window, tmp_path):
+    from calibsim_gui.core import reports
+    from calibsim_gui.core.errors import Cancelled
+    from calibsim_gui.qt.child_process import child_process
+
+    report = reports.build_report(scored_window.state.results, scored_window.state.profile)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(Cancelled, match="nothing was written"):
+        child_process().run(reports.write_report_files, report, out / "report.pdf", figures=True,
+                            progress=lambda *_: None, should_stop=lambda: True)
+    assert list(out.iterdir()) == []                          # no report, no figure, no temporary
+
+
 def test_export_without_results_says_what_to_do(window, monkeypatch):
     shown = []
     monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))

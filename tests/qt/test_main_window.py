@@ -1,11 +1,14 @@
 """The main window driven like a user would, with the fake embedder standing in for the model."""
 
+from pathlib import Path
+
 import pandas as pd
 from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.analysis.project import Project
 from calibsim_gui.core.embedding import models
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
@@ -179,7 +182,8 @@ def test_a_killed_session_is_offered_back_and_restored(qtbot, monkeypatch, pairs
     with qtbot.waitSignal(first.results_shown, timeout=120_000):
         first.open_inputs([pairs_csv])
     first.state.set_view(metric="euclidean")
-    qtbot.waitUntil(lambda: first.autosaver.path.exists(), timeout=120_000)    # within seconds
+    path = first.autosaver.path          # written within seconds of the last change (an earlier one may be)
+    qtbot.waitUntil(lambda: path.exists() and '"euclidean"' in path.read_text(), timeout=120_000)
     expected = first.state.results.frame
     # the process dies: no closeEvent, the autosave stays
     assert wait_for_workers(WORKERS_END_MS)
@@ -198,6 +202,18 @@ def test_a_killed_session_is_offered_back_and_restored(qtbot, monkeypatch, pairs
     assert wait_for_workers(WORKERS_END_MS)
     for w in (first, second):
         w.deleteLater()
+
+
+def test_a_normal_close_forgets_the_autosave_even_while_the_worker_writes_it(window, qtbot, pairs_csv):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    window.autosaver.save_in_background()         # what the timer does: written in the worker
+    window.autosaver.discard()                    # the window closes before or after it is written
+    assert wait_for_workers(WORKERS_END_MS)
+    assert not window.autosaver.path.exists()     # no restore offered at the next start
+    window.autosaver.save_in_background()         # a later change is autosaved again
+    qtbot.waitUntil(window.autosaver.path.exists, timeout=120_000)
+    assert Path(Project.load(window.autosaver.path).inputs[0].path).name == pairs_csv.name
 
 
 def test_declining_the_restore_forgets_it(window, qtbot, pairs_csv):

@@ -29,7 +29,7 @@ from calibsim_gui.core.reports.content import Report, build_report
 from calibsim_gui.core.reports.reproduce import anchors_path
 
 __all__ = ["FIGURE_FORMATS", "REPORT_FORMATS", "Report", "build_report", "figure_paths",
-           "write_figures", "write_report"]
+           "write_figures", "write_report", "write_report_files"]
 
 
 def _no_progress(done: int, total: int, message: str) -> None:
@@ -119,3 +119,11 @@ def write_figures(report: Report, path, *, force: bool = False) -> list[Path]:
             else:
                 tmp.write_bytes(figure.png)
     return [t for _, t in targets]
+
+
+def write_report_files(report: Report, path, *, figures: bool, force: bool = False, progress=None,
+                       should_stop=None) -> list[Path]:
+    """`write_report`, then (`figures`) `write_figures` beside it; returns the files written."""
+    written = [write_report(report, path, force=force, inputs=report.input_files, progress=progress,
+                            should_stop=should_stop)]
+    return written + (write_figures(report, path, force=force) if figures else [])
