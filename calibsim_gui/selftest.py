@@ -215,7 +215,25 @@ CORE_STEPS = (
          needs=("built-in resources", "built-in reference profile")),
     Step("write reports", write_reports, needs=("score the demo pairs",)),
 )
-STEPS = CORE_STEPS + (Step("open and close the main window offscreen", open_main_window),)
+def draw_in_child_process(ctx: Context) -> str:
+    """The app draws and writes reports in a child process (`qt.child_process`): it must start
+    (a packaged app's spawned child included) and write a report with its figures."""
+    from calibsim_gui.core.reports import build_report, write_report_files
+    from calibsim_gui.qt.child_process import run_in_child
+
+    report = build_report(ctx.values["scored"], ctx.values["profile"])
+    written = run_in_child(write_report_files, report, ctx.folder / "child-process.html", figures=True,
+                           progress=lambda *_: None, should_stop=lambda: False)
+    empty = [p.name for p in written if p.stat().st_size == 0]
+    if len(written) < 2 or empty:
+        raise RuntimeError(f"the child process wrote {[p.name for p in written]} (empty: {empty})")
+    return f"{len(written)} files ({', '.join(p.name for p in written)})"
+
+
+STEPS = CORE_STEPS + (
+    Step("draw a report in the app's child process", draw_in_child_process, needs=("write reports",)),
+    Step("open and close the main window offscreen", open_main_window),
+)
 
 
 # --------------------------------------------------------------------------- running
