@@ -65,15 +65,16 @@ def test_no_module_imports_another_modules_private_names():
 
 
 def test_rooms_stay_small():
-    """README "For developers": core modules up to 600 lines, the main window up to 500 (it is
-    wiring), each command-line module up to 300."""
+    """README "For developers": core modules up to 600 lines, other window modules up to 650, the
+    main window up to 500 (it is wiring), each command-line module up to 300."""
     from pathlib import Path
 
     import calibsim_gui
 
     root = Path(calibsim_gui.__file__).parent
     limits = [(path, 600) for path in (root / "core").rglob("*.py")]
-    limits += [(path, 300) for path in (root / "cli").glob("*.py")] + [(root / "qt" / "main_window.py", 500)]
+    limits += [(path, 500 if path.name == "main_window.py" else 650) for path in (root / "qt").glob("*.py")]
+    limits += [(path, 300) for path in (root / "cli").glob("*.py")]
     too_big = {str(path.relative_to(root)): n for path, limit in limits
                if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit}
     assert too_big == {}
