@@ -74,13 +74,18 @@ def test_a_heatmap_click_selects_the_pair_in_results_and_distributions(qtbot, st
     assert {heatmap.mark.rect().x(), heatmap.mark.rect().y()} == {where[c], where[d]}
 
 
-def test_a_heatmap_pair_is_marked_on_the_map(window, qtbot, tmp_path):
+def open_documents_with_map(window, qtbot, tmp_path):
+    """TEXTS opened as a document set, its text map drawn."""
     docs = tmp_path / "docs.txt"
     docs.write_text("\n".join(TEXTS))
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([docs], per_file=False)
     window.tabs.setCurrentWidget(window.map)
     qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=120_000)
+
+
+def test_a_heatmap_pair_is_marked_on_the_map(window, qtbot, tmp_path):
+    open_documents_with_map(window, qtbot, tmp_path)
     heatmap = window.heatmap
     window.tabs.setCurrentWidget(heatmap)
     heatmap.select_cell(0, 3)
@@ -104,12 +109,7 @@ def test_a_hit_text_finds_its_document_pair(state, matrix):
 
 
 def test_a_heatmap_table_row_selects_its_pair_in_results_and_on_the_map(window, qtbot, tmp_path):
-    docs = tmp_path / "docs.txt"
-    docs.write_text("\n".join(TEXTS))
-    with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.open_inputs([docs], per_file=False)
-    window.tabs.setCurrentWidget(window.map)
-    qtbot.waitUntil(lambda: window.map.text_map is not None, timeout=120_000)
+    open_documents_with_map(window, qtbot, tmp_path)
     heatmap, state = window.heatmap, window.state
     window.tabs.setCurrentWidget(heatmap)
     table = heatmap.documents
