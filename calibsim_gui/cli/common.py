@@ -153,17 +153,16 @@ def check_outputs(args, inputs) -> None:
 def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:
     """Write --out (format by extension) and, with --figures, the figures beside it; `sources`
     (`reports.reproduce.RunSources`) names the files the result was made with (default: --profile)."""
-    from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_figures, write_report
+    from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_report_files
     from calibsim_gui.core.reports.reproduce import RunSources
 
     if sources is None:
         sources = RunSources(profile_file=getattr(args, "profile", None))
     report = build_report(result, profile, metric=metric, form=form, sources=sources)
-    written = write_report(report, args.out, force=args.force, inputs=inputs,
-                           keep_formulas=args.keep_formulas)
+    written, *figures = write_report_files(report, args.out, figures=args.figures, force=args.force,
+                                           inputs=inputs, keep_formulas=args.keep_formulas)
     extra = f" and {sidecar_path(written)}" if written.suffix.lower() in TABLE_SUFFIXES else ""
     print(f"wrote {written}{extra}")
-    if args.figures:
-        for path in write_figures(report, written, force=args.force):
-            print(f"wrote {path}")
+    for path in figures:
+        print(f"wrote {path}")
     return 0

@@ -1,7 +1,8 @@
 """Calibrated reports: one `Report`, written as HTML, PDF, XLSX, JSON, CSV/TSV, or figures alone.
 
-The GUI's Export dialog and the CLI's ``--out`` both call `write_report`; every file is written
-to a temporary name and renamed into place, so a failure never leaves half a report.
+Every report the app or the CLI writes (File ▸ Export, the Search tab's Export, ``--out``) goes
+through `write_report_files`; every file is written to a temporary name and renamed into place,
+so a failure never leaves half a report.
 
 May import every other package of `calibsim_gui.core` (reports are the top layer).
 """
@@ -122,8 +123,10 @@ def write_figures(report: Report, path, *, force: bool = False) -> list[Path]:
 
 
 def write_report_files(report: Report, path, *, figures: bool, force: bool = False, progress=None,
-                       should_stop=None) -> list[Path]:
-    """`write_report`, then (`figures`) `write_figures` beside it; returns the files written."""
-    written = [write_report(report, path, force=force, inputs=report.input_files, progress=progress,
-                            should_stop=should_stop)]
-    return written + (write_figures(report, path, force=force) if figures else [])
+                       should_stop=None, inputs=None, keep_formulas: bool = False) -> list[Path]:
+    """`write_report`, then (`figures`) `write_figures` beside it; returns the files written, the
+    report first. `inputs` (default: the report's input files) are never replaced."""
+    written = write_report(report, path, force=force, progress=progress, should_stop=should_stop,
+                           inputs=report.input_files if inputs is None else inputs,
+                           keep_formulas=keep_formulas)
+    return [written, *(write_figures(report, written, force=force) if figures else [])]
