@@ -1,5 +1,8 @@
 """File ▸ Export report: ask where and how, then write the report in the export runner.
 
+`export_report` is also the Search tab's export: every report the window writes is drawn and
+written in the app's child process by `reports.write_report_files`.
+
 The reports' modules (pandas, the writers) load with the first export, not with the window.
 """
 
@@ -30,6 +33,12 @@ def export_report(results, profile, *, path, metric, form, figures, force, progr
         raise Cancelled("export stopped; nothing was written")
     return child_process().run(reports.write_report_files, report, path, figures=figures, force=force,
                                progress=progress, should_stop=should_stop)
+
+
+def exported_message(written) -> str:
+    """What the window says once `export_report` wrote `written` (the report first)."""
+    extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
+    return f"Exported {written[0]}{extra}"
 
 
 class ExportFlow(QObject):
@@ -80,5 +89,4 @@ class ExportFlow(QObject):
                                         sources=self.window.session.run_sources())
 
     def exported(self, written) -> None:
-        extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
-        self.window.status_label.setText(f"Exported {written[0]}{extra}")
+        self.window.status_label.setText(exported_message(written))

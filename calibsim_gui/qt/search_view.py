@@ -3,8 +3,8 @@
 Queries are files or folders (chosen or dropped) or a typed query; the corpus is files or
 folders, or else the current input's texts. The search runs `core.search.search` in a
 `TaskRunner` with progress and Cancel, and the hits fill a table that the Export dialog writes
-as any report. Choosing a hit selects it in `AppState` (Results row, Map points) when its texts
-are in the current input.
+as any report (`export_flow.export_report`, in the app's child process). Choosing a hit selects
+it in `AppState` (Results row, Map points) when its texts are in the current input.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.qt.child_process import child_process
+from calibsim_gui.qt.export_flow import export_report, exported_message
 from calibsim_gui.qt.messages import SEARCH_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -66,14 +68,6 @@ def run_search(query_paths, corpus_paths, embedder, profile, *, top_k: int, metr
     return search(queries, corpus, embedder, profile, metric=metric, top_k=top_k, geometry=geometry,
                   cache=cache, progress=thousandths, should_stop=should_stop,
                   memory_budget=memory_budget)
-
-
-def export_search(hits, profile, *, path, metric, form, figures, force, progress, should_stop):
-    from calibsim_gui.core.reports import build_report, write_figures, write_report
-
-    report = build_report(hits, profile, metric=metric, form=form)
-    written = write_report(report, path, force=force, progress=progress, should_stop=should_stop)
-    return [written, *(write_figures(report, written, force=force) if figures else [])]
 
 
 class PathList(QListWidget):
@@ -253,7 +247,7 @@ class SearchView(QWidget):
         self.runner.failed.connect(self._failed)
         self.runner.cancelled.connect(lambda: self._done("Search cancelled."))
         self.runner.busy.connect(self._update_buttons)
-        self.export_runner.finished.connect(lambda written: self.message.setText(f"Exported {written[0]}"))
+        self.export_runner.finished.connect(lambda written: self.message.setText(exported_message(written)))
         self.export_runner.failed.connect(self._failed)
         self.export_runner.busy.connect(self._update_buttons)
         state.model_changed.connect(self._update_buttons)
@@ -394,10 +388,14 @@ class SearchView(QWidget):
         stem = Path(self.queries.paths()[0]).stem if self.queries.count() else "search"
         folder = Path(report_folder(QSettings()))
         dialog = ExportDialog(default_path=str(folder / f"{stem}-search.html"), metrics=[metric],
-                              forms=["calibrated"], metric=metric, form="calibrated", parent=self)
+                              forms=["calibrated"], metric=metric, form="calibrated", parent=self,
+                              anchors=self.hits_profile.anchors)
+        child_process().warm_up()            # the child imports matplotlib while the user chooses
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.start_export(**dialog.options())
 
     def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
-        self.export_runner.start(export_search, self.hits, self.hits_profile, path=path, metric=metric,
+        """Write the hits as File ▸ Export writes results: drawn and written in the app's child
+        process, with progress and Cancel in the status bar."""
+        self.export_runner.start(export_report, self.hits, self.hits_profile, path=path, metric=metric,
                                  form=form, figures=figures, force=force)

@@ -57,9 +57,42 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
     view.grab().save("/tmp/search_tab.png")
 
     out = tmp_path / "hits.html"
+    messages = []
+    view.export_runner.progress.connect(lambda done, total, message: messages.append(message))
     with qtbot.waitSignal(view.export_runner.finished, timeout=120_000):
-        view.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
+        view.start_export(path=str(out), metric="cosine", form="calibrated", figures=True, force=False)
     assert "NOT comparable across queries" in out.read_text()
+    figures = sorted(p.name for p in tmp_path.glob("hits-*"))
+    assert figures and all(name.endswith((".png", ".svg")) for name in figures)
+    # written as File > Export writes: the child process's progress, the same closing message
+    assert messages[:2] == ["writing hits.html", "drawing figures"] and messages[-1] == "wrote hits.html"
+    assert view.message.text() == f"Exported {out} and {len(figures)} figure files"
+
+
+def test_search_export_never_replaces_its_inputs_and_names_a_file_it_cannot_write(window, qtbot,
+                                                                                  search_files, tmp_path):
+    from calibsim_gui.qt.search_view import run_search
+
+    queries, _, texts = search_files
+    corpus = tmp_path / "corpus.csv"                 # a table the user may pick as the report's name
+    pd.DataFrame({"text": texts}).to_csv(corpus, index=False)
+    view = window.search
+    state = window.state
+    view.hits = run_search([queries], [corpus], state.embedder, state.profile, top_k=3, metric="cosine",
+                           geometry="none", cache=None, memory_budget=None, progress=lambda *a: None,
+                           should_stop=lambda: False)
+    view.hits_profile = state.profile
+    before = corpus.read_bytes()
+    with qtbot.waitSignal(view.export_runner.failed, timeout=120_000):
+        view.start_export(path=str(corpus), metric="cosine", form="calibrated", figures=False, force=True)
+    assert f"would overwrite the input {corpus}" in view.message.text() and corpus.read_bytes() == before
+    taken = tmp_path / "taken.json"
+    taken.mkdir()                        # a folder where the file goes: the rename fails, even as root
+    with qtbot.waitSignal(view.export_runner.failed, timeout=120_000):
+        view.start_export(path=str(taken), metric="cosine", form="calibrated", figures=False, force=True)
+    assert view.message.text().startswith(f"{taken}: could not write the file")
+    assert "Fix: a folder has that name; choose another output name" in view.message.text()
+    assert list(taken.iterdir()) == [] and not list(tmp_path.glob(".taken*"))    # no temporary left
 
 
 def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_files, monkeypatch):
