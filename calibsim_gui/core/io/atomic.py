@@ -100,6 +100,8 @@ def _target_of(exc: OSError, targets: list[Path], temporaries: list[Path]) -> Pa
 
 
 def _temporary(target: Path) -> Path:
+    if target.is_dir() and not target.is_symlink():   # else `_backup` would move the folder aside
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
