@@ -38,6 +38,11 @@ Targets: first run >= 8x, later float32 >= 10x, later int8 >= 15x the notebook w
 given in wall time and in CPU time (user + sys of the process and its children): the machine is
 shared, and the CPU ratio is the robust one under load (wall time follows the other jobs).
 ``--only`` writes ``first_run_<case>.json``, so a partial run keeps the full run's figures.
+Measured 2026-11-26 14:04-14:17 UTC, ``--only full --runs 1``, load 5.0-5.9 on the 2 cores: notebook
+way 571.5 s wall / 433.7 s CPU; first run 35.6 / 27.6 s (16.0x wall, 15.7x CPU); later float32
+45.4 / 25.0 s (12.6x, 17.4x); later int8 28.4 / 18.5 s (20.2x, 23.4x). All targets met at that load,
+but the notebook way's one-sentence torch calls suffer far more from load than calibsim's batches
+(the issue's quiet run: 83.5 s wall), so these ratios overstate a quiet machine's: rerun it quiet.
 
     .venv/bin/python benchmarks/first_run.py [--quick] [--runs N] [--only score|window|full]
 """
