@@ -207,17 +207,17 @@ def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     window = MainWindow()
     window.show()
 
-    def wait_for(signal=None, timeout_s=3600):
-        """Run the event loop until `signal` fires (or for `timeout_s` seconds when None)."""
+    def wait_for(*signals, timeout_s=3600):
+        """Run the event loop until one of `signals` fires (or for `timeout_s` seconds)."""
         loop = QEventLoop()
         timer = QTimer(window, singleShot=True, interval=int(timeout_s * 1000))
         timer.timeout.connect(loop.quit)
-        if signal is not None:
+        for signal in signals:
             signal.connect(loop.quit)
         timer.start()
         loop.exec()
         timer.stop()
-        if signal is not None:
+        for signal in signals:
             signal.disconnect(loop.quit)
 
     while window.state.profile is None:           # the model loads, then its reference
@@ -229,28 +229,37 @@ def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     recorder = TickRecorder(sampler=StackSampler() if sample else None)
     phases = {}
 
-    def phase(name: str, start, done_signal=None, after_s: float = 0.0, **extra) -> None:
+    def phase(name: str, start, done_signal=None, after_s: float = 0.0, runner=None, **extra) -> None:
+        """Ticks while `start()` runs until `done_signal` (or for `after_s`); a failure of
+        `runner`'s task ends the benchmark with its message, not with a wait for the hour."""
+        failures = []
+        if runner is not None:
+            runner.failed.connect(failures.append)
         recorder.start()
         started = time.perf_counter()
         start()
-        wait_for(done_signal, timeout_s=3600 if done_signal is not None else after_s)
+        ends = [] if done_signal is None else [done_signal] + ([runner.failed] if runner is not None else [])
+        wait_for(*ends, timeout_s=3600 if ends else after_s)
+        if failures:
+            raise RuntimeError(f"{name} failed: {failures[0]}")
         phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **recorder.stop()}
         print(f"{name}:", json.dumps(phases[name], indent=1), flush=True)
 
     phase("scoring run", lambda: window.open_inputs([work / "pairs.csv"]), window.results_shown,
-          texts=len(texts))
+          runner=window.score_runner, texts=len(texts))
     phase("after the run", lambda: None, after_s=3.0)
     engine = window.models.engine_combo
     engine.setCurrentIndex(engine.findData("torch"))
-    phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed)
+    phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed,
+          runner=window.model_runner)
     phase("after the engine switch", lambda: None, after_s=10.0)
     report = work / "report.html"
     phase("first export", lambda: window.start_export(path=str(report), metric="cosine", form="calibrated",
                                                       figures=True, force=True),
-          window.export_runner.finished)
+          window.export_runner.finished, runner=window.export_runner)
     documents = load_documents(work / "background.txt")
     phase("background build", lambda: window.build_background(documents, pairs, 0),
-          window.state.profile_changed, sentences=len(documents.texts))
+          window.state.profile_changed, runner=window.profile_runner, sentences=len(documents.texts))
     window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
     window.close()
     return phases

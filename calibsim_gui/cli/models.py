@@ -9,14 +9,27 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", action="store_true", help="also list devices and their availability")
     p.add_argument("--prepare", action="store_true",
                    help="prepare the fast (ONNX) engine of the built-in model, and of each --folder, now "
-                        "(exported and checked once, so the first score is as fast as the tenth)")
+                        "(exported and checked once), and the built-in reference and language detection "
+                        "in the cache folder, so the first score is as fast as the tenth")
+
+
+def first_run_caches(embedder) -> None:
+    """Fill the cache folder with what a first score computes once: the built-in reference
+    profile's checked copy and the language detector's uncompressed model."""
+    from calibsim_gui.core.calibration.profile_builder import default_profile
+    from calibsim_gui.core.embedding.languages import prepare_detector
+
+    default_profile(embedder)
+    prepare_detector()
 
 
 def prepare(folders) -> int:
     """Export and check the ONNX graph of the built-in model and of each folder (once: later loads
-    reuse it), saying what it did; 2 if a model's fast engine cannot be prepared."""
+    reuse it), and fill the first run's caches; say what it did; 2 if a model's fast engine
+    cannot be prepared."""
     import time
 
+    from calibsim_gui.core.embedding.folder_checks import check_model_folder
     from calibsim_gui.core.embedding.model_folders import resolve_model
     from calibsim_gui.core.embedding.models import load_onnx_model
     from calibsim_gui.core.errors import ModelError
@@ -26,7 +39,10 @@ def prepare(folders) -> int:
         start = time.perf_counter()
         try:
             info = resolve_model(spec)
+            check_model_folder(info)            # as every load does: its passing is remembered
             embedder = load_onnx_model(info)
+            if spec is None:
+                first_run_caches(embedder)
         except ModelError as exc:
             print(f"{spec or 'the built-in model'}: the fast engine is not available ({exc}); "
                   "scoring will use torch.")

@@ -7,7 +7,8 @@ they ran in a worker thread: pauses of seconds on a busy machine. One long-lived
 instead; a worker thread of `workers.TaskRunner` waits for it, so the task contract stays the
 same. The child's progress comes back through a queue; a stop request is a run number that the
 child's ``should_stop()`` compares with its own; its errors (a `WriteError` naming the file and
-the fix) are raised here unchanged. This module imports no Qt: the child imports it.
+the fix) are raised here unchanged. The child ends with the app, even when the app is killed or
+crashes. This module imports no Qt: the child imports it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import multiprocessing
+import multiprocessing.connection
+import os
 import queue
 import threading
 from concurrent.futures.process import BrokenProcessPool
@@ -29,6 +32,14 @@ _channels = None                 # in the child: (progress queue, stop number)
 def _attach(progress_queue, stop_number) -> None:
     global _channels
     _channels = (progress_queue, stop_number)
+    threading.Thread(target=_end_with_parent, name="ends with the app", daemon=True).start()
+
+
+def _end_with_parent() -> None:
+    """Exit once the app has ended: the executor's queues have both ends open in the child, so
+    without this a killed or crashed app would leave the child waiting for work forever."""
+    multiprocessing.connection.wait([multiprocessing.parent_process().sentinel])
+    os._exit(0)
 
 
 def _warm_up() -> None:

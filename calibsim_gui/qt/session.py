@@ -45,12 +45,26 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
     return embedder
 
 
+def import_input_views() -> None:
+    """Import the modules of the views a read input opens (Results, Distributions; with them
+    pyqtgraph, about half a second): done by the reading worker, so the window, which builds
+    those views next, does not pause for the import (#29)."""
+    from calibsim_gui.qt import distribution_plot, results_view  # noqa: F401
+
+
 def read_pairs_or_columns(path, options, budget, *, progress, should_stop):
     """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user."""
+    import_input_views()
     try:
         return inputs.load_pairs(path, memory_budget=budget, **options)
     except ColumnsNotFound as problem:
         return problem
+
+
+def read_document_files(paths, options, budget, *, progress, should_stop):
+    """`load_documents` of `paths`, after `import_input_views`."""
+    import_input_views()
+    return load_documents(paths, memory_budget=budget, **options)
 
 
 class Session(QObject):
@@ -324,8 +338,7 @@ class Session(QObject):
     def read_documents(self, paths: list[str], options: dict) -> None:
         self.incoming_input = {"paths": paths, "kind": "documents", "options": options}
         budget = self.window.memory_budget()
-        self.window.input_runner.start(lambda progress, should_stop: load_documents(
-            paths, memory_budget=budget, **options))
+        self.window.input_runner.start(read_document_files, paths, options, budget)
 
     def input_read(self, value) -> None:
         if isinstance(value, ColumnsNotFound):
@@ -395,9 +408,10 @@ class Session(QObject):
         self.state.set_results(results)
 
     def update_results_hint(self, _busy: bool = False) -> None:
-        """The Results placeholder says what happens: scoring a file, or what to drop."""
+        """The Results placeholder says what happens: scoring a file, or what to drop (a view not
+        built yet is told when it is built)."""
         window = self.window
-        hint = getattr(window.results, "hint", None)
+        hint = getattr(window.panels.view("results", build=False), "hint", None)
         if hint is None:
             return
         if window.score_runner.running and self.scoring_name:

@@ -458,13 +458,19 @@ def test_a_labelled_file_too_narrow_for_a_band_is_refused_with_the_fix(tmp_path,
 
 @pytest.mark.slow
 def test_models_prepare_readies_the_fast_engine_once(monkeypatch, capsys):
-    """`make install` runs `models --prepare`: afterwards a score loads the graph, never exports it."""
+    """`make install` runs `models --prepare`: afterwards a score loads the graph, never exports it,
+    and finds the built-in reference and the language detector ready in the cache folder."""
+    from calibsim_gui.core.embedding.cache_folder import default_cache_dir
     from calibsim_gui.core.embedding import models
     from calibsim_gui.core.embedding.model_folders import resolve_model
 
     assert cli.main(["models", "--prepare"]) == 0
     out = capsys.readouterr().out
     assert "all-MiniLM-L6-v2: fast engine ready" in out
+    cache = default_cache_dir()
+    assert [len(list(cache.glob(pattern))) for pattern in
+            ("profiles/*.npz", "langid/*.arrays", "checked/model-folder-*.json", "checked/onnx-graph-*.json")
+            ] == [1, 1, 1, 1]
 
     def no_export(*args, **kwargs):
         raise AssertionError("the graph was exported again")

@@ -81,3 +81,40 @@ def test_the_anchor_editor_draws_its_calibrated_map_when_first_shown(qtbot):
     window.tabs.setCurrentWidget(editor)
     assert editor.map_slot.is_built() and editor.calibrated_map.isVisible()
     close(window)
+
+
+def test_reading_an_input_imports_the_plot_library_off_the_gui_thread(tmp_path):
+    """The Results and Distributions views an input opens need pyqtgraph (about half a second to
+    import): the worker reading the file imports it, so the window never pauses for it (#29)."""
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("sentence1,sentence2\na cat sits,a cat is sitting\n", encoding="utf-8")
+    code = textwrap.dedent("""
+        import json, os, sys, threading, time
+        from PySide6.QtWidgets import QApplication
+        importers = []
+
+        class Watch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "pyqtgraph":
+                    importers.append(threading.current_thread().name)
+
+        sys.meta_path.insert(0, Watch())
+        app = QApplication([])
+        from calibsim_gui.qt.main_window import MainWindow
+        window = MainWindow(load_default_model=False, autosave=False)
+        window.show()
+        window.open_inputs([sys.argv[1]])
+        while window.state.input is None:
+            app.processEvents()
+            time.sleep(0.01)
+        print(json.dumps({"importers": importers, "main": threading.main_thread().name,
+                          "tab": window.tabs.currentWidget().objectName()}))
+        os._exit(0)
+    """)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", code, str(pairs)], capture_output=True, text=True, timeout=300,
+                            env=env, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["tab"] == "results", seen
+    assert len(seen["importers"]) == 1 and seen["importers"] != [seen["main"]], seen

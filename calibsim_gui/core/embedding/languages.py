@@ -113,6 +113,15 @@ def _identifier():
         arrays["out_feat"].tolist(), norm_probs=True, tk_row=_unsigned(arrays["nextmove_row"]))
 
 
+def prepare_detector() -> None:
+    """Write the detector's uncompressed copy (`_model_arrays`) into the cache folder now, as
+    ``calibsim models --prepare`` does at install, so a first run does not decompress it."""
+    with contextlib.suppress(ImportError):              # without py3langid there is nothing to copy
+        from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+        _model_arrays(Path(MODEL_DIR) / MODEL_FILE)
+
+
 def _model_arrays(packaged: Path) -> dict[str, np.ndarray]:
     """The arrays of py3langid's packaged model (LZMA-compressed: ~1 s to decompress) with its
     classes restricted to the languages named here (as ``set_languages`` restricts them), from
