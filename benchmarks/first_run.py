@@ -5,10 +5,12 @@ Each measurement spawns a fresh ``python main.py`` process, as a user's command 
   default engine), timed from spawn to exit, with the CPU time (user + sys) the process used;
 - window: the app (``run_app``, offscreen unless QT_QPA_PLATFORM says otherwise), timed from
   spawn to the first event-loop turn after the main window is shown.
-Fresh cache: an empty cache folder for every run (the embedding cache, the checked profile, the
-language model's copy), as on a first run after install; the ONNX graph is the one prepared at
-install (``calibsim models --prepare``), prepared here once if the machine has none. Warm cache:
-one cache folder, filled by an untimed run first. The machine may be shared: medians of the
+Fresh cache: for every run a new cache folder as an install leaves it: ``calibsim models
+--prepare`` (what ``make install`` runs; untimed) checked the graph and the model folder and wrote
+the built-in reference's checked copy and the language detector's copy there; no embedding is
+cached, so the run's texts are all new. The ONNX graph is the one prepared at install, prepared
+here once if the machine has none. Warm cache: one cache folder, filled by an untimed run of the
+same command first (its texts are cached). The machine may be shared: medians of the
 runs are reported with the load average around them. Targets: score <= 1.0 s, window < 1.0 s.
 calibsim's own modules are compiled to bytecode first, as an install does (``pip`` compiles
 them; a shell with PYTHONDONTWRITEBYTECODE=1 otherwise compiles ~80 modules in every process).
@@ -28,8 +30,8 @@ process timed from spawn to exit, side by side with the notebook way:
   (``builtin_model_path()``, the folder ``resolve_model(None)`` gives; offline) and runs
   ``notebook_vs_calibsim.notebook_way`` (each sentence encoded separately, scipy's metrics per pair,
   the five metrics calibrated with the built-in profile), writing its table to a CSV;
-- first run: ``calibsim score <pairs> --out ... --force --quiet`` with an empty cache and the graph
-  prepared at install (as above);
+- first run: ``calibsim score <pairs> --out ... --force --quiet`` with the cache as installed and
+  the graph prepared at install (as above);
 - later run float32: the same with ``--no-cache``, the cache folder filled by an untimed run first
   (the checked graph, profile and digests a user's later runs find there);
 - later run int8: ``--precision int8 --no-cache``, the int8 graph quantised once by the untimed run,
@@ -157,13 +159,21 @@ def environment(cache: str, graphs: str) -> dict:
             "CALIBSIM_DATA_DIR": tempfile.mkdtemp(prefix="calibsim-bench-data-")}
 
 
+def installed_cache(graphs: str) -> str:
+    """A new cache folder as an install leaves it: filled by ``calibsim models --prepare``."""
+    cache = tempfile.mkdtemp(prefix="calibsim-bench-cache-")
+    subprocess.run([sys.executable, str(common.REPO / "main.py"), "models", "--prepare"], check=True,
+                   env=environment(cache, graphs), capture_output=True)
+    return cache
+
+
 def measure(command: list[str], graphs: str, runs: int, *, warm: bool, until_line: bool = False) -> dict:
-    """Medians of `runs` spawns of `command`, each with an empty cache or all with one warm cache."""
-    warm_cache = tempfile.mkdtemp(prefix="calibsim-bench-cache-")
+    """Medians of `runs` spawns of `command`, each with a cache as installed or all with one warm cache."""
+    warm_cache = installed_cache(graphs)
     if warm:
         spawn(command, environment(warm_cache, graphs), until_line=until_line)      # fills the cache
-    results = [spawn(command, environment(warm_cache if warm else tempfile.mkdtemp(prefix="calibsim-bench-cache-"),
-                                          graphs), until_line=until_line) for _ in range(runs)]
+    results = [spawn(command, environment(warm_cache if warm else installed_cache(graphs), graphs),
+                     until_line=until_line) for _ in range(runs)]
     return {key: round(statistics.median(r[key] for r in results), 3) for key in results[0]} | {
         "runs_wall_s": [round(r["wall_s"], 3) for r in results]}
 
