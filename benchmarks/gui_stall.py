@@ -12,7 +12,8 @@ window (built-in model, CPU) goes through the phases a user meets:
 
 - ``scoring run``: 5,000 AG News sentence pairs (10,000 distinct texts, empty embedding cache);
 - ``after the run``: the 3 s after the results are shown (table, plots, space diagnosis);
-- ``engine switch``: the model reloaded on torch, and the 10 s after;
+- ``engine switch``: the model reloaded on torch; ``after the engine switch``: the pairs scored
+  again with it (or the 10 s after, when that was done already);
 - ``first export``: the session's first HTML report with figures;
 - ``background build``: a profile from 10,000 other AG News sentences.
 
@@ -252,7 +253,9 @@ def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     engine.setCurrentIndex(engine.findData("torch"))
     phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed,
           runner=window.model_runner)
-    phase("after the engine switch", lambda: None, after_s=10.0)
+    rescoring = window.score_runner.running          # the new engine scores the pairs again
+    phase("after the engine switch", lambda: None, window.results_shown if rescoring else None, after_s=10.0,
+          runner=window.score_runner if rescoring else None)
     report = work / "report.html"
     phase("first export", lambda: window.start_export(path=str(report), metric="cosine", form="calibrated",
                                                       figures=True, force=True),

@@ -55,8 +55,7 @@ class ExportFlow(QObject):
         from calibsim_gui.qt.export_dialog import ExportDialog
 
         results, profile, state = self.state.results, self.state.profile, self.state
-        if results is None or profile is None:
-            self.window.show_error("Nothing to export", "Score a pairs file or a document set first.")
+        if not self.has_results():
             return
         metrics = ([results.metric] if isinstance(results, DocumentMatrix) else
                    [m for m in METRICS if f"{m}_raw" in results.frame.columns])
@@ -79,8 +78,21 @@ class ExportFlow(QObject):
         stem = f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report"
         return str(Path(folder) / f"{stem}{suffix}")
 
+    def has_results(self) -> bool:
+        """Whether there are results to export; if not, say why and what to do."""
+        if self.state.results is not None and self.state.profile is not None:
+            return True
+        self.window.show_error("Nothing to export", (
+            "The results are being scored; export them once scoring has finished."
+            if self.window.score_runner.running
+            else "Score a pairs file or a document set first."))
+        return False
+
     def start(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
-        """Write the current results to `path` (format by extension) in the export worker."""
+        """Write the current results to `path` (format by extension) in the export worker; results
+        being scored again while the dialog was open are not written (`has_results`)."""
+        if not self.has_results():
+            return
         self.settings.setValue("export/format", Path(path).suffix.lower())
         self.settings.setValue("export/folder", str(Path(path).parent))
         self.settings.setValue("export/figures", figures)
