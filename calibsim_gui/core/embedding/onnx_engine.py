@@ -446,7 +446,7 @@ class OnnxEmbedder(PromptedEmbedder):
 
         float32 runs the batch at once. int8 runs each text alone, without padding, texts spread
         over one thread per core (`threads`): its activations are quantised with one scale per
-        run, so in a batch a text's vector would move (up to ~0.03 in cosine) with the texts
+        run, so in a batch a text's vector would move (up to ~0.04 in cosine) with the texts
         beside it and its padding. Alone, the same text always gives the same vector, at about
         batched int8's CPU time (benchmarks/precision.py).
         """
