@@ -215,7 +215,7 @@ class ModelManager(QWidget):
             "gives the same numbers on every machine. Auto uses bfloat16 where the CPU (AMX or "
             "AVX512-BF16) or the GPU runs it natively and the model keeps its accuracy — faster, "
             "but scores differ by ~0.003 between machines. int8 (ONNX Runtime) is the fastest on a "
-            "CPU (its graph ~1.6× float32); scores move by up to ~0.1. Applies to the next model loaded.")
+            "CPU (its graph ~1.4× float32); scores move by up to ~0.06. Applies to the next model loaded.")
         for value, text in PRECISIONS:
             self.precision_combo.addItem(text, value)
         remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, DEFAULT_PRECISION, type=str)

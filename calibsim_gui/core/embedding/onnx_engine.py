@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +39,11 @@ from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings
 from calibsim_gui.core.errors import ModelError
 
 ONNX_PRECISIONS = ("float32", "int8")
-INT8_RECIPE = "w7pc"
-"""Names how `onnx_export.quantize_int8` quantises (weights in 7 bits, per channel; dynamic
-activations): part of the int8 graph's file name and of its vectors' cache key, so a graph or
+INT8_RECIPE = "w7pc-single"
+"""Names how int8 vectors are made: `onnx_export.quantize_int8` quantises weights in 7 bits, per
+channel, and activations on the fly (``w7pc``), and each text runs through the graph alone
+(``single``: activations are scaled per run, so a batch would make a text's vector depend on the
+texts beside it). Part of the int8 graph's file name and of its vectors' cache key, so a graph or
 vectors made by an earlier recipe are never taken for this one's."""
 FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
 """Where a model folder may already hold its fp32 ONNX graph (token ids -> token embeddings)."""
@@ -269,7 +272,8 @@ class OnnxEmbedder(PromptedEmbedder):
     device : str
         ``"cpu"``.
     precision : str
-        ``"float32"`` or ``"int8"`` (dynamically quantised weights and activations).
+        ``"float32"`` or ``"int8"`` (dynamically quantised weights and activations; each text runs
+        alone, on one thread per text, so its vector never depends on the texts beside it).
     quantisation : str
         `INT8_RECIPE` in int8, else ``""``: kept apart in the embedding cache.
     precision_note : str
@@ -360,7 +364,8 @@ class OnnxEmbedder(PromptedEmbedder):
             options = onnxruntime.SessionOptions()
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
-            options.intra_op_num_threads = self._threads      # 0: ONNX Runtime's default (one per core)
+            # 0: ONNX Runtime's default (one per core); int8 runs texts alone, one per thread (`pooled`)
+            options.intra_op_num_threads = 1 if self.precision == "int8" else self._threads
             try:
                 session = onnxruntime.InferenceSession(str(self.graph), options,
                                                        providers=["CPUExecutionProvider"])
@@ -423,9 +428,8 @@ class OnnxEmbedder(PromptedEmbedder):
         arrays = {"input_ids": np.array([e.ids for e in encodings]),
                   "attention_mask": np.array([e.attention_mask for e in encodings]),
                   "token_type_ids": np.array([e.type_ids for e in encodings])}
-        tokens = self.token_embeddings(arrays)
         prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
-        vectors = pool(np.asarray(tokens, dtype=np.float32), arrays["attention_mask"], self.stack, prompt_length)
+        vectors = self.pooled(arrays, prompt_length)
         if not (np.isfinite(vectors).all() and np.abs(vectors).max(axis=1).all()):
             raise ModelError(f"{self.graph} gives sentence vectors that are all zero or not finite (its token "
                              "embeddings are zero, or overflow when pooled), so its numbers cannot be used. "
@@ -436,6 +440,30 @@ class OnnxEmbedder(PromptedEmbedder):
                              f"({passed_checks.entry_path(GRAPH_CHECK, self._graph_sha256)}). "
                              "Fix: delete that record; calibsim checks the graph again on the next load.")
         return vectors
+
+    def pooled(self, arrays: dict, prompt_length: int = 0) -> np.ndarray:
+        """Sentence vectors (`pool`) of the token-id `arrays` (see `token_embeddings`).
+
+        float32 runs the batch at once. int8 runs each text alone, without padding, texts spread
+        over one thread per core (`threads`): its activations are quantised with one scale per
+        run, so in a batch a text's vector would move (up to ~0.04 in cosine) with the texts
+        beside it and its padding. Alone, the same text always gives the same vector, at about
+        batched int8's CPU time (benchmarks/precision.py).
+        """
+        if self.precision != "int8":
+            return pool(self.token_embeddings(arrays), arrays["attention_mask"], self.stack, prompt_length)
+
+        def alone(row: int) -> np.ndarray:
+            keep = np.asarray(arrays["attention_mask"][row]) > 0
+            one = {name: np.asarray(values[row])[keep][None, :] for name, values in arrays.items()}
+            return pool(self.token_embeddings(one), one["attention_mask"], self.stack, prompt_length)
+
+        rows = range(len(arrays["input_ids"]))
+        workers = min(len(rows), self._threads or os.cpu_count() or 1)
+        if workers < 2:
+            return np.concatenate([alone(row) for row in rows])
+        with ThreadPoolExecutor(workers, thread_name_prefix="calibsim-int8") as runs:
+            return np.concatenate(list(runs.map(alone, rows)))
 
     def token_embeddings(self, arrays: dict) -> np.ndarray:
         """The graph's token embeddings for the token-id `arrays` (``input_ids``, ``attention_mask``,
