@@ -253,7 +253,7 @@ def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     engine.setCurrentIndex(engine.findData("torch"))
     phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed,
           runner=window.model_runner)
-    rescoring = window.score_runner.running          # the new engine scores the pairs again
+    rescoring = window.state.results is None         # the new engine's scores are on their way
     phase("after the engine switch", lambda: None, window.results_shown if rescoring else None, after_s=10.0,
           runner=window.score_runner if rescoring else None)
     report = work / "report.html"
