@@ -25,10 +25,13 @@ def export_report(results, profile, *, path, metric, form, figures, force, progr
     asked) in the app's child process, which never holds the window's interpreter lock; returns
     the files written.
 
-    `sources` (`RunSources`) names the profile file, human calibration and input columns used."""
+    `sources` (`RunSources`'s fields, `Session.run_sources`) names the profile file, human
+    calibration and input columns used."""
     from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
+    from calibsim_gui.core.reports.reproduce import RunSources
 
-    report = reports.build_report(results, profile, metric=metric, form=form, sources=sources)
+    report = reports.build_report(results, profile, metric=metric, form=form,
+                                  sources=RunSources(**sources) if sources is not None else None)
     if should_stop():
         raise Cancelled("export stopped; nothing was written")
     return child_process().run(reports.write_report_files, report, path, figures=figures, force=force,

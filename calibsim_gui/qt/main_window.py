@@ -127,6 +127,9 @@ class MainWindow(QMainWindow):
         self.state.results_changed.connect(self._results_changed)
         if view.objectName() == "results":
             self.session.update_results_hint()      # scoring may have begun before it was built
+        if view.objectName() == "distributions" and self.score_runner.running:
+            for chunk in self.session.scored_chunks:  # the live histogram so far
+                view.add_partial(chunk)
 
     def _build_timers(self, *, load_default_model: bool, autosave: bool) -> None:
         """The window's own timers: start-up steps and the Space tab's refresh."""

@@ -83,6 +83,7 @@ class Session(QObject):
         self.awaiting_profile = False                 # a project's references are on their way
         self.pending_labels = None                    # a project's label column and scale, for its input
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
+        self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
@@ -233,17 +234,17 @@ class Session(QObject):
 
         self.start_references(task, built_from=built_from)
 
-    def run_sources(self):
-        """The files and choices the current results were made with (`RunSources`), for a report's
-        Reproduce commands: the profile file opened, the human calibration, the input's columns."""
-        from calibsim_gui.core.reports.reproduce import RunSources  # reports load pandas: not at start
-
+    def run_sources(self) -> dict:
+        """The files and choices the current results were made with, as `RunSources`'s fields, for a
+        report's Reproduce commands: the profile file opened, the human calibration, the input's
+        columns. A dict: the export worker makes the `RunSources` (the reports package it lives in
+        loads pandas and more, which the window does not wait for)."""
         table, spec, info = self.state.input, self.input_spec or {}, self.state.model_info
         columns = {key: getattr(table, key, None) for key in ("text_a", "text_b", "label")}
-        return RunSources(profile_file=self.profile_path, human=self.state.human,
-                          columns={k: v for k, v in columns.items() if v},
-                          encoding=(spec.get("options") or {}).get("encoding"),
-                          model=str(info.path) if info is not None and info.source != "built-in" else None)
+        return dict(profile_file=self.profile_path, human=self.state.human,
+                    columns={k: v for k, v in columns.items() if v},
+                    encoding=(spec.get("options") or {}).get("encoding"),
+                    model=str(info.path) if info is not None and info.source != "built-in" else None)
 
     def start_references(self, task, *, path: str | None = None, built_from: dict | None = None) -> None:
         """Prepare references in the profile worker; `path` and `built_from` count once they arrive."""
@@ -372,7 +373,9 @@ class Session(QObject):
             return                     # new references are on their way; they rescore when ready
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         budget = window.memory_budget()
-        window.distributions.reset()
+        self.scored_chunks = []
+        if (distributions := window.panels.view("distributions", build=False)) is not None:
+            distributions.reset()
         geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
         if isinstance(table, PairTable):
             human = [state.human.calibrator] if state.human is not None else []
@@ -399,12 +402,16 @@ class Session(QObject):
             self.rescore()
 
     def scored_chunk(self, chunk) -> None:
-        self.window.distributions.add_partial(chunk)
+        """A chunk of the running score: kept for the live histogram, drawn if its tab is built."""
+        self.scored_chunks.append(chunk)
+        if (distributions := self.window.panels.view("distributions", build=False)) is not None:
+            distributions.add_partial(chunk)
         self.window.task_status.show_progress_of(
             self.window.score_runner, chunk.done, chunk.total,
             f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…", chunk.work)
 
     def scored(self, results) -> None:
+        self.scored_chunks = []
         self.state.set_results(results)
 
     def update_results_hint(self, _busy: bool = False) -> None:

@@ -219,6 +219,23 @@ def test_scoring_shows_the_file_time_left_and_a_done_message(window, qtbot, tmp_
     assert alerts and alerts[-1].startswith("Scoring done in")          # 12 s or more, window inactive
 
 
+def test_a_distributions_tab_opened_during_a_run_shows_the_pairs_scored_so_far(window, qtbot, tmp_path):
+    """The Distributions view is built when its tab is first opened (building it at every run's
+    start paused the window): opened mid-run, its live histogram holds every pair scored so far,
+    and it grows with the run."""
+    gate = Gate(free=30)                                # held once the first pairs are scored
+    window.state.embedder = SlowEmbedder(gate=gate)
+    drop(window, [many_pairs(tmp_path / "many.csv", n=1200)])
+    qtbot.waitUntil(lambda: bool(gate.holding and window.session.scored_chunks), timeout=120_000)
+    assert window.panels.view("distributions", build=False) is None        # not built by the run
+    so_far = sum(len(chunk.rows) for chunk in window.session.scored_chunks)
+    window.tabs.setCurrentWidget(window.distributions)
+    qtbot.waitUntil(lambda: window.distributions.plot_data()["raw_user"][1].sum() == so_far, timeout=120_000)
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        gate.release()
+    assert window.distributions.plot_data()["raw_user"][1].sum() == 1200
+
+
 def test_the_space_tab_is_computed_after_scoring_without_being_opened(window, qtbot, pairs_csv):
     window.space._stale = True
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
