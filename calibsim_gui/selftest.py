@@ -114,12 +114,11 @@ def score_demo_pairs(ctx: Context) -> str:
 
 def write_reports(ctx: Context) -> str:
     from calibsim_gui.core.io.output import REPORT_FORMATS
-    from calibsim_gui.core.reports import build_report, write_report_files
+    from calibsim_gui.core.reports import build_report, write_report
 
     scored = ctx.values["scored"]
     report = build_report(scored, ctx.values["profile"])
-    written = [write_report_files(report, ctx.folder / f"self-test{suffix}", figures=False)[0]
-               for suffix in REPORT_FORMATS]
+    written = [write_report(report, ctx.folder / f"self-test{suffix}") for suffix in REPORT_FORMATS]
     rows = json.loads((ctx.folder / "self-test.json").read_text(encoding="utf-8"))["rows"]
     if len(rows) != len(scored.frame):
         raise RuntimeError(f"self-test.json holds {len(rows)} rows, expected {len(scored.frame)}")
