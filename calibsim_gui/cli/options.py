@@ -26,8 +26,8 @@ def add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine:
                    help="float32 (default): the same numbers on every machine; auto: faster bfloat16 "
                         "where the CPU or GPU runs it natively and the model keeps its accuracy "
                         "(scores then differ by ~0.003 between machines), else float32; int8: the "
-                        "ONNX engine's quantised model, its graph ~1.4x faster on a CPU (a whole run ~1.35x), scores move "
-                        "by up to ~0.06")
+                        "ONNX engine's quantised model, text by text (no faster than float32 on a quiet 2-core CPU; "
+                        "less CPU time on a busy one), scores move by up to ~0.06")
     g.add_argument("--batch-size", type=batch_size, default=64, metavar="N",
                    help="texts per model call (default 64)")
     prompt = g.add_mutually_exclusive_group()

@@ -47,7 +47,7 @@ PRECISION_KEY = "models/precision"
 PROMPT_KEY = "models/prompt"        # + "/" + a digest of the model folder: "default", "none" or "name:<name>"
 DEVICES = (("auto", "Auto"), ("cpu", "CPU"), ("cuda", "CUDA"), ("mps", "MPS"))
 PRECISIONS = (("float32", "float32 (reproducible)"), ("auto", "Auto (faster where native)"),
-              ("bfloat16", "bfloat16 (PyTorch)"), ("int8", "int8 (fastest, ONNX Runtime)"))
+              ("bfloat16", "bfloat16 (PyTorch)"), ("int8", "int8 (ONNX Runtime)"))
 ENGINES = (("auto", "Auto"), ("onnx", "ONNX Runtime (CPU)"), ("torch", "PyTorch"))
 ENGINE_KEY = "models/engine"
 ENGINE_NAMES = {"onnx": "ONNX Runtime", "torch": "PyTorch"}
@@ -214,8 +214,8 @@ class ModelManager(QWidget):
             "Number format the model computes in (embeddings are float32 either way). float32 "
             "gives the same numbers on every machine. Auto uses bfloat16 where the CPU (AMX or "
             "AVX512-BF16) or the GPU runs it natively and the model keeps its accuracy — faster, "
-            "but scores differ by ~0.003 between machines. int8 (ONNX Runtime) is the fastest on a "
-            "CPU (its graph ~1.4× float32); scores move by up to ~0.06. Applies to the next model loaded.")
+            "but scores differ by ~0.003 between machines. int8 (ONNX Runtime) uses less CPU time on a "
+            "busy machine but is no faster than float32 on a quiet 2-core one; scores move by up to ~0.06. Applies to the next model loaded.")
         for value, text in PRECISIONS:
             self.precision_combo.addItem(text, value)
         remembered = QSettings("calibsim", "calibsim").value(PRECISION_KEY, DEFAULT_PRECISION, type=str)

@@ -82,7 +82,7 @@ def choose_engine(engine: str = "auto", device: str = "auto", precision: str = D
         raise ModelError("int8 runs on the ONNX engine only. Fix: add --engine onnx (CPU).")
     if engine == "onnx" and precision == "bfloat16":
         raise ModelError("bfloat16 runs on the torch engine only. Fix: add --engine torch, or use "
-                         "--precision int8 for a faster ONNX run.")
+                         "--precision float32 on the ONNX engine.")
     return engine
 
 
@@ -195,7 +195,7 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         source, graph = graph, cached_graph(fingerprint, f"int8-{INT8_RECIPE}-{file_sha256(graph)[:16]}")
         if not graph.is_file():
             quantize_int8(source, graph)
-        note = ("int8 (ONNX Runtime, dynamically quantised, text by text: faster, scores move by up to ~0.06"
+        note = ("int8 (ONNX Runtime, dynamically quantised, text by text: scores move by up to ~0.06"
                 + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
                         prompts=prompts)
