@@ -6,6 +6,7 @@ torch and sentence-transformers are imported inside the functions that need them
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,27 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         self.precision_note = precision_note
         self.dimension = int(stated_dimension(model) or info.dimension)
         self.max_seq_length = int_or_none(getattr(model, "max_seq_length", None)) or info.max_seq_length
+        self._plain_tokenizer = None
+        self._plain_lock = threading.Lock()
+
+    @property
+    def _plain(self):
+        """The model's Rust tokenizer cloned without truncation or padding, made on first use; None
+        for a slow tokenizer. Its batch encoding releases the interpreter lock, where the HF
+        tokenizer's call builds Python lists for every text while holding it, starving the GUI thread
+        beside it. A clone, because the HF tokenizer sets truncation and padding on its own backend
+        for each call the model's encoding makes."""
+        with self._plain_lock:
+            tokenizer = self._model.tokenizer
+            if self._plain_tokenizer is None and getattr(tokenizer, "is_fast", False):
+                from tokenizers import Tokenizer
+
+                plain = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+                plain.no_truncation()
+                plain.no_padding()
+                plain.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+                self._plain_tokenizer = plain
+            return self._plain_tokenizer
 
     def encode_batch(self, texts: list[str], prompt: str = "") -> np.ndarray:
         """Embed `texts` exactly as the model outputs them, with `prompt` put before each.
@@ -156,6 +178,8 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         """
         if not texts:
             return np.zeros(0, dtype=np.int64)
+        if self._plain is not None:
+            return np.array([len(e) for e in self._plain.encode_batch(list(texts))], dtype=np.int64)
         encoded = self._model.tokenizer(
             list(texts), truncation=False, padding=False, add_special_tokens=True, verbose=False
         )
@@ -176,14 +200,12 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
         """
         if not texts:
             return []
-        tokenizer = self._model.tokenizer
-        if not getattr(tokenizer, "is_fast", False):
+        if self._plain is None:
             raise ModelError(f"The tokenizer of {self.info.path} cannot map tokens back to the text "
                              "(it has no tokenizer.json), so long texts cannot be split into chunks. "
                              "Fix: score with --long-texts truncate, or use a model with a fast tokenizer.")
-        encoded = tokenizer(list(texts), truncation=False, padding=False, add_special_tokens=False,
-                            return_offsets_mapping=True, verbose=False)
-        return [np.asarray(spans, dtype=np.int64).reshape(-1, 2) for spans in encoded["offset_mapping"]]
+        encodings = self._plain.encode_batch(list(texts), add_special_tokens=False)
+        return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
 
 
 CONFIG_FIX = ("Fix: check the folder's configs (config.json, sentence_bert_config.json, modules.json, "
