@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.atomic import write_text_atomic
+from calibsim_gui.qt.projects import taken_views
 from calibsim_gui.qt.workers import TaskRunner
 
 AUTOSAVE_DELAY_MS = 2000          # a killed session loses at most the last ~2 s of changes
@@ -38,9 +39,10 @@ class Autosaver(QObject):
     being edited, the layout of the tabs or a tab's view choices (its optional
     ``view_state_changed`` signal) change.
 
-    The timer's saves take the project on the GUI thread and serialise and write it in a worker
-    (with the pure-Python JSON encoder, which lets the GUI thread run between its chunks), one
-    write at a time and never an older project after a newer one; `save_now` writes at once.
+    The timer's saves take the project on the GUI thread, its costly view states left for later
+    (`LaterState`: a comparison of 100,000 pairs), and take those, serialise and write it in a
+    worker (with the pure-Python JSON encoder, which lets the GUI thread run between its chunks),
+    one write at a time and never an older project after a newer one; `save_now` writes at once.
     """
 
     def __init__(self, window):
@@ -74,7 +76,7 @@ class Autosaver(QObject):
     def _project(self):
         """The project to save (taken on the GUI thread), or None when it holds nothing worth
         restoring (no input, anchor edits or human calibration)."""
-        project = self.window.current_project()
+        project = self.window.current_project(later=True)
         if not project.inputs and "anchor_edits" not in project.settings and project.human is None:
             return None
         project.settings["saved_as"] = self.window.project_path
@@ -98,6 +100,7 @@ class Autosaver(QObject):
             self.runner.start(self._write, project, next(self._numbers), self._epoch)
 
     def _write(self, project, number: int, epoch: int, **_task) -> None:
+        project.views = taken_views(project.views)
         text = "".join(json.JSONEncoder(sort_keys=True).iterencode(project.to_dict(self.path.parent.resolve())))
         with self._lock:
             if epoch != self._epoch or number < self._written or text == self._last:

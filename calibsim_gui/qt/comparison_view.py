@@ -355,7 +355,13 @@ class ComparisonView(QWidget):
 
     def view_state(self) -> dict:
         """The comparison itself (JSON-safe), so that a project keeps it."""
-        return {"comparison": self.comparison.to_dict()} if self.comparison is not None else {}
+        return self.view_state_later()()
+
+    def view_state_later(self):
+        """`view_state` of the comparison shown now, as a function to call on another thread (~0.4 s
+        for 100,000 pairs; a comparison does not change once made)."""
+        comparison = self.comparison
+        return lambda: {"comparison": comparison.to_dict()} if comparison is not None else {}
 
     def restore_view_state(self, state: dict) -> None:
         """Show the saved comparison; a damaged one is refused with a message in the tab."""

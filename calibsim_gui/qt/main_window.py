@@ -275,8 +275,8 @@ class MainWindow(QMainWindow):
     def build_background(self, documents, pairs: int, seed: int) -> None:
         self.session.build_background(documents, pairs, seed)
 
-    def current_project(self):
-        return self.projects.current_project()
+    def current_project(self, *, later: bool = False):
+        return self.projects.current_project(later=later)
 
     def unsaved_work(self) -> list[str]:
         return self.projects.unsaved_work()

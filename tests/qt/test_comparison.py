@@ -128,6 +128,30 @@ def test_view_state_round_trip_restores_the_comparison(compared, qtbot):
     assert "damaged" in fresh.hint.text() and "different lengths" in fresh.hint.text()
 
 
+def test_the_autosave_takes_the_comparison_in_its_worker_and_it_round_trips(compared, qtbot, monkeypatch):
+    """Putting a comparison in JSON form (0.4 s for 100,000 pairs) runs in the autosave's worker;
+    the window's title (what is unsaved) never takes it."""
+    from calibsim_gui.core.analysis.project import Project
+
+    takers, to_dict = [], ModelComparison.to_dict
+    monkeypatch.setattr(ModelComparison, "to_dict",
+                        lambda self: takers.append(threading.current_thread()) or to_dict(self))
+    compared.title.update()
+    assert compared.unsaved_work() and takers == []
+    path = compared.autosaver.path
+    compared.autosaver.save_in_background()            # what the timer does
+    qtbot.waitUntil(lambda: path.exists() and '"comparison"' in path.read_text(), timeout=120_000)
+    assert takers and threading.main_thread() not in takers
+    saved = Project.load(path).views["compare"]
+    fresh = ComparisonView(compared.state)
+    qtbot.addWidget(fresh)
+    fresh.restore_view_state(saved)
+    view = compared.compare.view
+    assert fresh.stack.currentIndex() == 1 and _headers(fresh) == _headers(view)
+    assert fresh.comparison.differences == view.comparison.differences
+    pd.testing.assert_frame_equal(fresh.comparison.frame, view.comparison.frame, check_dtype=False)
+
+
 def _constructed(calibrated_diff: float) -> ModelComparison:
     """Two made-up models, raw mean difference 0.060 and calibrated `calibrated_diff`."""
     rng = np.random.default_rng(3)
