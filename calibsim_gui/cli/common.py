@@ -168,10 +168,17 @@ def check_output(args, path, inputs=(), *, formats=REPORT_FORMATS, beside=()) ->
     return check_output_path(path, inputs=[*inputs, *folders], force=args.force, formats=formats)
 
 
-def check_outputs(args, inputs) -> None:
+def check_outputs(args, inputs, *, stdout: bool = False) -> None:
     """`check_output` for --out and every file a report writes beside it: with --figures each
     figure, and the anchor ladder an HTML, PDF, XLSX or JSON report writes for anchors other than
-    the built-in ones (--anchors, or a --profile's)."""
+    the built-in ones (--anchors, or a --profile's). --figures without an output file is refused;
+    `stdout`: the command prints a table for ``--out -``."""
+    if not args.out or (stdout and args.out == "-"):
+        if args.figures:
+            raise InputError("--figures saves PNG and SVG files beside the --out file, and this run "
+                             "writes no file" + (" (--out - prints a table)." if args.out == "-" else "."),
+                             fix="add --out FILE (e.g. --out scores.html), or leave out --figures")
+        return
     beside = []
     ladder = getattr(args, "anchors", None) or getattr(args, "profile", None)
     if ladder and Path(args.out).suffix.lower() in (".html", ".pdf", ".xlsx", ".json"):

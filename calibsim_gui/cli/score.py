@@ -60,8 +60,7 @@ def run(args) -> int:
     from calibsim_gui.core.io.inputs import load_pairs
 
     inputs = [p for p in (args.pairs, args.profile, args.human, args.anchors) if p]
-    if args.out and args.out != "-":
-        common.check_outputs(args, inputs)
+    common.check_outputs(args, inputs, stdout=True)
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
                        encoding=args.encoding, memory_budget=args.memory_budget)
     fit = None

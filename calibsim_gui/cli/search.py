@@ -34,8 +34,7 @@ def run(args) -> int:
     from calibsim_gui.core.io.inputs import load_documents
 
     inputs = [*args.queries, *args.corpus, *([args.profile] if args.profile else [])]
-    if args.out:
-        common.check_outputs(args, inputs)
+    common.check_outputs(args, inputs)
     common.check_input_memory(args, [*args.queries, *args.corpus])
     queries = load_documents(args.queries, column=args.query_column, encoding=args.encoding,
                              memory_budget=args.memory_budget)

@@ -105,3 +105,21 @@ def test_a_file_of_the_model_folder_is_an_input_no_command_replaces(files, tmp_p
         assert cli.main([*argv, "--force", "-q"]) == 2
         assert f"would overwrite the input {model}, even with --force" in capsys.readouterr().err
     assert readme.read_text() == '{"the model card": 1}' and loads == []
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "-"]])
+def test_figures_without_an_output_file_are_refused_before_the_model_loads(files, out, capsys, loads):
+    pairs, background = files
+    for argv in (["score", str(pairs)], ["search", str(pairs), "--corpus", str(background)]):
+        if argv[0] == "search" and out:
+            continue                                 # search prints no table: `-` is not an output there
+        assert cli.main([*argv, *out, "--figures"]) == 2
+        err = capsys.readouterr().err
+        assert "--figures saves PNG and SVG files beside the --out file, and this run writes no file" in err
+        assert "Fix: add --out FILE" in err and loads == []
+
+
+def test_search_refuses_out_dash_before_the_model_loads(files, capsys, loads):
+    pairs, background = files
+    assert cli.main(["search", str(pairs), "--corpus", str(background), "--out", "-"]) == 2
+    assert "-: unsupported output format" in capsys.readouterr().err and loads == []
