@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", dest="profiles", action="append", default=[], metavar="PROFILE",
                    help="a reference profile per --model, in the same order (repeat once per model; "
                         "'builtin' keeps that model's built-in reference)")
-    p.add_argument("--metric", default="cosine")
+    p.add_argument("--metric", type=options.metric, default="cosine")
     p.add_argument("--out", help="side-by-side table (.csv) and <out>.provenance.json")
     p.add_argument("--force", action="store_true")
     options.add_keep_formulas(p)

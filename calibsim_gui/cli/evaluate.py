@@ -27,10 +27,10 @@ def add_parser(sub) -> None:
     p.add_argument("--text-a")
     p.add_argument("--text-b")
     p.add_argument("--encoding")
-    p.add_argument("--metrics", type=lambda text: text.split(","),
+    p.add_argument("--metrics", type=options.metrics,
                    help="comma-separated metrics, e.g. cosine (default: every metric the profile has "
                         "references for)")
-    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+    p.add_argument("--geometry", action="append", type=options.geometry, default=[], metavar="FIX",
                    help="also evaluate the scores under a geometry fix (center, whiten, abtt, soft; repeatable)")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (one model only), fitted on other pairs than these")

@@ -14,8 +14,8 @@ def add_parser(sub) -> None:
     h.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
     h.add_argument("--scale", type=options.scale, default="0,5",
                    help="the scale the pairs were scored on (default 0,5)")
-    h.add_argument("--metric", default="cosine")
-    h.add_argument("--geometry", default="none", help="geometry fix the scores are taken under")
+    h.add_argument("--metric", type=options.metric, default="cosine")
+    h.add_argument("--geometry", type=options.geometry, default="none", help="geometry fix the scores are taken under")
     h.add_argument("--profile", help="reference profile (default: the built-in reference)")
     h.add_argument("--text-a")
     h.add_argument("--text-b")

@@ -83,6 +83,37 @@ def whole_number(low: int, high: int):
     return whole_number
 
 
+def _checked(check, value):
+    """`value`, or argparse's error with the message of the `InputError` that `check(value)` raises:
+    a name is refused when the line is parsed, before any file is read or model loaded."""
+    try:
+        check(value)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
+def metrics(text: str) -> list[str]:
+    """An argparse type: comma-separated metric names."""
+    from calibsim_gui.core.geometry.metrics import get_metrics
+
+    return _checked(get_metrics, text.split(","))
+
+
+def metric(text: str) -> str:
+    """An argparse type: one metric's name."""
+    from calibsim_gui.core.geometry.metrics import get_metrics
+
+    return _checked(get_metrics, [text])[0]
+
+
+def geometry(text: str) -> str:
+    """An argparse type: a geometry fix's name."""
+    from calibsim_gui.core.geometry.transforms import get_geometries
+
+    return _checked(get_geometries, text)
+
+
 def batch_size(text: str) -> int:
     """An argparse type: a batch size that `encode_texts` accepts."""
     from calibsim_gui.core.embedding.encoding import MAX_BATCH_SIZE, check_batch_size

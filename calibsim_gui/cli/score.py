@@ -23,10 +23,10 @@ def add_parser(sub) -> None:
     p.add_argument("--text-b", help="column of the second text (default: auto-detected)")
     p.add_argument("--label", help="column of human scores, to report agreement")
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
-    p.add_argument("--metrics", type=lambda text: text.split(","),
+    p.add_argument("--metrics", type=options.metrics,
                    help="comma-separated metrics, e.g. cosine,euclidean (default: every metric the "
                         "profile has references for)")
-    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+    p.add_argument("--geometry", action="append", type=options.geometry, default=[], metavar="FIX",
                    help="also score under a geometry fix fitted on the background: center, whiten, "
                         "abtt or soft (repeatable; adds <metric>_<form>@FIX columns)")
     p.add_argument("--norms", action="store_true",

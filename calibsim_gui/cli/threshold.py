@@ -25,8 +25,8 @@ def add_parser(sub) -> None:
                         "else the upper fifth of --scale: 4 on 0-5)")
     p.add_argument("--scale", type=options.scale, default="0,5",
                    help="the scale the pairs were labelled on (default 0,5)")
-    p.add_argument("--metric", default="cosine")
-    p.add_argument("--geometry", default="none", metavar="FIX",
+    p.add_argument("--metric", type=options.metric, default="cosine")
+    p.add_argument("--geometry", type=options.geometry, default="none", metavar="FIX",
                    help="find the thresholds under a geometry fix (center, whiten, abtt, soft)")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
     p.add_argument("--label", help="column of human scores or 0/1 labels (default: auto-detected)")
