@@ -1,7 +1,6 @@
 """#29: a mistyped metric or geometry fix is refused when the command line is parsed.
 
-It used to be refused only once the model was loaded and the references prepared (and, for
-`matrix`, `evaluate` and `human fit`, after the inputs were encoded): a typo cost a whole run.
+It used to be refused only once the model was loaded and its references prepared.
 """
 
 import pandas as pd
