@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.memory import parse_size
@@ -81,6 +82,14 @@ def whole_number(low: int, high: int):
         return value
 
     return whole_number
+
+
+def folder(text: str) -> str:
+    """An argparse type: a folder to write into (created when missing), refused when it is a file."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder: name a folder (it is created "
+                                         "if missing)")
+    return text
 
 
 def _checked(check, value):

@@ -6,12 +6,19 @@ output naming an input the command did not list (--band-pairs, a file of the --m
 replaced. Each is now one message naming the path and the fix, exit 2, and nothing is written.
 """
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from calibsim_gui import cli
 from calibsim_gui.cli import common
 from tests.fakes import FakeEmbedder, random_sentences
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +130,15 @@ def test_search_refuses_out_dash_before_the_model_loads(files, capsys, loads):
     pairs, background = files
     assert cli.main(["search", str(pairs), "--corpus", str(background), "--out", "-"]) == 2
     assert "-: unsupported output format" in capsys.readouterr().err and loads == []
+
+
+def test_a_screenshot_folder_that_is_a_file_is_refused_before_the_app_opens(tmp_path):
+    """`calibsim --screenshot results.png` used to open the window, then end in a traceback."""
+    taken = tmp_path / "results.png"
+    taken.write_bytes(b"a picture of the user's")
+    run = subprocess.run([sys.executable, "-m", "calibsim_gui.cli", "--screenshot", str(taken)],
+                         check=False, capture_output=True, text=True, timeout=300, cwd=REPO,
+                         env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert f"argument --screenshot: {taken} is a file, not a folder" in run.stderr
+    assert taken.read_bytes() == b"a picture of the user's"
