@@ -163,9 +163,7 @@ def check_output(args, path, inputs=(), *, formats=REPORT_FORMATS, beside=()) ->
             raise InputError("a folder has that name, and calibsim writes a file there: it never replaces "
                              "a folder.", path=target,
                              fix="choose another output name, or a file inside that folder")
-    models = getattr(args, "models", None) or [getattr(args, "model", None)]
-    folders = [m for m in models if m and Path(m).is_dir()]
-    return check_output_path(path, inputs=[*inputs, *folders], force=args.force, formats=formats)
+    return check_output_path(path, inputs=[*inputs, *model_folders(args)], force=args.force, formats=formats)
 
 
 def check_outputs(args, inputs, *, stdout: bool = False) -> None:
@@ -190,14 +188,29 @@ def check_outputs(args, inputs, *, stdout: bool = False) -> None:
         check_output(args, figure, inputs, formats=None)
 
 
-def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:
-    """Write --out (format by extension) and, with --figures, the figures beside it; `sources`
-    (`reports.reproduce.RunSources`) names the files the result was made with (default: --profile)."""
-    from calibsim_gui.core.reports import build_report, write_report_files
+def model_folders(args) -> list[str]:
+    """The model folders of --model (one per --model where repeated); a built-in or cached model's
+    name is no folder."""
+    models = getattr(args, "models", None) or [getattr(args, "model", None)]
+    return [m for m in models if m and Path(m).is_dir()]
+
+
+def run_sources(args, **fields):
+    """The `reports.reproduce.RunSources` of this run: --profile and the --model folder, which a
+    report's Reproduce commands name (as the app's reports do), and `fields`."""
     from calibsim_gui.core.reports.reproduce import RunSources
 
-    if sources is None:
-        sources = RunSources(profile_file=getattr(args, "profile", None))
+    return RunSources(profile_file=getattr(args, "profile", None),
+                      model=next(iter(model_folders(args)), None), **fields)
+
+
+def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:
+    """Write --out (format by extension) and, with --figures, the figures beside it; `sources`
+    (`reports.reproduce.RunSources`) names the files the result was made with (default:
+    `run_sources`)."""
+    from calibsim_gui.core.reports import build_report, write_report_files
+
+    sources = sources or run_sources(args)
     report = build_report(result, profile, metric=metric, form=form, sources=sources)
     written, *figures = write_report_files(report, args.out, figures=args.figures, force=args.force,
                                            inputs=inputs, keep_formulas=args.keep_formulas)

@@ -79,10 +79,8 @@ def run(args) -> int:
     if not args.out:
         print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save the scores)")
         return 0
-    from calibsim_gui.core.reports.reproduce import RunSources
-
-    sources = RunSources(profile_file=args.profile, human_file=args.human, human=fit, encoding=args.encoding,
-                         columns={"text_a": table.text_a, "text_b": table.text_b, "label": table.label})
+    sources = common.run_sources(args, human_file=args.human, human=fit, encoding=args.encoding,
+                                 columns={"text_a": table.text_a, "text_b": table.text_b, "label": table.label})
     return common.write_outputs(args, scored, profile, inputs=inputs, metric=(args.metrics or [None])[0],
                                 sources=sources)
 

@@ -6,6 +6,7 @@ output naming an input the command did not list (--band-pairs, a file of the --m
 replaced. Each is now one message naming the path and the fix, exit 2, and nothing is written.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -142,3 +143,19 @@ def test_a_screenshot_folder_that_is_a_file_is_refused_before_the_app_opens(tmp_
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert f"argument --screenshot: {taken} is a file, not a folder" in run.stderr
     assert taken.read_bytes() == b"a picture of the user's"
+
+
+@pytest.mark.parametrize("command", ["score", "matrix", "search"])
+def test_a_report_names_the_model_folder_it_was_made_with(command, files, tmp_path):
+    """Its Reproduce command runs the same folder from the report's folder, as the app's reports do;
+    it used to name the model by its name alone, which finds no folder there."""
+    pairs, background = files
+    model = tmp_path / "my-model"
+    model.mkdir()
+    out = tmp_path / "reports" / "r.json"
+    out.parent.mkdir()
+    inputs = {"score": [str(pairs)], "matrix": [str(background)],
+              "search": [str(background), "--corpus", str(background)]}[command]
+    assert cli.main([command, *inputs, "--model", str(model), "--out", str(out), "-q"]) == 0
+    again = json.loads(out.read_text())["reproduce"][-1]
+    assert again.startswith(f"calibsim {command} ../") and " --model ../my-model " in again
