@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.io.output import check_output_path, figure_paths, sidecar_path
+from calibsim_gui.core.io.output import (
+    REPORT_FORMATS,
+    TABLE_SUFFIXES,
+    check_output_path,
+    figure_paths,
+    sidecar_path,
+)
 from calibsim_gui.core.references.anchors import load_anchors
 
 
@@ -142,22 +148,69 @@ def score_table(args, table, *, human=(), norms: bool = False, interval: bool = 
     return scored, profile
 
 
-def check_outputs(args, inputs) -> None:
-    """Refuse a bad --out (or a figure file that is an input or, without --force, exists)
-    before any model is loaded."""
-    check_output_path(args.out, inputs=inputs, force=args.force)
+def check_output(args, path, inputs=(), *, formats=REPORT_FORMATS, beside=()) -> Path:
+    """Refuse, before any input is read or a model loaded, an output `path` that could only fail
+    once written: one that would replace an input (the --model folder included), an unknown
+    format, an existing file without --force, a missing or read-only folder, or a folder where the
+    file, its table side-car or a file written `beside` it goes. Returns the path."""
+    path = Path(path)
+    sidecar = [sidecar_path(path)] if path.suffix.lower() in TABLE_SUFFIXES else []
+    if path.parent.exists() and not path.parent.is_dir():
+        raise InputError(f"{path.parent} is a file, not a folder.", path=path,
+                         fix="choose an output name in a folder")
+    for target in (path, *sidecar, *map(Path, beside)):
+        if target.is_dir():
+            raise InputError("a folder has that name, and calibsim writes a file there: it never replaces "
+                             "a folder.", path=target,
+                             fix="choose another output name, or a file inside that folder")
+    return check_output_path(path, inputs=[*inputs, *model_folders(args)], force=args.force, formats=formats)
+
+
+def check_outputs(args, inputs, *, stdout: bool = False) -> None:
+    """`check_output` for --out and every file a report writes beside it: with --figures each
+    figure, and the anchor ladder an HTML, PDF, XLSX or JSON report writes for anchors other than
+    the built-in ones (--anchors, or a --profile's). --figures without an output file is refused;
+    `stdout`: the command prints a table for ``--out -``."""
+    if not args.out or (stdout and args.out == "-"):
+        if args.figures:
+            raise InputError("--figures saves PNG and SVG files beside the --out file, and this run "
+                             "writes no file" + (" (--out - prints a table)." if args.out == "-" else "."),
+                             fix="add --out FILE (e.g. --out scores.html), or leave out --figures")
+        return
+    beside = []
+    ladder = getattr(args, "anchors", None) or getattr(args, "profile", None)
+    if ladder and Path(args.out).suffix.lower() in (".html", ".pdf", ".xlsx", ".json"):
+        from calibsim_gui.core.reports.reproduce import anchors_path
+
+        beside.append(anchors_path(args.out))
+    check_output(args, args.out, inputs, beside=beside)
     for figure in figure_paths(args.out) if args.figures else ():
-        check_output_path(figure, inputs=inputs, force=args.force, formats=None)
+        check_output(args, figure, inputs, formats=None)
+
+
+def model_folders(args) -> list[str]:
+    """The model folders of --model (one per --model where repeated); a built-in or cached model's
+    name is no folder."""
+    models = getattr(args, "models", None) or [getattr(args, "model", None)]
+    return [m for m in models if m and Path(m).is_dir()]
+
+
+def run_sources(args, **fields):
+    """The `reports.reproduce.RunSources` of this run: --profile and the --model folder, which a
+    report's Reproduce commands name (as the app's reports do), and `fields`."""
+    from calibsim_gui.core.reports.reproduce import RunSources
+
+    return RunSources(profile_file=getattr(args, "profile", None),
+                      model=next(iter(model_folders(args)), None), **fields)
 
 
 def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:
     """Write --out (format by extension) and, with --figures, the figures beside it; `sources`
-    (`reports.reproduce.RunSources`) names the files the result was made with (default: --profile)."""
-    from calibsim_gui.core.reports import TABLE_SUFFIXES, build_report, write_report_files
-    from calibsim_gui.core.reports.reproduce import RunSources
+    (`reports.reproduce.RunSources`) names the files the result was made with (default:
+    `run_sources`)."""
+    from calibsim_gui.core.reports import build_report, write_report_files
 
-    if sources is None:
-        sources = RunSources(profile_file=getattr(args, "profile", None))
+    sources = sources or run_sources(args)
     report = build_report(result, profile, metric=metric, form=form, sources=sources)
     written, *figures = write_report_files(report, args.out, figures=args.figures, force=args.force,
                                            inputs=inputs, keep_formulas=args.keep_formulas)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from calibsim_gui.cli import common, options
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.io.output import check_output_path, write_scored_pairs
+from calibsim_gui.core.io.output import write_scored_pairs
 from calibsim_gui.core.references.anchors import load_anchors
 
 
@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", dest="profiles", action="append", default=[], metavar="PROFILE",
                    help="a reference profile per --model, in the same order (repeat once per model; "
                         "'builtin' keeps that model's built-in reference)")
-    p.add_argument("--metric", default="cosine")
+    p.add_argument("--metric", type=options.metric, default="cosine")
     p.add_argument("--out", help="side-by-side table (.csv) and <out>.provenance.json")
     p.add_argument("--force", action="store_true")
     options.add_keep_formulas(p)
@@ -39,8 +39,8 @@ def run(args) -> int:
 
     profiles = [None if p in ("builtin", "") else p for p in args.profiles]
     if args.out:
-        check_output_path(args.out, inputs=[args.pairs, *[p for p in profiles if p],
-                                            *([args.anchors] if args.anchors else [])], force=args.force)
+        common.check_output(args, args.out, [args.pairs, *[p for p in profiles if p],
+                                             *([args.anchors] if args.anchors else [])])
         if Path(args.out).suffix.lower() not in (".csv", ".tsv"):
             raise InputError("a comparison is written as a table.", path=args.out, fix="end --out with .csv")
     if len(args.models) < 2:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from calibsim_gui.cli import common, options
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.output import check_output_path, dump_json
+from calibsim_gui.core.io.output import dump_json
 
 MIN_DOCUMENTS = 3         # the fewest whose spread (IsoScore, rank, random pairs) means something
 
@@ -35,8 +35,7 @@ def run(args) -> int:
     from calibsim_gui.core.geometry.transforms import GEOMETRIES
 
     if args.out:
-        out = check_output_path(args.out, inputs=[*args.inputs, *([args.profile] if args.profile else [])],
-                                force=args.force)
+        out = common.check_output(args, args.out, [*args.inputs, *([args.profile] if args.profile else [])])
         if out.suffix.lower() != ".json":
             raise InputError("diagnostics are written as JSON.", path=out, fix="end --out with .json")
     if args.inputs:

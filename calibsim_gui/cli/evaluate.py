@@ -5,7 +5,7 @@ from __future__ import annotations
 from calibsim_gui.cli import common, options
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.output import check_output_path, dump_json
+from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.provenance import file_digest
 
 
@@ -27,10 +27,10 @@ def add_parser(sub) -> None:
     p.add_argument("--text-a")
     p.add_argument("--text-b")
     p.add_argument("--encoding")
-    p.add_argument("--metrics", type=lambda text: text.split(","),
+    p.add_argument("--metrics", type=options.metrics,
                    help="comma-separated metrics, e.g. cosine (default: every metric the profile has "
                         "references for)")
-    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+    p.add_argument("--geometry", action="append", type=options.geometry, default=[], metavar="FIX",
                    help="also evaluate the scores under a geometry fix (center, whiten, abtt, soft; repeatable)")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (one model only), fitted on other pairs than these")
@@ -50,8 +50,8 @@ def run(args) -> int:
                          fix="give one --scale per file, in the files' order, or one for all")
     scales = scales * len(args.pairs) if len(scales) == 1 else scales
     if args.out:
-        out = check_output_path(args.out, inputs=[*args.pairs, *(p for p in (args.profile, args.human) if p)],
-                                force=args.force, formats=(".json", ".html"))
+        out = common.check_output(args, args.out, [*args.pairs, *(p for p in (args.profile, args.human) if p)],
+                                  formats=(".json", ".html"))
     specs = args.models or [None]
     if len(specs) > 1 and (args.profile or args.human):
         raise InputError("--profile and --human belong to one model.",

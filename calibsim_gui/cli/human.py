@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibsim_gui.cli import common, options
-from calibsim_gui.core.io.output import check_output_path
 
 
 def add_parser(sub) -> None:
@@ -15,8 +14,8 @@ def add_parser(sub) -> None:
     h.add_argument("pairs", help="CSV/TSV/JSONL of pairs with a human score column")
     h.add_argument("--scale", type=options.scale, default="0,5",
                    help="the scale the pairs were scored on (default 0,5)")
-    h.add_argument("--metric", default="cosine")
-    h.add_argument("--geometry", default="none", help="geometry fix the scores are taken under")
+    h.add_argument("--metric", type=options.metric, default="cosine")
+    h.add_argument("--geometry", type=options.geometry, default="none", help="geometry fix the scores are taken under")
     h.add_argument("--profile", help="reference profile (default: the built-in reference)")
     h.add_argument("--text-a")
     h.add_argument("--text-b")
@@ -32,8 +31,7 @@ def run(args) -> int:
     from calibsim_gui.core.calibration.human import HUMAN_SUFFIX
 
     out = Path(args.out if Path(args.out).suffix else args.out + HUMAN_SUFFIX)
-    check_output_path(out, inputs=[p for p in (args.pairs, args.profile) if p], force=args.force,
-                      formats=None)
+    common.check_output(args, out, [p for p in (args.pairs, args.profile) if p], formats=None)
     scale = args.scale
     common.check_input_memory(args, [args.pairs])
     embedder, cache, profile = common.model_and_references(args)

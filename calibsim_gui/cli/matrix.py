@@ -22,12 +22,12 @@ def add_parser(sub) -> None:
     p.add_argument("--per-file", action="store_true", help="one document per file instead of per line")
     p.add_argument("--column", help="text column of CSV/JSONL inputs")
     p.add_argument("--encoding")
-    p.add_argument("--metric", default="cosine")
+    p.add_argument("--metric", type=options.metric, default="cosine")
     p.add_argument("--form", default="calibrated",
                    help="calibrated form computed next to raw (the one a CSV holds); csls: cosine "
                         "corrected for hubness against the background (CSLS, K = 10); "
                         "local_minmax: each row's own min-max (not comparable across rows)")
-    p.add_argument("--geometry", default="none", metavar="FIX",
+    p.add_argument("--geometry", type=options.geometry, default="none", metavar="FIX",
                    help="score under a geometry fix of the reference (center, whiten, abtt, soft; "
                         "default none)")
     options.add_model_options(p)

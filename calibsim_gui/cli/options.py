@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.memory import parse_size
@@ -81,6 +82,45 @@ def whole_number(low: int, high: int):
         return value
 
     return whole_number
+
+
+def folder(text: str) -> str:
+    """An argparse type: a folder to write into (created when missing), refused when it is a file."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder: name a folder (it is created "
+                                         "if missing)")
+    return text
+
+
+def _checked(check, value):
+    """`value`, or argparse's error with the message of the `InputError` that `check(value)` raises:
+    a name is refused when the line is parsed, before any file is read or model loaded."""
+    try:
+        check(value)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
+def metrics(text: str) -> list[str]:
+    """An argparse type: comma-separated metric names."""
+    from calibsim_gui.core.geometry.metrics import get_metrics
+
+    return _checked(get_metrics, text.split(","))
+
+
+def metric(text: str) -> str:
+    """An argparse type: one metric's name."""
+    from calibsim_gui.core.geometry.metrics import get_metrics
+
+    return _checked(get_metrics, [text])[0]
+
+
+def geometry(text: str) -> str:
+    """An argparse type: a geometry fix's name."""
+    from calibsim_gui.core.geometry.transforms import get_geometries
+
+    return _checked(get_geometries, text)
 
 
 def batch_size(text: str) -> int:

@@ -13,6 +13,7 @@ from calibsim_gui.cli import (
     human,
     matrix,
     models,
+    options,
     profile,
     score,
     search,
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="calibsim", description="Calibrated, globally interpretable embedding similarity. "
                                      "Without a command, opens the desktop app.")
     parser.add_argument("--version", action="version", version=f"calibsim {__version__}")
-    parser.add_argument("--screenshot", metavar="DIR",
+    parser.add_argument("--screenshot", metavar="DIR", type=options.folder,
                         help="open the app on the built-in demo, save a PNG of every main view "
                              "and timings.json into DIR, then exit")
     parser.add_argument("--self-test", action="store_true",

@@ -7,7 +7,6 @@ from pathlib import Path
 from calibsim_gui.cli import common, options, profile_build
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.files import NUMBER_LIMIT, number_out_of_range, read_user_json
-from calibsim_gui.core.io.output import check_output_path
 
 
 def add_parser(sub) -> None:
@@ -35,8 +34,8 @@ def run(args) -> int:
     if out.suffix == "":
         out = out.with_suffix(".calibsim-profile")
     inputs = {"merge": lambda: args.profiles, "upgrade": lambda: [args.profile],
-              "build": lambda: [*args.background, args.anchors]}[args.profile_command]()
-    check_output_path(out, inputs=[p for p in inputs if p], force=args.force, formats=None)
+              "build": lambda: [*args.background, args.anchors, args.band_pairs]}[args.profile_command]()
+    common.check_output(args, out, [p for p in inputs if p], formats=None)
     if args.profile_command == "merge":
         return _merge(args, out)
     if args.profile_command == "upgrade":

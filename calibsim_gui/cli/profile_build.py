@@ -38,7 +38,7 @@ def add_parser(psub) -> None:
                    help="the scale of --band-pairs' scores (default 0,5)")
     b.add_argument("--out", required=True, help="profile file to write (.calibsim-profile)")
     b.add_argument("--force", action="store_true", help="replace an existing profile")
-    b.add_argument("--metrics", type=lambda text: text.split(","),
+    b.add_argument("--metrics", type=options.metrics,
                    help="comma-separated metrics to build references for (default: every metric, "
                         "scaled90, scaled50, wrd and radial included)")
     b.add_argument("--abtt-directions", type=options.whole_number(1, 100_000), metavar="D",

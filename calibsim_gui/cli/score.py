@@ -23,10 +23,10 @@ def add_parser(sub) -> None:
     p.add_argument("--text-b", help="column of the second text (default: auto-detected)")
     p.add_argument("--label", help="column of human scores, to report agreement")
     p.add_argument("--encoding", help="text encoding of the input (default: UTF-8/UTF-16 with BOM)")
-    p.add_argument("--metrics", type=lambda text: text.split(","),
+    p.add_argument("--metrics", type=options.metrics,
                    help="comma-separated metrics, e.g. cosine,euclidean (default: every metric the "
                         "profile has references for)")
-    p.add_argument("--geometry", action="append", default=[], metavar="FIX",
+    p.add_argument("--geometry", action="append", type=options.geometry, default=[], metavar="FIX",
                    help="also score under a geometry fix fitted on the background: center, whiten, "
                         "abtt or soft (repeatable; adds <metric>_<form>@FIX columns)")
     p.add_argument("--norms", action="store_true",
@@ -60,8 +60,7 @@ def run(args) -> int:
     from calibsim_gui.core.io.inputs import load_pairs
 
     inputs = [p for p in (args.pairs, args.profile, args.human, args.anchors) if p]
-    if args.out and args.out != "-":
-        common.check_outputs(args, inputs)
+    common.check_outputs(args, inputs, stdout=True)
     table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
                        encoding=args.encoding, memory_budget=args.memory_budget)
     fit = None
@@ -80,10 +79,8 @@ def run(args) -> int:
     if not args.out:
         print("(add --out FILE.csv, .xlsx, .json, .html or .pdf to save the scores)")
         return 0
-    from calibsim_gui.core.reports.reproduce import RunSources
-
-    sources = RunSources(profile_file=args.profile, human_file=args.human, human=fit, encoding=args.encoding,
-                         columns={"text_a": table.text_a, "text_b": table.text_b, "label": table.label})
+    sources = common.run_sources(args, human_file=args.human, human=fit, encoding=args.encoding,
+                                 columns={"text_a": table.text_a, "text_b": table.text_b, "label": table.label})
     return common.write_outputs(args, scored, profile, inputs=inputs, metric=(args.metrics or [None])[0],
                                 sources=sources)
 

@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
     p.add_argument("--top-k", type=options.whole_number(1, 10_000), default=10, metavar="K",
                    help="hits kept per query, 1 to 10,000 (default 10)")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
-    p.add_argument("--metric", default="cosine")
-    p.add_argument("--geometry", default="none", metavar="FIX",
+    p.add_argument("--metric", type=options.metric, default="cosine")
+    p.add_argument("--geometry", type=options.geometry, default="none", metavar="FIX",
                    help="search under a geometry fix fitted on the background: center, whiten, abtt or soft")
     p.add_argument("--query-column", help="text column of CSV/JSONL query files")
     p.add_argument("--column", help="text column of CSV/JSONL corpus files")
@@ -34,8 +34,7 @@ def run(args) -> int:
     from calibsim_gui.core.io.inputs import load_documents
 
     inputs = [*args.queries, *args.corpus, *([args.profile] if args.profile else [])]
-    if args.out:
-        common.check_outputs(args, inputs)
+    common.check_outputs(args, inputs)
     common.check_input_memory(args, [*args.queries, *args.corpus])
     queries = load_documents(args.queries, column=args.query_column, encoding=args.encoding,
                              memory_budget=args.memory_budget)

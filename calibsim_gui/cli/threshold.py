@@ -5,7 +5,7 @@ from __future__ import annotations
 from calibsim_gui.cli import common, options
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import write_text_atomic
-from calibsim_gui.core.io.output import check_output_path, dump_json
+from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.provenance import file_digest
 
 
@@ -25,8 +25,8 @@ def add_parser(sub) -> None:
                         "else the upper fifth of --scale: 4 on 0-5)")
     p.add_argument("--scale", type=options.scale, default="0,5",
                    help="the scale the pairs were labelled on (default 0,5)")
-    p.add_argument("--metric", default="cosine")
-    p.add_argument("--geometry", default="none", metavar="FIX",
+    p.add_argument("--metric", type=options.metric, default="cosine")
+    p.add_argument("--geometry", type=options.geometry, default="none", metavar="FIX",
                    help="find the thresholds under a geometry fix (center, whiten, abtt, soft)")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
     p.add_argument("--label", help="column of human scores or 0/1 labels (default: auto-detected)")
@@ -44,8 +44,7 @@ def run(args) -> int:
     from calibsim_gui.core.geometry.metrics import get_metrics
 
     if args.out:
-        out = check_output_path(args.out, inputs=[p for p in (args.pairs, args.profile) if p],
-                                force=args.force)
+        out = common.check_output(args, args.out, [p for p in (args.pairs, args.profile) if p])
         if out.suffix.lower() != ".json":
             raise InputError("thresholds are written as JSON.", path=out, fix="end --out with .json")
     metric = get_metrics([args.metric])[0]

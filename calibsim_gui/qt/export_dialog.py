@@ -33,6 +33,24 @@ def report_folder(settings: QSettings) -> str:
     return str(settings.value("export/folder", "") or documents or Path.home())
 
 
+def report_path(settings: QSettings, stem: str) -> str:
+    """The file an Export dialog proposes: ``<stem><last format>`` in `report_folder`."""
+    return str(Path(report_folder(settings)) / f"{stem}{settings.value('export/format', '.html')}")
+
+
+def export_figures(settings: QSettings) -> bool:
+    """Whether the last export also saved its figures (what an Export dialog proposes)."""
+    return settings.value("export/figures", False, type=bool)
+
+
+def remember_export(settings: QSettings, path: str, figures: bool) -> None:
+    """Keep an export's format, folder and figures choice for the next Export dialog, in any
+    session (File ▸ Export and the Search tab's Export share them)."""
+    settings.setValue("export/format", Path(path).suffix.lower())
+    settings.setValue("export/folder", str(Path(path).parent))
+    settings.setValue("export/figures", figures)
+
+
 class ExportDialog(QDialog):
     """Choose the report file and its options; confirms before replacing existing files.
 

@@ -55,7 +55,7 @@ class ExportFlow(QObject):
 
     def ask(self) -> None:
         """Ask where and how (Export dialog), then write the report in a worker."""
-        from calibsim_gui.qt.export_dialog import ExportDialog
+        from calibsim_gui.qt.export_dialog import ExportDialog, export_figures
 
         results, profile, state = self.state.results, self.state.profile, self.state
         if not self.has_results():
@@ -64,7 +64,7 @@ class ExportFlow(QObject):
                    [m for m in METRICS if f"{m}_raw" in results.frame.columns])
         dialog = ExportDialog(default_path=self.default_path(), metrics=metrics,
                               forms=state.forms(), metric=state.metric, form=state.form,
-                              figures=self.settings.value("export/figures", False, type=bool), parent=self.window,
+                              figures=export_figures(self.settings), parent=self.window,
                               anchors=profile.anchors)
         child_process().warm_up()            # the child imports matplotlib while the user chooses
         if dialog.exec() == QDialog.DialogCode.Accepted:
@@ -73,13 +73,10 @@ class ExportFlow(QObject):
     def default_path(self) -> str:
         """``<input>-report.<last format>`` in the last export folder, else in Documents: never
         in an input's folder unless the user chose it."""
-        from calibsim_gui.qt.export_dialog import report_folder
+        from calibsim_gui.qt.export_dialog import report_path
 
-        suffix = self.settings.value("export/format", ".html")
-        folder = report_folder(self.settings)
         spec = self.window.input_spec
-        stem = f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report"
-        return str(Path(folder) / f"{stem}{suffix}")
+        return report_path(self.settings, f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report")
 
     def has_results(self) -> bool:
         """Whether there are results to export; if not, say why and what to do."""
@@ -96,9 +93,9 @@ class ExportFlow(QObject):
         being scored again while the dialog was open are not written (`has_results`)."""
         if not self.has_results():
             return
-        self.settings.setValue("export/format", Path(path).suffix.lower())
-        self.settings.setValue("export/folder", str(Path(path).parent))
-        self.settings.setValue("export/figures", figures)
+        from calibsim_gui.qt.export_dialog import remember_export
+
+        remember_export(self.settings, path, figures)
         self.window.export_runner.start(export_report, self.state.results, self.state.profile, path=path,
                                         metric=metric, form=form, figures=figures, force=force,
                                         sources=self.window.session.run_sources())

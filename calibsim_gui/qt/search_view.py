@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSettings, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -163,15 +163,21 @@ class HitsModel(QAbstractTableModel):
 
 
 class SearchView(QWidget):
-    """Pick queries and a corpus, search for the top-k hits of each query, read and export them."""
+    """Pick queries and a corpus, search for the top-k hits of each query, read and export them.
 
-    def __init__(self, state, *, cache=lambda: None, memory_budget=lambda: None, parent=None):
+    `settings` (the window's QSettings) keep the Export dialog's choices as File ▸ Export keeps
+    them; `run_sources()` (`Session.run_sources`) names the profile file and model folder in use,
+    which an exported report names as File ▸ Export's does."""
+
+    def __init__(self, state, *, settings, run_sources, cache=lambda: None, memory_budget=lambda: None,
+                 parent=None):
         super().__init__(parent)
         self.setObjectName("search")
         self.state = state
+        self.settings, self._run_sources = settings, run_sources
         self._cache, self._budget = cache, memory_budget
         self.hits = None
-        self.hits_profile = None
+        self.hits_profile = self.hits_sources = None
         self.runner = TaskRunner("searching", self)
         self.export_runner = TaskRunner("exporting search results", self)
 
@@ -324,6 +330,8 @@ class SearchView(QWidget):
 
     def _searched(self, hits) -> None:
         self.hits, self.hits_profile = hits, self.state.profile
+        # the search reads its own files: the input's columns, encoding and human calibration are not its sources
+        self.hits_sources = {k: v for k, v in self._run_sources().items() if k in ("profile_file", "model")}
         search = hits.provenance["search"]
         self.model.set_hits(hits.frame, search["metric"])
         header = self.table.horizontalHeader()
@@ -380,15 +388,15 @@ class SearchView(QWidget):
     # ------------------------------------------------------------------ export
 
     def export(self) -> None:
-        from calibsim_gui.qt.export_dialog import ExportDialog, report_folder
+        from calibsim_gui.qt.export_dialog import ExportDialog, export_figures, report_path
 
         if self.hits is None:
             return
         metric = self.hits.provenance["search"]["metric"]
         stem = Path(self.queries.paths()[0]).stem if self.queries.count() else "search"
-        folder = Path(report_folder(QSettings()))
-        dialog = ExportDialog(default_path=str(folder / f"{stem}-search.html"), metrics=[metric],
-                              forms=["calibrated"], metric=metric, form="calibrated", parent=self,
+        dialog = ExportDialog(default_path=report_path(self.settings, f"{stem}-search"), metrics=[metric],
+                              forms=["calibrated"], metric=metric, form="calibrated",
+                              figures=export_figures(self.settings), parent=self,
                               anchors=self.hits_profile.anchors)
         child_process().warm_up()            # the child imports matplotlib while the user chooses
         if dialog.exec() == QDialog.DialogCode.Accepted:
@@ -396,6 +404,9 @@ class SearchView(QWidget):
 
     def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
         """Write the hits as File ▸ Export writes results: drawn and written in the app's child
-        process, with progress and Cancel in the status bar."""
+        process, with progress and Cancel in the status bar; the choices are kept for the next export."""
+        from calibsim_gui.qt.export_dialog import remember_export
+
+        remember_export(self.settings, path, figures)
         self.export_runner.start(export_report, self.hits, self.hits_profile, path=path, metric=metric,
-                                 form=form, figures=figures, force=force)
+                                 form=form, figures=figures, force=force, sources=self.hits_sources)

@@ -166,8 +166,9 @@ def test_models_lists_the_built_in_model(capsys):
 
 
 def test_unknown_metric_or_form_names_the_choices(pairs, tmp_path, capsys):
-    assert cli.main(["score", str(pairs), "--metrics", "cosine,cosinus", "-q"]) == 2
-    assert "cosinus" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:            # when the line is parsed (tests/cli/test_mistyped_names.py)
+        cli.main(["score", str(pairs), "--metrics", "cosine,cosinus", "-q"])
+    assert refused.value.code == 2 and "unknown metric(s) ['cosinus']" in capsys.readouterr().err
     assert cli.main(["matrix", str(pairs), "--column", "sentence1", "--form", "bg_percentile",
                      "--out", str(tmp_path / "m.csv"), "-q"]) == 2
     assert "choose --form from calibrated" in capsys.readouterr().err

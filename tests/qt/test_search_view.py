@@ -1,5 +1,6 @@
 """The Search tab and the Threshold dialog, on the fake model."""
 
+import json
 import time
 
 import numpy as np
@@ -93,6 +94,76 @@ def test_search_export_never_replaces_its_inputs_and_names_a_file_it_cannot_writ
     assert view.message.text().startswith(f"{taken}: could not write the file")
     assert "Fix: a folder has that name; choose another output name" in view.message.text()
     assert list(taken.iterdir()) == [] and not list(tmp_path.glob(".taken*"))    # no temporary left
+
+
+def searched(window, qtbot, search_files):
+    """The Search tab after searching the queries file in the corpus file."""
+    queries, corpus, _ = search_files
+    view = window.search
+    view.set_inputs([queries], [corpus])
+    with qtbot.waitSignal(view.runner.finished, timeout=120_000):
+        view.search_button.click()
+    return view
+
+
+def test_a_search_report_names_the_profile_file_and_model_as_file_export_does(window, qtbot, search_files,
+                                                                            tmp_path, profile):
+    from tests.qt.conftest import REFERENCES_MS
+
+    opened = tmp_path / "news.calibsim-profile"
+    profile.save(opened)
+    with qtbot.waitSignal(window.profile_runner.finished, timeout=REFERENCES_MS):
+        window.open_profile(str(opened))
+    view = searched(window, qtbot, search_files)
+    out = tmp_path / "hits.json"
+    with qtbot.waitSignal(view.export_runner.finished, timeout=120_000):
+        view.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
+    report = json.loads(out.read_text())
+    assert report["provenance"]["model"]["name"] == window.state.embedder.fingerprint.name == "fake-bow"
+    files = {(f["role"], f["name"]) for f in report["provenance"]["files"]}
+    assert files >= {("queries", "queries.txt"), ("corpus", "corpus.txt"), ("profile", "news.calibsim-profile")}
+    assert report["reproduce"][-1].startswith("calibsim search queries.txt --corpus corpus.txt")
+    assert "--profile news.calibsim-profile" in report["reproduce"][-1]
+
+
+def test_the_search_export_offers_the_last_format_and_folder_in_a_new_session(window, qtbot, search_files,
+                                                                            tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QDialog
+
+    from calibsim_gui.qt.export_dialog import ExportDialog
+    from calibsim_gui.qt.search_view import SearchView
+
+    view = searched(window, qtbot, search_files)
+    chosen = tmp_path / "reports" / "mine.json"
+    chosen.parent.mkdir()
+    offered = []
+
+    def user_chooses(dialog):                   # what the user sees, then what they pick
+        offered.append((dialog.path_edit.text(), dialog.format_combo.currentData()))
+        dialog.path_edit.setText(str(chosen))
+        dialog.accept()
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(ExportDialog, "exec", user_chooses)
+    with qtbot.waitSignal(view.export_runner.finished, timeout=120_000):
+        view.export_button.click()
+    assert json.loads(chosen.read_text())["format"] == "calibsim-search"
+    monkeypatch.setattr(ExportDialog, "exec", lambda dialog: offered.append(
+        (dialog.path_edit.text(), dialog.format_combo.currentData())) or QDialog.DialogCode.Rejected)
+    view.export()                               # reopened: the last format and folder
+    assert offered[-1] == (str(chosen.parent / "queries-search.json"), ".json")
+    window.settings.sync()
+
+    # the next session: a Search tab on settings read back from disk
+    again = SearchView(window.state, settings=QSettings("calibsim", "calibsim"), run_sources=dict)
+    qtbot.addWidget(again)
+    again.set_inputs(view.queries.paths(), view.corpus.paths())
+    again.hits, again.hits_profile = view.hits, view.hits_profile
+    offered.clear()
+    again.export()
+    assert offered[-1] == (str(chosen.parent / "queries-search.json"), ".json")
+    assert window.exports.default_path() == str(chosen.parent / "calibsim-report.json")   # File > Export too
 
 
 def test_search_can_be_cancelled_and_failures_are_shown(window, qtbot, search_files, monkeypatch):
