@@ -157,13 +157,16 @@ class ExportDialog(QDialog):
             self.path_edit.setText(path if Path(path).suffix else path + suffix)
             self._sync_format_from_path()
 
+    def targets(self) -> list[Path]:
+        """Every file the export writes: the report and its side files."""
+        path = self.path()
+        targets = [path] + ([sidecar_path(path)] if path.suffix.lower() in TABLE_SUFFIXES else [])
+        targets += figure_paths(path) if self.figures_check.isChecked() else []
+        return targets + [p for p in (self._anchors_file(),) if p is not None]
+
     def existing_files(self) -> list[Path]:
         """Files the export would replace, side files included (all under one question)."""
-        path = self.path()
-        candidates = [path] + ([sidecar_path(path)] if path.suffix.lower() in TABLE_SUFFIXES else [])
-        candidates += figure_paths(path) if self.figures_check.isChecked() else []
-        candidates += [p for p in (self._anchors_file(),) if p is not None]
-        return [p for p in candidates if p.exists()]
+        return [p for p in self.targets() if p.exists()]
 
     def confirm_replace(self, existing: list[Path]) -> bool:
         names = "\n".join(str(p) for p in existing[:6])
@@ -180,6 +183,12 @@ class ExportDialog(QDialog):
             QMessageBox.warning(self, "Export report",
                                 f"{path.name}: calibsim writes {', '.join(REPORT_FORMATS)} files. "
                                 "Pick a format or change the file's extension.")
+            return
+        folder = next((p for p in self.targets() if p.is_dir()), None)
+        if folder is not None:
+            QMessageBox.warning(self, "Export report",
+                                f"{folder} is a folder, and the export writes a file there. "
+                                "Choose another file name, or a file inside that folder.")
             return
         existing = self.existing_files()
         if existing and not self.confirm_replace(existing):

@@ -84,6 +84,19 @@ def test_dialog_refuses_an_unknown_extension(qtbot, tmp_path, monkeypatch):
     assert dialog.result() != QDialog.DialogCode.Accepted and ".html" in warned[0]
 
 
+@pytest.mark.parametrize("folder", ["report.html", "report-distribution.png"])
+def test_dialog_refuses_a_folder_where_the_report_or_a_figure_goes(qtbot, tmp_path, monkeypatch, folder):
+    (tmp_path / folder).mkdir()
+    dialog = dialog_for(tmp_path, figures=True)
+    qtbot.addWidget(dialog)
+    warned = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warned.append(text))
+    monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
+    dialog.accept()
+    assert dialog.result() != QDialog.DialogCode.Accepted
+    assert warned and str(tmp_path / folder) in warned[0] and "is a folder" in warned[0]
+
+
 @pytest.mark.parametrize("suffix", [".html", ".xlsx", ".json", ".csv", ".pdf"])
 def test_export_writes_each_format_in_a_worker(scored_window, qtbot, tmp_path, suffix):
     out = tmp_path / f"report{suffix}"
