@@ -369,7 +369,7 @@ def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores
     with EmbeddingCache(tmp_path / "cache.sqlite") as cache:
         cold = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
         computed = []
-        monkeypatch.setattr(query_scale, "reference_stats",
+        monkeypatch.setattr(query_scale, "reference_stats_table",
                             lambda *args, **kw: computed.append(args[0]) or (_ for _ in ()).throw(
                                 AssertionError("scales were computed again")))
         warm = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
