@@ -121,6 +121,29 @@ def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference()
                                    reference_stats(name, vectors, reference), err_msg=name)
 
 
+def test_query_scales_of_all_metrics_at_once_equal_each_metric_alone():
+    from calibsim_gui.core.calibration.query_scale import reference_stats, reference_stats_table
+
+    rng = np.random.default_rng(1)
+    vectors, reference = rng.normal(size=(23, 8)), rng.normal(size=(40, 8))
+    together = reference_stats_table(list(METRICS), vectors, reference, block_rows=5)   # blocks of 4 rows
+    for name in METRICS:
+        np.testing.assert_allclose(together[name], reference_stats(name, vectors, reference), rtol=1e-12,
+                                   err_msg=name)
+
+
+def test_an_error_while_the_texts_scales_are_computed_beside_the_run_fails_the_run(
+        pairs_file, profile, monkeypatch):
+    from calibsim_gui.core.analysis import pairs
+
+    def no_room(*args, **kwargs):
+        raise MemoryError("no room for the texts' scales")
+
+    monkeypatch.setattr(pairs, "text_scales", no_room)
+    with pytest.raises(MemoryError, match="no room for the texts' scales"):
+        score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile)
+
+
 def drain(steps):
     """The `PairChunk`s a scoring generator yields, and what it returns."""
     chunks = []

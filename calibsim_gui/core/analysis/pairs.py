@@ -233,8 +233,6 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     first = np.fromiter((index[t] for t in texts_a), dtype=np.int64, count=len(rows))
     second = np.fromiter((index[t] for t in texts_b), dtype=np.int64, count=len(rows))
     chunked = long_texts == "chunk"
-    if profile.query_reference is not None:      # for the texts' scales (`_assemble`), after encoding
-        preload_matrix_libraries({m for names in plan.values() for m in names})
     # the pieces the model reads: each distinct text, or (--long-texts chunk) each of its chunks
     pieces = split_texts(embedder, distinct, overlap=chunk_overlap, memory_budget=memory_budget,
                          run_bytes=run_bytes, path=table.path) if chunked else None
@@ -244,6 +242,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     steps = iter_encode(embedder, [p for text_pieces in pieces for p in text_pieces] if chunked else distinct,
                         batch_size=batch_size, cache=cache, should_stop=should_stop)
     step = next(steps)                             # the plan: after which batch each piece is ready
+    if step.total and profile.query_reference is not None:   # new texts' scales are computed at the end
+        preload_matrix_libraries({m for names in plan.values() for m in names})
     piece_rows, piece_vectors = step.rows, step.table
     text_ready = (np.maximum.reduceat(step.ready_after[piece_rows], starts) if n_texts
                   else np.zeros(0, dtype=np.int64))
