@@ -242,8 +242,9 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     steps = iter_encode(embedder, [p for text_pieces in pieces for p in text_pieces] if chunked else distinct,
                         batch_size=batch_size, cache=cache, should_stop=should_stop)
     step = next(steps)                             # the plan: after which batch each piece is ready
-    if step.total and profile.query_reference is not None:   # new texts' scales are computed at the end
-        preload_matrix_libraries({m for names in plan.values() for m in names})
+    # new texts' scales are computed at the end (`_assemble`): what they need is imported once the
+    # first batch is encoded (ONNX Runtime's session, opened for it, loses to an import beside it)
+    scaled = {m for names in plan.values() for m in names} if profile.query_reference is not None else ()
     piece_rows, piece_vectors = step.rows, step.table
     text_ready = (np.maximum.reduceat(step.ready_after[piece_rows], starts) if n_texts
                   else np.zeros(0, dtype=np.int64))
@@ -286,6 +287,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
         except StopIteration as end:
             result = end.value
             break
+        if step.batch == 1:
+            preload_matrix_libraries(scaled)
     combined = combine_chunks(pieces, result) if chunked else None
     encoded = combined.encoding if chunked else result
     chunks = combined.chunks if chunked else {}
