@@ -121,6 +121,29 @@ def test_query_zscore_is_the_mean_of_both_texts_z_scores_against_the_reference()
                                    reference_stats(name, vectors, reference), err_msg=name)
 
 
+def test_query_scales_of_all_metrics_at_once_equal_each_metric_alone():
+    from calibsim_gui.core.calibration.query_scale import reference_stats, reference_stats_table
+
+    rng = np.random.default_rng(1)
+    vectors, reference = rng.normal(size=(23, 8)), rng.normal(size=(40, 8))
+    together = reference_stats_table(list(METRICS), vectors, reference, block_rows=5)   # blocks of 4 rows
+    for name in METRICS:
+        np.testing.assert_allclose(together[name], reference_stats(name, vectors, reference), rtol=1e-12,
+                                   err_msg=name)
+
+
+def test_an_error_while_the_texts_scales_are_computed_beside_the_run_fails_the_run(
+        pairs_file, profile, monkeypatch):
+    from calibsim_gui.core.analysis import pairs
+
+    def no_room(*args, **kwargs):
+        raise MemoryError("no room for the texts' scales")
+
+    monkeypatch.setattr(pairs, "text_scales", no_room)
+    with pytest.raises(MemoryError, match="no room for the texts' scales"):
+        score_pairs(load_pairs(pairs_file), FakeEmbedder(), profile)
+
+
 def drain(steps):
     """The `PairChunk`s a scoring generator yields, and what it returns."""
     chunks = []
@@ -369,7 +392,7 @@ def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores
     with EmbeddingCache(tmp_path / "cache.sqlite") as cache:
         cold = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
         computed = []
-        monkeypatch.setattr(query_scale, "reference_stats",
+        monkeypatch.setattr(query_scale, "reference_stats_table",
                             lambda *args, **kw: computed.append(args[0]) or (_ for _ in ()).throw(
                                 AssertionError("scales were computed again")))
         warm = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame

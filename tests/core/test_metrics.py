@@ -2,7 +2,14 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, matrix_blocks, pair_scores
+from calibsim_gui.core.geometry.metrics import (
+    METRICS,
+    MatrixParts,
+    Rows,
+    get_metrics,
+    matrix_blocks,
+    pair_scores,
+)
 
 
 @pytest.fixture
@@ -29,6 +36,13 @@ def test_matrix_blocks_equal_pairwise_scores(vectors):
         assert full.shape == (14, 14)
         i, j = np.triu_indices(14, 1)
         np.testing.assert_allclose(full[i, j], metric.pairs(x[i], x[j]), atol=1e-9)
+
+
+def test_metrics_sharing_one_block_s_parts_give_the_matrices_each_computes_alone(vectors):
+    x, y = vectors
+    shared = MatrixParts(x, Rows(y).computed())     # one cosine matrix, angle and lengths for all
+    for metric in METRICS.values():
+        np.testing.assert_array_equal(metric.from_parts(shared), metric.matrix(x, y), err_msg=metric.name)
 
 
 def test_every_metric_declares_orientation_and_similarity_view_ranks_closer_pairs_higher():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from calibsim_gui.core.embedding.encoding import EncodingResult, iter_encode
 from calibsim_gui.core.embedding.languages import pair_languages, run_languages
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores
+from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores, preload_matrix_libraries
 from calibsim_gui.core.geometry.transforms import GEOMETRIES, get_geometries
 from calibsim_gui.core.io.memory import check_budget, pair_run_bytes
 from calibsim_gui.core.provenance import library_versions
@@ -241,6 +242,9 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
     steps = iter_encode(embedder, [p for text_pieces in pieces for p in text_pieces] if chunked else distinct,
                         batch_size=batch_size, cache=cache, should_stop=should_stop)
     step = next(steps)                             # the plan: after which batch each piece is ready
+    # new texts' scales are computed at the end (`_assemble`): what they need is imported once the
+    # first batch is encoded (ONNX Runtime's session, opened for it, loses to an import beside it)
+    scaled = {m for names in plan.values() for m in names} if profile.query_reference is not None else ()
     piece_rows, piece_vectors = step.rows, step.table
     text_ready = (np.maximum.reduceat(step.ready_after[piece_rows], starts) if n_texts
                   else np.zeros(0, dtype=np.int64))
@@ -283,6 +287,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
         except StopIteration as end:
             result = end.value
             break
+        if step.batch == 1:
+            preload_matrix_libraries(scaled)
     combined = combine_chunks(pieces, result) if chunked else None
     encoded = combined.encoding if chunked else result
     chunks = combined.chunks if chunked else {}
@@ -358,6 +364,12 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     provenance = run_provenance(embedder, profile, encoding, tuple(plan))
     provenance["pairs"] = {"file": str(table.path), "rows": len(frame), "scored": int(scored.sum())}
     notes = list(table.notes) + plan_notes + profile.warnings(precision=embedder_precision(embedder))
+    long = long or {"mode": DEFAULT_LONG_TEXTS, "aggregate": DEFAULT_CHUNK_AGGREGATE,
+                    "overlap": DEFAULT_CHUNK_OVERLAP, "texts_chunked": 0, "chunks": 0}
+    window = chunk_window(embedder) if long["mode"] == "chunk" else None
+    # a chunked text's scale comes from its mean chunk vector: kept apart in the cache
+    scales_key = cache_key(embedder) + (f"|chunked-{window}-{long['overlap']}" if long["texts_chunked"] else "")
+    scales = _text_scales_in_background(plan, profile, vectors, texts, cache, scales_key)
     provenance["languages"], language_notes = run_languages(          # core/embedding/languages.py
         texts, profile.provenance, model_folder=getattr(getattr(embedder, "info", None), "path", None),
         pairs=(first, second, np.flatnonzero(scored)))
@@ -366,14 +378,12 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     add_language_ends(profile, embedder, sorted(set(languages.tolist())), cache=cache)
     used = {code: int(n) for code, n in zip(*np.unique(languages[languages != ""], return_counts=True))
             if code in profile.provenance["scale"]["languages"]}
-    long = long or {"mode": DEFAULT_LONG_TEXTS, "aggregate": DEFAULT_CHUNK_AGGREGATE,
-                    "overlap": DEFAULT_CHUNK_OVERLAP, "texts_chunked": 0, "chunks": 0}
     truncated = _truncated_marks(encoding.truncated, first, second)
     long["pairs_truncated"] = int((truncated != "").sum())
     provenance["long_texts"] = {**long, "note": CALIBRATION_NOTE if long["mode"] == "chunk" else
                                 "texts past the model's max length are scored by their beginning"}
     if long["mode"] == "chunk":
-        long["window"] = provenance["long_texts"]["window"] = chunk_window(embedder)
+        long["window"] = provenance["long_texts"]["window"] = window
     prompt = embedder_prompt(embedder)
     max_length = (f"the model's max length ({embedder.max_seq_length} tokens"
                   + (f", the prompt {prompt!r} before each text included)" if prompt else ")"))
@@ -412,13 +422,6 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     saturation, intervals = {}, {}
     for g, names in plan.items():
         references = profile.references(g)
-        reference = None
-        if profile.query_reference is not None:
-            reference = profile.transformed(profile.query_reference, g)
-            # a chunked text's scale comes from its mean chunk vector: kept apart in the cache
-            chunked = (f"|chunked-{long['window']}-{long['overlap']}" if long["texts_chunked"] else "")
-            scales = text_scales(names, profile.transformed(vectors, g), reference, texts=texts,
-                                 cache=cache, model_key=cache_key(embedder) + chunked)
         for name in names:
             values = raw[g, name]
             columns[score_column(name, "raw", g)] = full(values)
@@ -436,9 +439,9 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
             intervals[name if g == "none" else f"{name}@{g}"] = {
                 "median_width": float(np.median(widths)) if len(widths) else None,
                 "p90_width": float(np.quantile(widths, 0.9)) if len(widths) else None}
-            if reference is not None:
+            if g in scales:
                 columns[score_column(name, "query_zscore", g)] = full(
-                    pair_zscores(METRICS[name].as_similarity(values), scales[name], first, second))
+                    pair_zscores(METRICS[name].as_similarity(values), scales[g].result()[name], first, second))
             if profile.has_background and len(values):
                 cut = references[name].background.quantile(SATURATION_QUANTILE)
                 share = float((METRICS[name].as_similarity(values) > cut).mean())
@@ -500,6 +503,24 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     parts = [frame.reset_index(drop=True)] + ([pd.DataFrame(flags)] if flags else []) + [pd.DataFrame(columns)]
     out = pd.concat(parts, axis=1)
     return ScoredPairs(out, provenance, notes)
+
+
+def _text_scales_in_background(plan, profile, vectors, texts, cache, model_key) -> dict:
+    """`text_scales` of the texts' `vectors` under each geometry of `plan` (none without a query
+    reference), computed in a background thread while the caller goes on (numpy and scipy
+    release the GIL in the matrix work: language detection runs meanwhile); geometry -> Future."""
+    if profile.query_reference is None:
+        return {}
+
+    def scales(g: str, names: list[str]) -> dict:
+        return text_scales(names, profile.transformed(vectors, g), profile.transformed(profile.query_reference, g),
+                           texts=texts, cache=cache, model_key=model_key)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibsim-scales")
+    try:
+        return {g: pool.submit(scales, g, names) for g, names in plan.items()}
+    finally:
+        pool.shutdown(wait=False)          # the thread ends when its work is done
 
 
 def _truncated_marks(too_long, first, second) -> np.ndarray:

@@ -3,8 +3,9 @@
 A query z-score compares a pair's score with the scores of each of its texts against a sample
 of background texts. Only each distinct text's mean and standard deviation over that sample are
 needed, so they are computed once per distinct text: in closed form for the metrics that are a
-dot product (cosine, dot), and in row blocks on all cores for the others; with an embedding
-cache they are kept beside the text's vector, so re-scoring a text costs nothing.
+dot product (cosine, dot), and in row blocks on all cores for the others (all of a block's
+metrics from one cosine matrix); with an embedding cache they are kept beside the text's
+vector, so re-scoring a text costs nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from calibsim_gui.core.geometry.metrics import METRICS, Metric
+from calibsim_gui.core.geometry.metrics import METRICS, MatrixParts, Metric, Rows
 
 
 def _bilinear_stats(metric: Metric, vectors: np.ndarray, reference: np.ndarray
@@ -27,6 +28,44 @@ def _bilinear_stats(metric: Metric, vectors: np.ndarray, reference: np.ndarray
     covariance = centred.T @ centred / len(r)
     variance = np.einsum("ij,ij->i", x @ covariance, x)
     return x @ r.mean(axis=0), np.sqrt(np.maximum(variance, 0.0))
+
+
+def _matrix_stats(metrics: list[Metric], vectors: np.ndarray, reference: np.ndarray,
+                  block_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`reference_stats` of metrics without a closed form, from their full matrices: in row
+    blocks on all cores, each block's metrics from one `MatrixParts` (one cosine matrix for
+    all). Blocks are balanced over the cores and hold a multiple of 4 rows where they can
+    (BLAS kernels take rows 4 at a time: a row's scores do not depend on the blocking)."""
+    n = len(vectors)
+    out = [(np.empty(n), np.empty(n)) for _ in metrics]
+    reference = Rows(np.asarray(reference, dtype=np.float64)).computed()    # before the threads share it
+    workers = os.cpu_count() or 1
+    blocks = -(-max(n, 1) // block_rows)
+    blocks = -(-blocks // workers) * workers
+    size = min(block_rows, 4 * -(-n // (4 * blocks))) or 1
+
+    def block(start: int) -> None:
+        rows = slice(start, start + size)
+        parts = MatrixParts(np.asarray(vectors[rows], dtype=np.float64), reference)
+        for (mean, std), metric in zip(out, metrics):
+            scores = metric.as_similarity(metric.from_parts(parts))
+            mean[rows], std[rows] = scores.mean(axis=1), scores.std(axis=1)
+
+    # numpy and scipy release the GIL inside the matrix work, so threads use every core
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(block, range(0, n, size)))
+    return out
+
+
+def reference_stats_table(metrics, vectors: np.ndarray, reference: np.ndarray, *,
+                          block_rows: int = 1024) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """`reference_stats` of each of `metrics`: metric -> (mean, std)."""
+    chosen = [METRICS[m] for m in metrics]
+    out = {m.name: _bilinear_stats(m, vectors, reference) for m in chosen if m.bilinear_map is not None}
+    others = [m for m in chosen if m.bilinear_map is None]
+    if others:
+        out.update(zip((m.name for m in others), _matrix_stats(others, vectors, reference, block_rows)))
+    return {m: out[m] for m in metrics}
 
 
 def reference_stats(metric: str, vectors: np.ndarray, reference: np.ndarray, *,
@@ -42,22 +81,7 @@ def reference_stats(metric: str, vectors: np.ndarray, reference: np.ndarray, *,
     -------
     mean, std : ndarray of shape (n,), float64, in the "higher = more similar" view.
     """
-    metric_ = METRICS[metric]
-    if metric_.bilinear_map is not None:
-        return _bilinear_stats(metric_, vectors, reference)
-    reference = np.asarray(reference, dtype=np.float64)
-    mean, std = np.empty(len(vectors)), np.empty(len(vectors))
-
-    def block(start: int) -> None:
-        rows = slice(start, start + block_rows)
-        scores = metric_.as_similarity(metric_.matrix(np.asarray(vectors[rows], dtype=np.float64),
-                                                      reference))
-        mean[rows], std[rows] = scores.mean(axis=1), scores.std(axis=1)
-
-    # numpy and scipy release the GIL inside the matrix work, so threads use every core
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        list(pool.map(block, range(0, len(vectors), block_rows)))
-    return mean, std
+    return reference_stats_table([metric], vectors, reference, block_rows=block_rows)[metric]
 
 
 def text_scales(metrics, vectors: np.ndarray, reference: np.ndarray, *, texts=None, cache=None,
@@ -83,9 +107,9 @@ def text_scales(metrics, vectors: np.ndarray, reference: np.ndarray, *, texts=No
             table[is_found] = [found[text] for text, hit in zip(texts, is_found) if hit]
         missing = np.flatnonzero(~is_found)
     if len(missing):
+        stats = reference_stats_table(metrics, vectors[missing], reference)
         for k, metric in enumerate(metrics):
-            table[missing, 2 * k], table[missing, 2 * k + 1] = reference_stats(
-                metric, vectors[missing], reference)
+            table[missing, 2 * k], table[missing, 2 * k + 1] = stats[metric]
         if cache is not None and texts is not None:
             cache.store(key, [texts[i] for i in missing], table[missing])
     table = table.astype(np.float64)

@@ -167,7 +167,7 @@ def _by_script(text: str) -> tuple[str, float] | None:
     if text.isascii() or not _ANY_SCRIPT.search(text):
         return None
     counts = {name: len(pattern.findall(text)) for name, pattern in _SCRIPT_RES.items()}
-    if sum(counts.values()) < sum(c.isalpha() for c in _ANY_SCRIPT.sub("", text)):
+    if sum(counts.values()) < sum(map(str.isalpha, _ANY_SCRIPT.sub("", text))):
         return None                     # mostly words between spaces, with a few such characters
     cjk = sum(counts[name] for name in _CJK)
     if cjk < sum(counts.values()) - cjk:
@@ -194,7 +194,7 @@ def _guess(text: str) -> tuple[str, float]:
     scripted = _by_script(text)
     if scripted is not None:
         return scripted
-    if len(text.split()) < MIN_WORDS or sum(c.isalpha() for c in text) < MIN_LETTERS:
+    if len(text.split()) < MIN_WORDS or sum(map(str.isalpha, text)) < MIN_LETTERS:
         return UNKNOWN, 0.0
     code, confidence = _identifier().classify(text)
     return (UNKNOWN, 0.0) if code in NO_LANGUAGE else (code, float(confidence))

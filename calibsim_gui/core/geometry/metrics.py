@@ -6,6 +6,9 @@ that every calibrator works on (distances are negated).
 
 from __future__ import annotations
 
+import importlib
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -25,24 +28,90 @@ def _cosine_pairs(a, b):
     return np.einsum("ij,ij->i", _unit(a), _unit(b))
 
 
-def _cosine_matrix(x, y):
-    return _unit(x) @ _unit(y).T
-
-
-def _euclidean_matrix(x, y):
-    """Euclidean distances from ``|x|^2 + |y|^2 - 2 x.y`` (a matrix product: ~3x faster than cdist)."""
-    squared = (x * x).sum(axis=1)[:, None] + (y * y).sum(axis=1)[None, :] - 2 * (x @ y.T)
-    return np.sqrt(np.maximum(squared, 0.0, out=squared), out=squared)
-
-
 def _cdist(x, y, kind):
     from scipy.spatial.distance import cdist  # scipy.spatial costs 0.4 s to import
 
     return cdist(x, y, kind)
 
 
+def preload_matrix_libraries(names) -> None:
+    """Start importing, in a background thread, what the full matrices of the metrics `names`
+    need (scipy's cdist for manhattan: ~0.4 s of CPU), so that a caller who needs them later,
+    e.g. after encoding its texts, does not wait for it."""
+    if "manhattan" in names and "scipy.spatial.distance" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("scipy.spatial.distance",),
+                         name="calibsim-preload", daemon=True).start()
+
+
 def _angular(cos):
     return np.arccos(np.clip(cos, -1.0, 1.0)) / np.pi
+
+
+def _once(method):
+    """A property computed on first use and kept: `functools.cached_property` without its lock,
+    which Python 3.11 shares among all instances (threads scoring separate blocks would wait for
+    each other's matrices)."""
+    name = method.__name__
+
+    def get(self):
+        if name not in self.__dict__:
+            self.__dict__[name] = method(self)
+        return self.__dict__[name]
+
+    return property(get, doc=method.__doc__)
+
+
+class Rows:
+    """Vectors (rows) and what metrics derive from them, each computed once on first use:
+    the unit vectors, the lengths and the squared lengths."""
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+
+    @_once
+    def unit(self) -> np.ndarray:
+        return _unit(self.x)
+
+    @_once
+    def norms(self) -> np.ndarray:
+        return np.linalg.norm(self.x, axis=1)
+
+    @_once
+    def squares(self) -> np.ndarray:
+        return (self.x * self.x).sum(axis=1)
+
+    def computed(self) -> Rows:
+        """These rows with every derived value computed now (e.g. before threads share them)."""
+        for name in ("unit", "norms", "squares"):
+            getattr(self, name)
+        return self
+
+
+class MatrixParts:
+    """What the full matrices of several metrics of the rows of `x` against those of `y` share
+    (the cosines, their angles, the rows' lengths), each computed once on first use, so that
+    scoring a block with every metric costs one cosine matrix. `x` and `y` are arrays or
+    `Rows` (a `Rows` of a reference kept across blocks computes its unit vectors once)."""
+
+    def __init__(self, x, y):
+        self.a = x if isinstance(x, Rows) else Rows(x)
+        self.b = y if isinstance(y, Rows) else Rows(y)
+
+    @_once
+    def cosine(self) -> np.ndarray:
+        return self.a.unit @ self.b.unit.T
+
+    @_once
+    def angle(self) -> np.ndarray:
+        """The angles in radians."""
+        return np.arccos(np.clip(self.cosine, -1.0, 1.0))
+
+
+def _euclidean_matrix(parts: MatrixParts):
+    """Euclidean distances from ``|x|^2 + |y|^2 - 2 x.y`` (a matrix product: ~3x faster than cdist)."""
+    a, b = parts.a, parts.b
+    squared = a.squares[:, None] + b.squares[None, :] - 2 * (a.x @ b.x.T)
+    return np.sqrt(np.maximum(squared, 0.0, out=squared), out=squared)
 
 
 WRD_LAMBDA = 1.0
@@ -57,9 +126,9 @@ def _scaled_pairs(alpha):
 
 
 def _scaled_matrix(alpha):
-    def matrix(x, y):
-        norms = np.linalg.norm(x, axis=1)[:, None] + np.linalg.norm(y, axis=1)[None, :]
-        return alpha * _cosine_matrix(x, y) + (1 - alpha) * norms
+    def matrix(parts: MatrixParts):
+        norms = parts.a.norms[:, None] + parts.b.norms[None, :]
+        return alpha * parts.cosine + (1 - alpha) * norms
     return matrix
 
 
@@ -68,10 +137,8 @@ def _wrd_pairs(a, b):
     return np.linalg.norm(a, axis=1) - np.linalg.norm(b, axis=1) + WRD_LAMBDA * angle
 
 
-def _wrd_matrix(x, y):
-    angle = np.arccos(np.clip(_cosine_matrix(x, y), -1.0, 1.0))
-    return (np.linalg.norm(x, axis=1)[:, None] - np.linalg.norm(y, axis=1)[None, :]
-            + WRD_LAMBDA * angle)
+def _wrd_matrix(parts: MatrixParts):
+    return parts.a.norms[:, None] - parts.b.norms[None, :] + WRD_LAMBDA * parts.angle
 
 
 def _radial_pairs(a, b):
@@ -80,10 +147,9 @@ def _radial_pairs(a, b):
     return np.sqrt((na - nb) ** 2 + na * nb * angle ** 2)
 
 
-def _radial_matrix(x, y):
-    nx, ny = np.linalg.norm(x, axis=1)[:, None], np.linalg.norm(y, axis=1)[None, :]
-    angle = np.arccos(np.clip(_cosine_matrix(x, y), -1.0, 1.0))
-    return np.sqrt((nx - ny) ** 2 + nx * ny * angle ** 2)
+def _radial_matrix(parts: MatrixParts):
+    nx, ny = parts.a.norms[:, None], parts.b.norms[None, :]
+    return np.sqrt((nx - ny) ** 2 + nx * ny * parts.angle ** 2)
 
 
 SCALED_ALPHAS = (0.9, 0.5)
@@ -108,7 +174,8 @@ class Metric:
     higher_is_similar: bool
     description: str
     pairs: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    matrix: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    from_parts: Callable[[MatrixParts], np.ndarray]
+    """The full matrix from the `MatrixParts` of its rows (see `matrix`)."""
     bilinear_map: Callable[[np.ndarray], np.ndarray] | None = None
     """For scores that are the dot product of mapped vectors (cosine: unit vectors, dot: the
     vectors themselves): the map. Means and variances over many texts then need no matrix."""
@@ -116,6 +183,10 @@ class Metric:
     @property
     def orientation(self) -> str:
         return "higher = more similar" if self.higher_is_similar else "lower = more similar"
+
+    def matrix(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Scores of every row of `x` (or `Rows`) against every row of `y`: shape (len(x), len(y))."""
+        return self.from_parts(MatrixParts(x, y))
 
     def as_similarity(self, raw):
         """Raw scores turned "higher = more similar" (distances are negated)."""
@@ -127,17 +198,17 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
         Metric("cosine", True, "cosine of the angle between the embeddings (-1..1)",
-               _cosine_pairs, _cosine_matrix, _unit),
+               _cosine_pairs, lambda parts: parts.cosine, _unit),
         Metric("dot", True, "dot product of the embeddings (unbounded)",
-               lambda a, b: np.einsum("ij,ij->i", a, b), lambda x, y: x @ y.T, lambda x: x),
+               lambda a, b: np.einsum("ij,ij->i", a, b), lambda parts: parts.a.x @ parts.b.x.T, lambda x: x),
         Metric("euclidean", False, "euclidean distance between the embeddings",
                lambda a, b: np.linalg.norm(a - b, axis=1), _euclidean_matrix),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
                lambda a, b: np.abs(a - b).sum(axis=1),
-               lambda x, y: _cdist(x, y, "cityblock")),
+               lambda parts: _cdist(parts.a.x, parts.b.x, "cityblock")),
         Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
                lambda a, b: _angular(_cosine_pairs(a, b)),
-               lambda x, y: _angular(_cosine_matrix(x, y))),
+               lambda parts: parts.angle / np.pi),
         *(Metric(f"scaled{round(alpha * 100)}", True,
                  f"norm-aware similarity {alpha:g}·cosine + {1 - alpha:g}·(|x| + |y|) "
                  "(SCALED_SIM; unbounded)", _scaled_pairs(alpha), _scaled_matrix(alpha))
