@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key
 from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.embedding.models import load_model
-from calibsim_gui.core.embedding.onnx_engine import EXPORT_RECIPE, INT8_RECIPE, OnnxEmbedder
+from calibsim_gui.core.embedding.onnx_engine import INT8_RECIPE, OnnxEmbedder
 from calibsim_gui.core.embedding.onnx_export import quantize_int8
 from tests.conftest import DATA
 from tests.tiny_models import write_tiny_model
@@ -76,7 +76,7 @@ def test_a_loud_neighbour_moves_a_batched_int8_vector_but_not_the_engines(tiny_i
 
 
 def test_vectors_of_the_batched_recipe_are_never_taken_from_the_cache(tiny_int8, tmp_path):
-    assert tiny_int8.quantisation == f"{EXPORT_RECIPE}-{INT8_RECIPE}" != "w7pc"
+    assert tiny_int8.quantisation == INT8_RECIPE != "w7pc"
     stale = SimpleNamespace(fingerprint=tiny_int8.fingerprint, engine="onnx", precision="int8",
                             quantisation="w7pc")              # the same model, the batched recipe
     assert cache_key(stale, "") != cache_key(tiny_int8, "")

@@ -19,13 +19,10 @@ from calibsim_gui.core.embedding.model_folders import (
     ModelInfo,
     fingerprint_folder,
     has_weights,
-    read_json,
     remote_code_refusal,
     resolve_model,
 )
 from calibsim_gui.core.embedding.onnx_engine import (
-    EXPORT_MANIFEST,
-    EXPORT_RECIPE,
     INT8_RECIPE,
     ONNX_PRECISIONS,
     OnnxEmbedder,
@@ -36,12 +33,7 @@ from calibsim_gui.core.embedding.onnx_engine import (
     shipped_fingerprint,
     unverified_fingerprint,
 )
-from calibsim_gui.core.embedding.onnx_export import (
-    check_folder_graph,
-    export_graph,
-    quantize_int8,
-    remove_other_graphs,
-)
+from calibsim_gui.core.embedding.onnx_export import check_folder_graph, export_graph, quantize_int8
 from calibsim_gui.core.embedding.prompts import PromptSettings
 from calibsim_gui.core.embedding.torch_engine import load_torch_model
 from calibsim_gui.core.errors import ModelError
@@ -181,19 +173,16 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         raise ModelError(remote_code_refusal(info))
     stack = read_module_stack(info.path)
     graph = folder_graph(info.path)
-    unverified = recipe = ""
+    unverified = ""
     if graph is None:
-        fingerprint, recipe = fingerprint_folder(info.path, info.name), EXPORT_RECIPE
+        fingerprint = fingerprint_folder(info.path, info.name)
         graph = cached_graph(fingerprint)
         if not graph.is_file():
             export_graph(info, graph, allow_pickle=allow_pickle)
-            remove_other_graphs(graph)
     else:
         check_graph_file(graph, info.path)
         fingerprint = shipped_fingerprint(info)
-        if fingerprint is not None:         # the built-in model's graph, exported by the recipe it names
-            recipe = str(read_json(Path(info.path) / EXPORT_MANIFEST).get("recipe") or "")
-        else:
+        if fingerprint is None:
             weights = has_weights(Path(info.path))
             fingerprint = fingerprint_folder(info.path, info.name)
             if not (weights and check_folder_graph(info, graph, fingerprint, allow_pickle=allow_pickle)):
@@ -206,11 +195,10 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         source, graph = graph, cached_graph(fingerprint, f"int8-{INT8_RECIPE}-{file_sha256(graph)[:16]}")
         if not graph.is_file():
             quantize_int8(source, graph)
-            remove_other_graphs(graph, "model-int8-*.onnx")
         note = ("int8 (ONNX Runtime, dynamically quantised, text by text: scores move by up to ~0.06"
                 + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
-                        prompts=prompts, recipe=recipe)
+                        prompts=prompts)
 
 
 def prepared_graph(embedder: OnnxEmbedder) -> dict:
@@ -219,7 +207,7 @@ def prepared_graph(embedder: OnnxEmbedder) -> dict:
     return {"graph": str(embedder.graph), "graph_sha256": graph_digest(embedder.graph),
             "folder_sha256": fingerprint_folder(embedder.info.path).digest,
             "fingerprint": embedder.fingerprint.to_dict(), "precision": embedder.precision,
-            "precision_note": embedder.precision_note, "recipe": embedder.recipe}
+            "precision_note": embedder.precision_note}
 
 
 def load_prepared_graph(info_or_spec, prepared: dict, *, prompts: PromptSettings | None = None,
@@ -246,8 +234,7 @@ def load_prepared_graph(info_or_spec, prepared: dict, *, prompts: PromptSettings
                          f"{graph} was prepared for. " + fix)
     return OnnxEmbedder(graph, info, ModelFingerprint.from_dict(prepared["fingerprint"]),
                         stack=read_module_stack(info.path), precision=prepared["precision"],
-                        precision_note=prepared["precision_note"], prompts=prompts, threads=threads,
-                        recipe=str(prepared.get("recipe") or ""))
+                        precision_note=prepared["precision_note"], prompts=prompts, threads=threads)
 
 
 def _unchecked_graph(graph: Path, weights: bool) -> str:

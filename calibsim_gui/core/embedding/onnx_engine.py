@@ -45,11 +45,6 @@ channel, and activations on the fly (``w7pc``), and each text runs through the g
 (``single``: activations are scaled per run, so a batch would make a text's vector depend on the
 texts beside it). Part of the int8 graph's file name and of its vectors' cache key, so a graph or
 vectors made by an earlier recipe are never taken for this one's."""
-EXPORT_RECIPE = "eager-fused"
-"""Names how `onnx_export.export_graph` makes a graph: attention traced in its eager form (the SDPA
-form's NaN guards block ONNX Runtime's fusions), then fused by ONNX Runtime's transformer optimiser
-(Attention, SkipLayerNormalization, EmbedLayerNormalization) where the fused graph still matches
-torch, else left unfused. Part of the exported graph's file name and of its vectors' cache key."""
 FOLDER_GRAPHS = ("onnx/model.onnx", "model.onnx")
 """Where a model folder may already hold its fp32 ONNX graph (token ids -> token embeddings)."""
 EXPORT_MANIFEST = "onnx/calibsim-export.json"
@@ -83,9 +78,8 @@ def onnx_cache_dir() -> Path:
 
 
 def cached_graph(fingerprint: ModelFingerprint, precision: str = "float32") -> Path:
-    """Where the exported (or quantised) graph of the model with `fingerprint` is kept: float32's is
-    named for `EXPORT_RECIPE`."""
-    name = f"model-{EXPORT_RECIPE}.onnx" if precision == "float32" else f"model-{precision}.onnx"
+    """Where the exported (or quantised) graph of the model with `fingerprint` is kept."""
+    name = "model.onnx" if precision == "float32" else f"model-{precision}.onnx"
     return onnx_cache_dir() / f"{fingerprint.name.replace('/', '--')}-{fingerprint.digest[:32]}" / name
 
 
@@ -281,10 +275,7 @@ class OnnxEmbedder(PromptedEmbedder):
         ``"float32"`` or ``"int8"`` (dynamically quantised weights and activations; each text runs
         alone, on one thread per text, so its vector never depends on the texts beside it).
     quantisation : str
-        How the vectors are made, kept apart in the embedding cache: `recipe` (the export recipe of
-        a graph calibsim exported), then `INT8_RECIPE` in int8; ``""`` for a folder's own float32 graph.
-    recipe : str
-        `EXPORT_RECIPE` for a graph calibsim exported (also the built-in model's shipped one), else ``""``.
+        `INT8_RECIPE` in int8, else ``""``: kept apart in the embedding cache.
     precision_note : str
     dimension : int
     max_seq_length : int or None
@@ -298,15 +289,14 @@ class OnnxEmbedder(PromptedEmbedder):
 
     def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
                  precision: str = "float32", precision_note: str = "float32",
-                 prompts: PromptSettings | None = None, threads: int = 0, recipe: str = ""):
+                 prompts: PromptSettings | None = None, threads: int = 0):
         from tokenizers import Tokenizer, normalizers
 
         self.graph = Path(graph)
         self.info = info
         self.fingerprint = fingerprint
         self.precision = precision
-        self.recipe = recipe
-        self.quantisation = "-".join(filter(None, [recipe, INT8_RECIPE if precision == "int8" else ""]))
+        self.quantisation = INT8_RECIPE if precision == "int8" else ""
         self.precision_note = precision_note
         self.prompts = choose_prompts(info) if prompts is None else prompts
         self.stack = read_module_stack(info.path) if stack is None else stack

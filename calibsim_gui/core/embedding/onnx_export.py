@@ -8,10 +8,8 @@ no half-written graph for the next run to load; an export works in a folder name
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import inspect
-import io
 import json
 import logging
 import os
@@ -27,7 +25,6 @@ from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, pro
 from calibsim_gui.core.embedding.model_folders import ModelInfo, fingerprint_folder, model_files
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
-    EXPORT_RECIPE,
     FOLDER_GRAPHS,
     OnnxEmbedder,
     onnx_cache_dir,
@@ -59,11 +56,9 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path:
     """Export `info`'s transformer (token ids -> token embeddings) to the ONNX file `target`.
 
-    The graph is exported by `onnx_engine.EXPORT_RECIPE`: torch's TorchScript exporter with eager
-    attention (`eager_attention`), ONNX Runtime's transformer fusions (`fuse_transformer`), then
-    its offline optimisation (`optimise_offline`). It is run through `OnnxEmbedder` on
-    `CHECK_SENTENCES` and compared with the torch engine; when the fused graph differs by more
-    than `MAX_EXPORT_DIFF`, the unfused one is checked instead, and kept only if it does not.
+    The graph is exported with torch's TorchScript exporter, optimised offline by ONNX Runtime,
+    then run through `OnnxEmbedder` on `CHECK_SENTENCES` and compared with the torch engine;
+    it is kept only if no value differs by more than `MAX_EXPORT_DIFF`.
 
     Raises
     ------
@@ -76,6 +71,8 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
         raise ModelError(f"{info.path} has no ONNX graph and torch is not installed to export one. Fix: "
                          "install torch once (pip install torch), or export the folder with "
                          "scripts/export_onnx.py where torch is installed.") from None
+    import onnxruntime
+
     reference = load_torch_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle)
     transformer = reference._model[0].auto_model.eval()
     sample = reference._model.tokenizer(list(CHECK_SENTENCES[:2]), padding=True, return_tensors="pt")
@@ -93,25 +90,26 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
     target = Path(target)
     work = export_work_folder(target.parent)
     try:
-        raw, graph = work / "raw.onnx", work / "model.onnx"
-        with torch.inference_mode(), warnings.catch_warnings(), eager_attention(transformer):
+        raw, optimised = work / "raw.onnx", work / "model.onnx"
+        with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
             torch.onnx.export(TokenEmbeddings().eval(), tuple(sample[n] for n in names), str(raw),
                               input_names=names, output_names=["token_embeddings"], opset_version=OPSET,
                               dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "token_embeddings"]},
                               dynamo=False)
-        diff = float("inf")
-        fused = fuse_transformer(raw, work / "fused.onnx", transformer.config)
-        if fused is not None:
-            diff = graph_difference(info, optimise_offline(fused, graph), reference)
-        if not diff <= MAX_EXPORT_DIFF:          # nothing fused, or the fused graph does not match
-            diff = graph_difference(info, optimise_offline(raw, graph), reference)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.optimized_model_filepath = str(optimised)
+        options.log_severity_level = 3
+        onnxruntime.InferenceSession(str(raw), options, providers=["CPUExecutionProvider"])
+        deduplicate_initializers(optimised)
+        diff = graph_difference(info, optimised, reference)
         if not diff <= MAX_EXPORT_DIFF:
             raise ModelError(f"The ONNX export of {info.path} differs from torch by up to {diff:.2g} "
                              f"(more than {MAX_EXPORT_DIFF}), so it was deleted. Fix: use the torch "
                              "engine (--engine torch) for this model.")
         with atomic_path(target) as out:
-            os.replace(graph, out)
+            os.replace(optimised, out)
     except ModelError:
         raise
     except Exception as exc:
@@ -120,63 +118,6 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
-
-
-@contextlib.contextmanager
-def eager_attention(transformer):
-    """`transformer` (a transformers model) computes attention in its eager form inside the
-    block: its SDPA form traces to NaN guards (IsNaN, Where) that keep ONNX Runtime from fusing
-    attention. The same numbers within 1e-6; a model without the eager form is left as it is."""
-    before = getattr(transformer.config, "_attn_implementation", None)
-    try:
-        transformer.set_attn_implementation("eager")
-    except (AttributeError, ValueError, ImportError):     # no eager form: export as it is
-        before = None
-    try:
-        yield transformer
-    finally:
-        if before and before != "eager":
-            transformer.set_attn_implementation(before)
-
-
-def fuse_transformer(raw, out, config) -> Path | None:
-    """Write ONNX Runtime's BERT fusions of the exported graph `raw` (Attention,
-    SkipLayerNormalization, EmbedLayerNormalization, BiasGelu: fewer, larger kernels) to `out`;
-    heads and width come from the transformers `config`. None when nothing was fused or the
-    optimiser failed: the caller keeps the unfused graph, as it does when the fused one does not
-    match torch (a model the fusions do not fit, such as one padded on the left)."""
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    quiet = logging.getLogger("onnxruntime.transformers")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)            # "failed to detect num_heads" and the like: not for users
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            model = optimize_model(str(raw), model_type="bert", opt_level=0,
-                                   num_heads=int(getattr(config, "num_attention_heads", 0) or 0),
-                                   hidden_size=int(getattr(config, "hidden_size", 0) or 0))
-            if not any(model.get_fused_operator_statistics().values()):
-                return None
-            model.save_model_to_file(str(out))
-    except Exception:  # noqa: BLE001 - a failure of the optional fusions keeps the plain graph
-        return None
-    finally:
-        quiet.setLevel(level)
-    return Path(out)
-
-
-def optimise_offline(source, out) -> Path:
-    """Write `source` optimised offline by ONNX Runtime (``ORT_ENABLE_EXTENDED``: constant folding,
-    fused MatMul, Gelu and LayerNormalization) to `out`, each weight stored once; return `out`."""
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    options.optimized_model_filepath = str(out)
-    options.log_severity_level = 3
-    onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-    deduplicate_initializers(out)
-    return Path(out)
 
 
 def deduplicate_initializers(graph) -> int:
@@ -239,24 +180,6 @@ def remove_stale_exports(parent) -> list[Path]:
         if folder.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
-    return removed
-
-
-def remove_other_graphs(graph, pattern: str = "model*.onnx") -> list[Path]:
-    """Remove the files matching `pattern` beside `graph` in `onnx_cache_dir` but `graph` itself:
-    after a graph of the current recipe is written, those of earlier recipes (``model.onnx``,
-    ``model-int8-w7pc-*.onnx``: 90 and 23 MB for the built-in model) are never loaded again, and
-    int8 graphs quantised from an earlier float32 graph neither. Return those removed; one that
-    cannot be removed (open in another process) stays for the next time."""
-    graph = Path(graph)
-    removed = []
-    for other in graph.parent.glob(pattern):
-        if other != graph and other.is_file():
-            try:
-                other.unlink()
-            except OSError:
-                continue
-            removed.append(other)
     return removed
 
 
@@ -404,7 +327,7 @@ def export_folder(info: ModelInfo, out, *, allow_pickle: bool = False) -> Path:
                 shutil.copyfile(file, building / rel)
         graph = export_graph(info, building / FOLDER_GRAPHS[0], allow_pickle=allow_pickle)
         manifest = {"source": fingerprint.to_dict(), "files": {rel: file_sha256(file) for rel, file in files},
-                    "graph_sha256": file_sha256(graph), "recipe": EXPORT_RECIPE}
+                    "graph_sha256": file_sha256(graph)}
         write_text_atomic(building / EXPORT_MANIFEST, json.dumps(manifest, indent=1) + "\n")
         if out.exists():
             out.rmdir()
