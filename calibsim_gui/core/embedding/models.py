@@ -219,8 +219,8 @@ def prepared_graph(embedder: OnnxEmbedder) -> dict:
 def load_prepared_graph(info_or_spec, prepared: dict, *, prompts: PromptSettings | None = None,
                         threads: int = 0) -> OnnxEmbedder:
     """The ONNX engine on a graph `prepared_graph` described in another process, once this
-    machine's graph and model folder are checked to be the same bytes; `threads`: graph runs side
-    by side, one thread each (0: one per core; `OnnxEmbedder.pooled`).
+    machine's graph and model folder are checked to be the same bytes; `threads`: ONNX Runtime's
+    threads (0: its default, one per core).
 
     Raises
     ------

@@ -59,8 +59,6 @@ _LEGACY_POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_token
                         "pooling_mode_weightedmean_tokens": "weightedmean",
                         "pooling_mode_lasttoken": "lasttoken"}
 _TORCH_FIX = "Fix: use the torch engine (--engine torch)."
-FLOAT32_PART_ROWS = 8
-"""Fewest texts in a part of a float32 batch that `OnnxEmbedder.pooled` runs on a thread of its own."""
 GRAPH_CHECK = "onnx-graph"
 """`passed_checks` kind of a graph that loaded, has a text model's inputs and outputs and gave a
 finite probe vector; it records the width of the graph's token embeddings."""
@@ -366,7 +364,8 @@ class OnnxEmbedder(PromptedEmbedder):
             options = onnxruntime.SessionOptions()
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
-            options.intra_op_num_threads = 1        # parts of a batch run side by side instead (`pooled`)
+            # 0: ONNX Runtime's default (one per core); int8 runs texts alone, one per thread (`pooled`)
+            options.intra_op_num_threads = 1 if self.precision == "int8" else self._threads
             try:
                 session = onnxruntime.InferenceSession(str(self.graph), options,
                                                        providers=["CPUExecutionProvider"])
@@ -445,30 +444,26 @@ class OnnxEmbedder(PromptedEmbedder):
     def pooled(self, arrays: dict, prompt_length: int = 0) -> np.ndarray:
         """Sentence vectors (`pool`) of the token-id `arrays` (see `token_embeddings`).
 
-        The batch runs in parts, each without the padding none of its texts needs, the parts spread
-        over one thread per core (`threads`, each run on one thread). float32 splits the batch into
-        one part per core (at least `FLOAT32_PART_ROWS` texts each): on 2 cores that takes ~19 %
-        less CPU and wall time than one run on two threads, which wait on each other after every
-        node (benchmarks/README.md). int8 runs each text alone: its activations are quantised with
-        one scale per run, so in a batch a text's vector would move (up to ~0.04 in cosine) with
-        the texts beside it and its padding. Alone, the same text always gives the same vector, at
-        about batched int8's CPU time (benchmarks/precision.py).
+        float32 runs the batch at once. int8 runs each text alone, without padding, texts spread
+        over one thread per core (`threads`): its activations are quantised with one scale per
+        run, so in a batch a text's vector would move (up to ~0.04 in cosine) with the texts
+        beside it and its padding. Alone, the same text always gives the same vector, at about
+        batched int8's CPU time (benchmarks/precision.py).
         """
-        rows = len(arrays["input_ids"])
-        cores = self._threads or os.cpu_count() or 1
-        size = 1 if self.precision == "int8" else max(FLOAT32_PART_ROWS, -(-rows // cores))
-        parts = [slice(start, start + size) for start in range(0, rows, size)]
+        if self.precision != "int8":
+            return pool(self.token_embeddings(arrays), arrays["attention_mask"], self.stack, prompt_length)
 
-        def run(part: slice) -> np.ndarray:
-            keep = np.asarray(arrays["attention_mask"][part]).any(axis=0)
-            one = {name: np.asarray(values[part])[:, keep] for name, values in arrays.items()}
+        def alone(row: int) -> np.ndarray:
+            keep = np.asarray(arrays["attention_mask"][row]) > 0
+            one = {name: np.asarray(values[row])[keep][None, :] for name, values in arrays.items()}
             return pool(self.token_embeddings(one), one["attention_mask"], self.stack, prompt_length)
 
-        workers = min(len(parts), cores)
+        rows = range(len(arrays["input_ids"]))
+        workers = min(len(rows), self._threads or os.cpu_count() or 1)
         if workers < 2:
-            return np.concatenate([run(part) for part in parts])
-        with ThreadPoolExecutor(workers, thread_name_prefix="calibsim-onnx") as runs:
-            return np.concatenate(list(runs.map(run, parts)))
+            return np.concatenate([alone(row) for row in rows])
+        with ThreadPoolExecutor(workers, thread_name_prefix="calibsim-int8") as runs:
+            return np.concatenate(list(runs.map(alone, rows)))
 
     def token_embeddings(self, arrays: dict) -> np.ndarray:
         """The graph's token embeddings for the token-id `arrays` (``input_ids``, ``attention_mask``,
