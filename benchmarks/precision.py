@@ -15,7 +15,12 @@ loss <= 0.5 (x100). Batch dependence: the largest change of a text's vector betw
 alone and in a batch of 64 STS-B texts of all lengths (int8 runs each text alone, so none). ``--part`` reruns one part and keeps the other's last figures;
 ``CALIBSIM_ONNX_DIR`` reuses exported graphs.
 
-    .venv/bin/python benchmarks/precision.py [--quick] [--part bfloat16|int8]
+``--part graph`` times the ONNX graphs alone (float32 and int8, ``--repeats`` alternating rounds,
+CPU and wall seconds with the load average of each round) on the distinct STS-B test sentences,
+and scores their vectors: Spearman (x100) of the pairs' cosines and the largest |cosine change|
+from torch float32. To compare export recipes, run it in each checkout (copied into an older one).
+
+    .venv/bin/python benchmarks/precision.py [--quick] [--part bfloat16|int8|graph] [--repeats N]
 """
 
 from __future__ import annotations
@@ -38,9 +43,12 @@ FIXED_COST_GOAL_S = 1.0     # the fixed cost another #29 item aims for: the rati
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="10 pairs", extend=lambda p: p.add_argument(
-        "--part", choices=["all", "bfloat16", "int8"], default="all",
-        help="run one part; the other keeps its figures from the last results file"))
+    def extend(parser):
+        parser.add_argument("--part", choices=["all", "bfloat16", "int8", "graph"], default="all",
+                            help="run one part; the others keep their figures from the last results file")
+        parser.add_argument("--repeats", type=int, default=2, help="alternating rounds of each timing")
+
+    args = common.arguments(__doc__, quick_help="10 pairs", extend=extend)
     n = 10 if args.quick else None
     import pandas as pd
 
@@ -60,7 +68,9 @@ def main() -> None:
     if args.part in ("all", "bfloat16"):
         payload.update(bfloat16_part(table, profile))
     if args.part in ("all", "int8"):
-        payload["int8"] = int8_part(path, table, profile)
+        payload["int8"] = int8_part(path, table, profile, args.repeats)
+    if args.part in ("all", "graph"):
+        payload["graph"] = graph_part(table, args.repeats)
     common.save("precision", args, payload)
 
 
@@ -136,19 +146,10 @@ def int8_part(path, table, profile, repeats: int = 2) -> dict:
     import numpy as np
 
     from calibsim_gui.core.analysis.pairs import score_pairs
-    from calibsim_gui.core.embedding.encoding import token_batches
 
     embedders = {p: common.builtin_embedder(p, engine="onnx") for p in ("float32", "int8")}
-    texts = list(dict.fromkeys(map(str, [*table.frame[table.text_a], *table.frame[table.text_b]])))
-    tokenizer = embedders["float32"]._batched       # the engine's own padded, truncated tokenizer
-    counts = embedders["float32"].token_counts(texts)
-    batches = []
-    for rows in token_batches(np.minimum(counts, embedders["float32"].max_seq_length), 64):
-        encodings = tokenizer.encode_batch([texts[i] for i in rows])
-        batches.append({"input_ids": np.array([e.ids for e in encodings]),
-                        "attention_mask": np.array([e.attention_mask for e in encodings]),
-                        "token_type_ids": np.array([e.type_ids for e in encodings])})
-    steps = {"graph": lambda e: [e.pooled(b) for b in batches],       # int8: each text alone
+    texts, batches = sentence_batches(table, embedders["float32"])
+    steps = {"graph": lambda e: [e.pooled(b) for _, b in batches],       # int8: each text alone
              "score_pairs": lambda e: score_pairs(table, e, profile, batch_size=64)}
     runs = {p: {step: [] for step in [*steps, "whole_process"]} for p in embedders}
     frames = {}
@@ -187,6 +188,66 @@ def int8_part(path, table, profile, repeats: int = 2) -> dict:
             "spearman_loss_cosine_raw": loss, "within_bar": loss <= INT8_MAX_SPEARMAN_LOSS,
             "largest_cosine_change": round(moved, 4), "load_average_1m": round(os.getloadavg()[0], 2),
             "batch_dependence": dependence}
+
+
+def sentence_batches(table, embedder) -> tuple[list[str], list[tuple]]:
+    """The distinct sentences of `table` and the batches `embedder` runs them in, as (rows, token-id
+    arrays): 64 texts sorted by token count, padded and truncated by the engine's own tokenizer."""
+    import numpy as np
+
+    from calibsim_gui.core.embedding.encoding import token_batches
+
+    texts = list(dict.fromkeys(map(str, [*table.frame[table.text_a], *table.frame[table.text_b]])))
+    counts = embedder.token_counts(texts)
+    batches = []
+    for rows in token_batches(np.minimum(counts, embedder.max_seq_length), 64):
+        encodings = embedder._batched.encode_batch([texts[i] for i in rows])
+        batches.append((rows, {"input_ids": np.array([e.ids for e in encodings]),
+                               "attention_mask": np.array([e.attention_mask for e in encodings]),
+                               "token_type_ids": np.array([e.type_ids for e in encodings])}))
+    return texts, batches
+
+
+def graph_part(table, repeats: int = 3) -> dict:
+    """The ONNX graphs alone, float32 and int8, on the distinct sentences: CPU and wall seconds per
+    round (alternating), then Spearman x100 of the pairs' cosines and the largest |cosine change|
+    from torch float32."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    embedders = {p: common.builtin_embedder(p, engine="onnx") for p in ("float32", "int8")}
+    texts, batches = sentence_batches(table, embedders["float32"])
+    runs, vectors = {p: [] for p in embedders}, {}
+
+    def encode(embedder):
+        out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
+        for rows, batch in batches:
+            out[rows] = embedder.pooled(batch)
+        return out
+
+    for embedder in embedders.values():
+        embedder.pooled(batches[0][1])                                       # opens the session
+    for round_ in range(repeats):
+        for precision in (list(embedders) if round_ % 2 == 0 else list(embedders)[::-1]):
+            cpu, wall, vectors[precision] = cpu_seconds(lambda e=embedders[precision]: encode(e))
+            runs[precision].append({"cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
+                                    "load_1m": round(os.getloadavg()[0], 1)})
+    vectors["torch float32"] = common.builtin_embedder("float32").encode_batch(texts)
+    index = {t: i for i, t in enumerate(texts)}
+    a = [index[str(t)] for t in table.frame[table.text_a]]
+    b = [index[str(t)] for t in table.frame[table.text_b]]
+    cosines = {k: np.sum(v[a] * v[b], axis=1) for k, v in vectors.items()}
+    labels = table.frame[table.label].to_numpy(dtype=float)
+    scores = {k: {"spearman_x100": round(100 * float(spearmanr(c, labels).statistic), 3),
+                  "max_abs_cos_diff_vs_torch": float(np.abs(c - cosines["torch float32"]).max())}
+              for k, c in cosines.items()}
+    best = {p: {"cpu_s": min(r["cpu_s"] for r in rs), "wall_s": min(r["wall_s"] for r in rs)} for p, rs in runs.items()}
+    common.print_table([{"precision": k, **best.get(k, {}), **v} for k, v in scores.items()])
+    print(f"{len(texts)} sentences; graphs {embedders['float32'].graph.name}, {embedders['int8'].graph.name}; "
+          f"rounds (cpu s, wall s, load): {runs}")
+    return {"sentences": len(texts), "graphs": {p: e.graph.name for p, e in embedders.items()},
+            "cache_keys": {p: e.quantisation for p, e in embedders.items()}, "runs": runs, "best": best,
+            "scores": scores}
 
 
 def batch_dependence(embedder, texts: list[str], n: int = 64) -> float:

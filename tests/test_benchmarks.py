@@ -25,7 +25,7 @@ SCRIPTS = {
     "document_matrix": {"per_metric", "encode_s", "matrices_total_s"},
     "throughput": {"ceiling", "cheap_wins", "auto_precision"},
     "batching": {"plans", "encode_speedup", "end_to_end", "max_cosine_difference_between_plans"},
-    "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met", "int8"},
+    "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met", "int8", "graph"},
     "gui_stall": {"launch", "phases", "busy_processes", "targets_met"},
     "first_run": {"runs", "pairs", "results", "score_target_s", "window_target_s"},
     "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},

@@ -33,7 +33,12 @@ from calibsim_gui.core.embedding.onnx_engine import (
     shipped_fingerprint,
     unverified_fingerprint,
 )
-from calibsim_gui.core.embedding.onnx_export import check_folder_graph, export_graph, quantize_int8
+from calibsim_gui.core.embedding.onnx_export import (
+    check_folder_graph,
+    export_graph,
+    quantize_int8,
+    remove_other_int8_graphs,
+)
 from calibsim_gui.core.embedding.prompts import PromptSettings
 from calibsim_gui.core.embedding.torch_engine import load_torch_model
 from calibsim_gui.core.errors import ModelError
@@ -195,6 +200,7 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         source, graph = graph, cached_graph(fingerprint, f"int8-{INT8_RECIPE}-{file_sha256(graph)[:16]}")
         if not graph.is_file():
             quantize_int8(source, graph)
+        remove_other_int8_graphs(graph)     # of earlier recipes or float32 graphs: never loaded again
         note = ("int8 (ONNX Runtime, dynamically quantised, text by text: scores move by up to ~0.06"
                 + (f"; {unverified})" if unverified else ")"))
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,

@@ -183,6 +183,23 @@ def remove_stale_exports(parent) -> list[Path]:
     return removed
 
 
+def remove_other_int8_graphs(graph) -> list[Path]:
+    """Remove the int8 graphs beside the int8 `graph` in `onnx_cache_dir`, `graph` itself
+    kept: int8 graphs of earlier recipes (``model-int8-w7pc-*.onnx``, 23 MB each for the built-in
+    model) or quantised from an earlier float32 graph are never loaded again. Return those removed;
+    one that cannot be removed (open in another process) stays for the next load."""
+    graph = Path(graph)
+    removed = []
+    for other in graph.parent.glob("model-int8-*.onnx"):
+        if other != graph and other.is_file():
+            try:
+                other.unlink()
+            except OSError:
+                continue
+            removed.append(other)
+    return removed
+
+
 def graph_difference(info: ModelInfo, graph, reference) -> float:
     """Largest |difference| between the embeddings of `CHECK_SENTENCES` by the ONNX `graph` and
     by `reference`, the torch engine's float32 `info` model."""
