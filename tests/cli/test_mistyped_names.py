@@ -7,27 +7,6 @@ import pandas as pd
 import pytest
 
 from calibsim_gui import cli
-from calibsim_gui.cli import common
-from tests.fakes import FakeEmbedder, random_sentences
-
-
-@pytest.fixture
-def loads(monkeypatch):
-    loaded = []
-    monkeypatch.setattr(common, "load_model", lambda args: loaded.append(args) or FakeEmbedder())
-    return loaded
-
-
-@pytest.fixture
-def files(tmp_path):
-    texts = random_sentences(60, seed=5)
-    pairs = tmp_path / "pairs.csv"
-    pd.DataFrame({"score": [0.0, 5.0] * 10, "sentence1": texts[:20], "sentence2": texts[20:40]}).to_csv(
-        pairs, index=False)
-    docs = tmp_path / "docs.txt"
-    docs.write_text("\n".join(texts[40:]) + "\n")
-    return pairs, docs
-
 
 LINES = [
     ["score", "{pairs}", "--metrics", "cosine,{metric}"],
@@ -57,7 +36,7 @@ def test_a_mistyped_metric_or_geometry_fix_is_refused_before_any_work(line, file
     assert stopped.value.code == 2 and loads == []
     assert ("unknown metric(s) ['cosin']. Fix: choose from cosine, dot" in err
             or "unknown geometry fix(es) ['whitn']. Fix: choose from none, center, whiten, abtt, soft" in err), err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.txt", "pairs.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["news.txt", "pairs.csv"]
 
 
 def test_known_names_still_run(files, tmp_path, loads):

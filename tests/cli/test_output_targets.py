@@ -12,33 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from calibsim_gui import cli
-from calibsim_gui.cli import common
-from tests.fakes import FakeEmbedder, random_sentences
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def loads(monkeypatch):
-    """The fake model; each load is counted (the checks must come before any)."""
-    loaded = []
-    monkeypatch.setattr(common, "load_model", lambda args: loaded.append(args) or FakeEmbedder())
-    return loaded
-
-
-@pytest.fixture
-def files(tmp_path):
-    texts = random_sentences(140, seed=5)
-    pairs = tmp_path / "pairs.csv"
-    pd.DataFrame({"score": [0.0, 5.0] * 10, "sentence1": texts[:20], "sentence2": texts[20:40]}).to_csv(
-        pairs, index=False)
-    background = tmp_path / "news.txt"
-    background.write_text("\n".join(texts[40:]) + "\n")
-    return pairs, background
+pytestmark = pytest.mark.usefixtures("loads")        # the fake model, in every test
 
 
 def contents(folder):
