@@ -25,6 +25,8 @@ REPO = HERE.parent
 DATA = REPO.parent / "shared" / "data"
 RESULTS = HERE / "results"
 
+USER_CACHE_ENV = {name: os.environ.get(name) for name in ("CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR")}
+"""The user's cache settings, before the benchmarks' own empty cache replaces them."""
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["CALIBSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="calibsim-bench-cache-")
@@ -194,6 +196,29 @@ def peak_rss_mb() -> float:
 def reset_peak_rss() -> None:
     """Start `peak_rss_mb` afresh from the current memory (Linux: /proc/self/clear_refs)."""
     Path("/proc/self/clear_refs").write_text("5")
+
+
+def prepared_graphs() -> str:
+    """The folder holding the built-in model's ONNX graph as prepared at install (the user's
+    ``onnx_cache_dir``); prepared into a temporary folder first when the machine has none."""
+    from calibsim_gui.core.embedding.model_folders import fingerprint_folder, resolve_model
+    from calibsim_gui.core.embedding.onnx_engine import cached_graph, onnx_cache_dir
+
+    saved = {name: os.environ.get(name) for name in USER_CACHE_ENV}
+    os.environ.update({k: v for k, v in USER_CACHE_ENV.items() if v is not None})
+    for name in (k for k, v in USER_CACHE_ENV.items() if v is None):
+        os.environ.pop(name, None)
+    try:
+        folder = str(onnx_cache_dir())
+        info = resolve_model(None)
+        ready = cached_graph(fingerprint_folder(info.path, info.name)).is_file()
+    finally:
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+    if not ready:
+        folder = tempfile.mkdtemp(prefix="calibsim-bench-onnx-")
+        subprocess.run([sys.executable, str(REPO / "main.py"), "models", "--prepare"], check=True,
+                       env={**os.environ, "CALIBSIM_ONNX_DIR": folder}, capture_output=True)
+    return folder
 
 
 def run_child(script: str, case: dict, *, env: dict | None = None) -> dict:

@@ -52,9 +52,6 @@ but the notebook way's one-sentence torch calls suffer far more from load than c
 from __future__ import annotations
 
 import os
-
-USER_CACHE_ENV = {name: os.environ.get(name) for name in ("CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR")}
-
 import resource
 import shutil
 import statistics
@@ -90,29 +87,6 @@ QTimer.singleShot(0, shown)      # the first event-loop turn: after run_app show
 from calibsim_gui.qt.app import run_app
 run_app()
 """
-
-
-def prepared_graphs() -> str:
-    """The folder holding the built-in model's ONNX graph as prepared at install (the user's
-    ``onnx_cache_dir``); prepared into a temporary folder first when the machine has none."""
-    from calibsim_gui.core.embedding.model_folders import fingerprint_folder, resolve_model
-    from calibsim_gui.core.embedding.onnx_engine import cached_graph, onnx_cache_dir
-
-    saved = {name: os.environ.get(name) for name in USER_CACHE_ENV}
-    os.environ.update({k: v for k, v in USER_CACHE_ENV.items() if v is not None})
-    for name in (k for k, v in USER_CACHE_ENV.items() if v is None):
-        os.environ.pop(name, None)
-    try:
-        folder = str(onnx_cache_dir())
-        info = resolve_model(None)
-        ready = cached_graph(fingerprint_folder(info.path, info.name)).is_file()
-    finally:
-        os.environ.update({k: v for k, v in saved.items() if v is not None})
-    if not ready:
-        folder = tempfile.mkdtemp(prefix="calibsim-bench-onnx-")
-        subprocess.run([sys.executable, str(common.REPO / "main.py"), "models", "--prepare"], check=True,
-                       env={**os.environ, "CALIBSIM_ONNX_DIR": folder}, capture_output=True)
-    return folder
 
 
 def int8_graphs(graphs: str) -> str:
@@ -224,7 +198,7 @@ def main() -> None:
     work = common.Path(tempfile.mkdtemp(prefix="calibsim-bench-"))
     pairs = work / "pairs10.csv"
     pd.read_csv(common.stsb_path("test"))[["sentence1", "sentence2"]].head(10).to_csv(pairs, index=False)
-    graphs = prepared_graphs()
+    graphs = common.prepared_graphs()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(common.REPO / "calibsim_gui")], check=True)
     score = [sys.executable, str(common.REPO / "main.py"), "score", str(pairs), "--out", str(work / "out.csv"),
              "--force", "--quiet"]
