@@ -2,17 +2,20 @@
 
 Each script runs as ``.venv/bin/python benchmarks/<name>.py [--quick] [--results-dir DIR]``,
 prints a table and writes ``<results-dir>/<name>.json`` (``<name>_quick.json`` with --quick).
-The embedding cache and Qt settings go to temporary folders, never the user's.
+The embedding cache and Qt settings go to temporary folders, never the user's, and every temporary
+folder is removed when the script ends.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +30,11 @@ RESULTS = HERE / "results"
 
 USER_CACHE_ENV = {name: os.environ.get(name) for name in ("CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR")}
 """The user's cache settings, before the benchmarks' own empty cache replaces them."""
+WORK = tempfile.mkdtemp(prefix="calibsim-bench-")
+"""This process's temporary folder, removed at exit: every temporary file or folder the script makes
+(tempfile's default folder) goes inside it, so runs never pile up in the system's."""
+tempfile.tempdir = WORK
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["CALIBSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="calibsim-bench-cache-")

@@ -5,6 +5,7 @@ finishes, says what it measured, and saves figures with the machine they came fr
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,15 @@ def test_every_script_is_tested_and_described_in_the_readme():
     assert scripts == set(SCRIPTS)
     readme = (BENCHMARKS / "README.md").read_text()
     assert all(f"`{name}.py`" in readme for name in scripts)
+
+
+def test_a_benchmark_leaves_no_temporary_folders_behind(tmp_path):
+    """Each run used to leave its cache and work folders in the system's temporary folder (32 GB
+    of them after a few days of test runs on the development machine, until the disk was full)."""
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "calibration_throughput.py"), "--quick",
+                           "--results-dir", str(tmp_path / "results")], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TMPDIR": str(system_tmp)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(system_tmp.iterdir()) == []
