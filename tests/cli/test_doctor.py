@@ -84,6 +84,9 @@ def test_engine_line_says_what_auto_picks(qt_probe, monkeypatch, capsys, device,
     _, out = _doctor(capsys)
     assert _line(out, "engine").startswith(f"engine: {expected} (--engine auto: ")
     assert f"onnxruntime {metadata.version('onnxruntime')}" in _line(out, "engine")
+    # int8 is offered with its measured trade, never as "the fastest" (#44: no faster on a quiet CPU)
+    assert "fastest" not in _line(out, "engine")
+    assert "scores move by up to 0.06" in _line(out, "engine")
 
 
 def test_engine_line_warns_without_onnxruntime(qt_probe, monkeypatch, capsys):
