@@ -159,14 +159,17 @@ class PointCloud(pg.GraphicsObject):
         scale = (abs(transform.m11()), abs(transform.m22()))       # pixels per unit (no rotation)
         if min(scale) <= 0:
             return
-        pad = (3 / scale[0], 3 / scale[1])
-        data = self._bounds.adjusted(-pad[0], -pad[1], pad[0], pad[1])
+        pixel = (1 / scale[0], 1 / scale[1])
+        data = self._bounds.adjusted(-3 * pixel[0], -3 * pixel[1], 3 * pixel[0], 3 * pixel[1])
         visible = self.viewRect().intersected(data)
         if visible.isEmpty():
             return
         cached = self._image
         stretch = 0.0 if cached is None else min(scale[0] / cached[1][0], scale[1] / cached[1][1])
-        if cached is None or not cached[0].contains(visible) or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
+        # a pan changes the scale in its last digits, and with it the 3-pixel margin of `data`: a view
+        # past the image's edge by a sliver of that blank margin needs no new image
+        fits = cached is not None and cached[0].adjusted(-pixel[0], -pixel[1], pixel[0], pixel[1]).contains(visible)
+        if not fits or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
             view = self.viewRect()
             area = view.adjusted(-view.width() / 2, -view.height() / 2, view.width() / 2,
                                  view.height() / 2).intersected(data)

@@ -14,7 +14,6 @@ import pytest
 from calibsim_gui.core.references.anchors import AnchorLevel, AnchorSet, builtin_anchors
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.io.inputs import load_pairs
-from calibsim_gui.core.embedding.models import load_model
 from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
 from calibsim_gui.core.reports import build_report, write_report
 
@@ -41,7 +40,7 @@ def _run(argv, cwd, env):
     assert done.returncode == 0, done.stderr
 
 
-def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, monkeypatch):
+def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, monkeypatch, real_embedder):
     import os
 
     monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path / "cache"))
@@ -51,11 +50,10 @@ def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, mon
                   "sentence2": ["A cat is sleeping on a couch.", "I like tomato soup.",
                                 "The train arrived late.", "She is reading a book."]}
                  ).to_csv(pairs, index=False)
-    embedder = load_model(None, device="cpu")          # as the app: the built-in model and reference
-    builtin = default_profile(embedder)
-    edited = with_anchors(builtin, embedder, edited_ladder())
-    result = score_pairs(load_pairs(pairs), embedder, edited, metrics=["cosine"])
-    before = score_pairs(load_pairs(pairs), embedder, builtin, metrics=["cosine"])
+    builtin = default_profile(real_embedder)           # as the app: the built-in model and reference
+    edited = with_anchors(builtin, real_embedder, edited_ladder())
+    result = score_pairs(load_pairs(pairs), real_embedder, edited, metrics=["cosine"])
+    before = score_pairs(load_pairs(pairs), real_embedder, builtin, metrics=["cosine"])
     assert not result.frame["cosine_anchor_minmax"].equals(before.frame["cosine_anchor_minmax"])
 
     report = build_report(result, edited)

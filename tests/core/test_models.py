@@ -313,39 +313,34 @@ def test_unknown_device_is_refused():
 # --------------------------------------------------------------------------- real model
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    return load_model(None, device="cpu")
-
-
 @pytest.mark.slow
-def test_builtin_encodes_unit_vectors(embedder):
-    vectors = embedder.encode_batch(["A cat sits on the mat.", "Stock markets fell.", "A cat sits on the mat."])
+def test_builtin_encodes_unit_vectors(real_embedder):
+    vectors = real_embedder.encode_batch(["A cat sits on the mat.", "Stock markets fell.", "A cat sits on the mat."])
     assert vectors.dtype == np.float32 and vectors.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(vectors[0], vectors[2])
     assert not np.allclose(vectors[0], vectors[1])
-    assert embedder.encode_batch([]).shape == (0, 384)
+    assert real_embedder.encode_batch([]).shape == (0, 384)
 
 
 @pytest.mark.slow
-def test_builtin_metadata(embedder):
-    assert embedder.fingerprint.name == BUILTIN_MODEL_NAME
-    assert embedder.fingerprint == fingerprint_folder(builtin_model_path(), BUILTIN_MODEL_NAME)
-    assert (embedder.device, embedder.dimension, embedder.max_seq_length) == ("cpu", 384, 256)
-    assert embedder.info.source == "built-in"
+def test_builtin_metadata(real_embedder):
+    assert real_embedder.fingerprint.name == BUILTIN_MODEL_NAME
+    assert real_embedder.fingerprint == fingerprint_folder(builtin_model_path(), BUILTIN_MODEL_NAME)
+    assert (real_embedder.device, real_embedder.dimension, real_embedder.max_seq_length) == ("cpu", 384, 256)
+    assert real_embedder.info.source == "built-in"
 
 
 @pytest.mark.slow
-def test_token_counts_see_past_truncation(embedder):
-    counts = embedder.token_counts(["hello", " ".join(["word"] * 1000)])
+def test_token_counts_see_past_truncation(real_embedder):
+    counts = real_embedder.token_counts(["hello", " ".join(["word"] * 1000)])
     assert counts.dtype == np.int64
     assert counts[0] <= 4  # [CLS] hello [SEP]
     assert counts[1] > 256
 
 
 @pytest.mark.slow
-def test_allow_pickle_loads_pickled_weights(tmp_path, embedder):
+def test_allow_pickle_loads_pickled_weights(tmp_path, real_embedder):
     import torch
     from safetensors.torch import load_file
 
@@ -356,7 +351,7 @@ def test_allow_pickle_loads_pickled_weights(tmp_path, embedder):
         load_model(str(folder))
     pickled = load_model(str(folder), allow_pickle=True, device="cpu")
     text = ["The same sentence either way."]
-    np.testing.assert_allclose(pickled.encode_batch(text), embedder.encode_batch(text), atol=1e-6)
+    np.testing.assert_allclose(pickled.encode_batch(text), real_embedder.encode_batch(text), atol=1e-6)
 
 
 @pytest.mark.slow
@@ -439,11 +434,11 @@ def test_auto_precision_trusts_the_verified_builtin_model(monkeypatch):
 
 
 @pytest.mark.slow
-def test_builtin_in_bfloat16_gives_float32_vectors_close_to_float32(embedder):
+def test_builtin_in_bfloat16_gives_float32_vectors_close_to_float32(real_embedder):
     bf16 = load_model(None, device="cpu", precision="bfloat16")
     texts = ["A cat sits on the mat.", "Stock markets fell sharply on Monday."]
-    vectors, reference = bf16.encode_batch(texts), embedder.encode_batch(texts)
-    assert (bf16.precision, embedder.precision) == ("bfloat16", "float32")
+    vectors, reference = bf16.encode_batch(texts), real_embedder.encode_batch(texts)
+    assert (bf16.precision, real_embedder.precision) == ("bfloat16", "float32")
     assert vectors.dtype == np.float32 and vectors.shape == (2, 384)
     cosines = (vectors * reference).sum(axis=1) / np.linalg.norm(vectors, axis=1)
     assert cosines.min() > 0.999 and not np.array_equal(vectors, reference)

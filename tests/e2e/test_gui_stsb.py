@@ -10,6 +10,7 @@ from scipy.stats import spearmanr
 from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.qt.main_window import MainWindow
 from calibsim_gui.qt.workers import wait_for_workers
+from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +19,7 @@ def open_window(qtbot):
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    qtbot.waitUntil(lambda: window.state.profile is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.profile is not None, timeout=REFERENCES_MS)
     return window
 
 
@@ -49,7 +50,7 @@ def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_p
     project = tmp_path / "stsb.calibsim"
     window.write_project(str(project))
     window.close()
-    assert wait_for_workers(10_000)
+    assert wait_for_workers(WORKERS_END_MS)
 
     again = open_window(qtbot)
     with qtbot.waitSignal(again.results_shown, timeout=120_000):
@@ -57,4 +58,4 @@ def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_p
     pd.testing.assert_frame_equal(again.state.results.frame.drop(columns=[]), frame)
     assert np.isfinite(again.state.results.frame["cosine_calibrated"]).all()
     again.close()
-    assert wait_for_workers(10_000)
+    assert wait_for_workers(WORKERS_END_MS)

@@ -32,7 +32,7 @@ QUIET = ("--disable-background-networking", "--disable-component-update", "--dis
          "--host-resolver-rules=MAP * ~NOTFOUND")
 ANSWER_S = 120            # a browser silent this long is stuck (a bound, not a pace)
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium; CI installs it)")
 
 
 class Browser:

@@ -1,15 +1,13 @@
 """Acceptance on STS Benchmark test with the real built-in model (slow: runs the model)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from calibsim_gui import cli
 from calibsim_gui.core.analysis.pairs import score_column, score_pairs
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.embedding.encoding import encode_texts
@@ -27,13 +25,9 @@ ORDER_KEEPING = ("calibrated", "anchor_minmax", "bg_minmax", "bg_zscore", "bg_su
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("stsb-cache")
-
-
-@pytest.fixture(scope="module")
-def cache(cache_dir):
-    return EmbeddingCache(cache_dir / "embeddings.sqlite")
+def cache(stsb_cache_dir):
+    """The session's STS-B cache (e2e/conftest.py): STS-B test is encoded once for all the e2e tests."""
+    return EmbeddingCache(stsb_cache_dir / "embeddings.sqlite")
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +102,10 @@ def test_calibrated_scores_do_not_depend_on_how_the_model_crowds_its_cosines(
     assert np.mean(np.abs(other.frame["cosine_calibrated"] - mine["cosine_calibrated"])) <= 0.03
 
 
-def test_command_line_scores_the_file_from_a_warm_cache(stsb_test_path, cache_dir, tmp_path, scored):
+def test_command_line_scores_the_file_from_a_warm_cache(stsb_test_path, shared_stsb_cache, tmp_path, scored, capsys):
     out = tmp_path / "scored.csv"
-    result = subprocess.run(
-        [sys.executable, "-m", "calibsim_gui", "score", str(stsb_test_path), "--out", str(out),
-         "--device", "cpu"],
-        capture_output=True, text=True, env={**os.environ, "CALIBSIM_CACHE_DIR": str(cache_dir)},
-        timeout=600)
-    assert result.returncode == 0, result.stderr
-    assert "agreement with human scores" in result.stdout
+    assert cli.main(["score", str(stsb_test_path), "--out", str(out), "--device", "cpu"]) == 0
+    assert "agreement with human scores" in capsys.readouterr().out
     frame = pd.read_csv(out)
     assert spearman(frame, "cosine_raw") == pytest.approx(PUBLISHED_SPEARMAN, abs=0.3)
     provenance = json.loads((tmp_path / "scored.csv.provenance.json").read_text())

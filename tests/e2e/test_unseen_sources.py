@@ -15,10 +15,10 @@ SOURCES = {"stsb": (0.0, 5.0), "sick": (1.0, 5.0)}
 
 
 @pytest.fixture(scope="module", params=list(SOURCES))
-def evaluation(request, real_embedder, tmp_path_factory):
+def evaluation(request, real_embedder, stsb_cache_dir):
     from calibsim_gui.core.embedding.cache import EmbeddingCache
 
-    cache = EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite")
+    cache = EmbeddingCache(stsb_cache_dir / "embeddings.sqlite")        # STS-B test: encoded once a session
     pairs = load_human_pairs(DATA / request.param / "test.csv", scale=SOURCES[request.param])
     scored = score_pairs(pairs.table, real_embedder, default_profile(real_embedder, cache=cache),
                          metrics=["cosine"], interval=True, cache=cache)

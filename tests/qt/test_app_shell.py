@@ -252,7 +252,7 @@ def test_time_left_and_plurals_read_well():
 # ------------------------------------------------------------------ 9. first launch
 
 
-def test_first_launch_is_large_on_a_view_that_says_what_to_do(window, qtbot):
+def test_first_launch_is_large_on_a_view_that_says_what_to_do(window):
     assert window.state.input is None and window.tabs.currentWidget() is window.welcome
     assert window.tabs.widget(0) is window.welcome
     expected = window.first_size()
@@ -261,11 +261,10 @@ def test_first_launch_is_large_on_a_view_that_says_what_to_do(window, qtbot):
     help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
     assert [a.text() for a in help_menu.actions() if a.text()] == [
         "&Getting started", "&Keyboard shortcuts", "Open the &demo", "&About calibsim"]
-    window.welcome.grab().size()
+    window.welcome.grab()
     window.resize(1024, 700)
     window.tabs.setCurrentWidget(window.welcome)
-    qtbot.wait(50)
-    window.grab().save("/tmp/first_run.png")
+    window.grab()                              # drawn at the smallest first size (a failure prints a traceback)
 
 
 def test_the_demo_button_scores_the_demo(window, qtbot):

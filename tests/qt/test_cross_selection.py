@@ -48,10 +48,10 @@ def test_a_heatmap_click_selects_the_pair_in_results_and_distributions(qtbot, st
         qtbot.addWidget(widget)
     heatmap.resize(900, 700)
     heatmap.show()
-    qtbot.waitExposed(heatmap)
+    qtbot.waitExposed(heatmap, timeout=120_000)
     state.set_results(matrix)
     heatmap.plot.autoRange(padding=0)
-    qtbot.waitUntil(lambda: heatmap.plot.vb.sceneBoundingRect().width() > 100)   # laid out
+    qtbot.waitUntil(lambda: heatmap.plot.vb.sceneBoundingRect().width() > 100, timeout=120_000)   # laid out
     i, j = 1, 4
     a, b = sorted((int(heatmap.order[i]), int(heatmap.order[j])))
     click_cell(qtbot, heatmap, i, j)

@@ -199,7 +199,7 @@ def test_side_by_side_fits_a_1024_pixel_window(qtbot):
     window = new_window(qtbot, load_default_model=False, autosave=False)
     window.resize(1024, 700)
     window.panels.pair_actions[0].trigger()                     # Text map beside Results
-    qtbot.waitUntil(lambda: window.map.isVisible())
+    qtbot.waitUntil(lambda: window.map.isVisible(), timeout=120_000)
     assert window.width() == 1024 and window.results.isVisible()
     assert min(window.panels.splitter.sizes()) >= 400            # neither pane squeezed out
     window.panels.pair_actions[0].trigger()                     # unchecked: back in one pane

@@ -16,7 +16,7 @@ from calibsim_gui.cli import common
 from calibsim_gui.core.embedding import model_folders, models
 from calibsim_gui.core.references.anchors import AnchorSet
 from tests.fakes import FakeEmbedder
-from tests.qt.conftest import drop
+from tests.qt.conftest import REFERENCES_MS, drop
 from tests.reproduce_data import write_user_files
 
 
@@ -38,7 +38,7 @@ def session_window(qtbot, monkeypatch, window):
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: engine_embedder())
     window.session.load_model(None, "auto")
     qtbot.waitUntil(lambda: getattr(window.state.embedder, "engine", "") == "onnx"
-                    and window.state.profile is not None and not window.profile_runner.running, timeout=20_000)
+                    and window.state.profile is not None and not window.profile_runner.running, timeout=REFERENCES_MS)
     return window
 
 
@@ -54,21 +54,21 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
     background = window.background
     background.add_paths([agnews])                               # Background tab: add the corpus
     qtbot.waitUntil(lambda: background.clean_html.isVisibleTo(background)
-                    and background.build_button.isEnabled(), timeout=20_000)
+                    and background.build_button.isEnabled(), timeout=120_000)
     background.clean_html.setChecked(True)                        # "Clean them before building"
     background.set_options(1500, 7)
     background.build_button.click()
     qtbot.waitUntil(lambda: state.profile_label.startswith("built from") and not window.profile_runner.running,
-                    timeout=30_000)
+                    timeout=REFERENCES_MS)
     assert state.profile.provenance["background"]["clean_html"] is True
     window.session.apply_anchors(edited(state.profile.anchors))   # Anchors tab: edit, Apply
     qtbot.waitUntil(lambda: state.profile_label.endswith("+ edited anchors")
-                    and not window.profile_runner.running, timeout=20_000)
+                    and not window.profile_runner.running, timeout=REFERENCES_MS)
     assert "edited" in state.profile.provenance["anchors"]["name"]
     assert state.profile.provenance["anchors"]["builtin"] is False
     window.fit_human(str(user_files / "data" / "stsb" / "train.csv"), "0–5")   # File ▸ Fit human calibration
-    qtbot.waitUntil(lambda: state.human is not None, timeout=20_000)
-    with qtbot.waitSignal(window.results_shown, timeout=20_000):
+    qtbot.waitUntil(lambda: state.human is not None, timeout=120_000)
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [stsb])
     assert "cosine_human" in state.results.frame.columns
 
@@ -76,7 +76,7 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
     for report in (reports / "session.json", reports / "session.html"):    # File ▸ Export report
         window.start_export(path=str(report), metric="cosine", form="calibrated", figures=False, force=False)
         qtbot.waitUntil(lambda written=report: written.is_file() and not window.export_runner.running,
-                        timeout=30_000)
+                        timeout=120_000)
     data = json.loads((reports / "session.json").read_text())
     commands = data["reproduce"]
     page = (reports / "session.html").read_text()

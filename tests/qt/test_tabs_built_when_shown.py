@@ -55,7 +55,7 @@ def test_a_waiting_tab_is_built_once_in_its_place_when_shown_or_asked_for(qtbot)
     assert window.view("agreement") is window.agreement and built == ["search", "agreement"]
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == titles          # same places
     window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.waitUntil(window.isActiveWindow, timeout=120_000)
     qtbot.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)          # Ctrl+K: the map
     assert current(window) == "map" and window.map.query_edit.hasFocus() and built[-1] == "map"
     close(window)

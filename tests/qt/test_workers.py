@@ -171,10 +171,10 @@ def test_system_failures_arrive_as_the_command_lines_messages_and_bugs_with_thei
     def bug(progress, should_stop):
         raise KeyError("oops")
 
-    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+    with qtbot.waitSignal(runner.failed, timeout=120_000) as failed:
         runner.start(full_disk)
     assert failed.args[0] == "out.xlsx: No space left on device. Fix: free some disk space, or write to another drive."
-    with qtbot.waitSignal(runner.failed, timeout=5000) as failed:
+    with qtbot.waitSignal(runner.failed, timeout=120_000) as failed:
         runner.start(bug)
     message, _, details = failed.args[0].partition("\n\n")
     assert message == "Unexpected error: KeyError: 'oops'" and details.startswith("Traceback")
