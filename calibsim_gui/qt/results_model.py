@@ -180,7 +180,8 @@ class ResultsTableModel(QAbstractTableModel):
             if band is not None:
                 people = [float(end[0]) for end in band.band([self._numbers[value][row]], band.rates[0])]
                 text = (f"people would rate such a pair between {people[0]:.2f} and {people[1]:.2f}, "
-                        f"{band.rates[0]:.0%} of the time; ".replace("%", " %") + text)
+                        f"{band.rates[0]:.0%} of the time (measured on {band.measured_on()}); ".replace("%", " %")
+                        + text)
             return text
         return tip
 

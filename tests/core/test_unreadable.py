@@ -76,3 +76,10 @@ def test_the_builtin_model_cannot_read_emoji_invisible_text_amharic_or_cherokee(
     scored = score_pairs(_pairs(tmp_path, UNREADABLE + READABLE), real_embedder,
                          default_profile(real_embedder), metrics=["cosine"], interval=True)
     _check(scored, len(UNREADABLE), slice(len(UNREADABLE), None), pairs=len(UNREADABLE), band=True)
+
+
+def test_an_interval_without_a_human_band_says_so(fake_profile, tmp_path):
+    scored = score_pairs(_pairs(tmp_path, READABLE), ReadingEmbedder(), fake_profile, metrics=["cosine"],
+                         interval=True)
+    assert "cosine_calibrated_lo" in scored.frame and "cosine_calibrated_band80_lo" not in scored.frame
+    assert any(note.startswith("no human agreement band") for note in scored.notes)

@@ -467,6 +467,10 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     if bands:
         provenance["human_band"] = {"source": next(iter(bands.values()))["source_"],
                                     "rates": next(iter(bands.values()))["rates"], "metrics": sorted(bands)}
+    elif interval:
+        notes.append("no human agreement band: this model's reference was not measured against labelled pairs, "
+                     "so the interval columns hold only the reference uncertainty, which says nothing about how "
+                     "people would rate a pair; `calibsim profile build --band-pairs FILE` measures a band")
     if interval:
         provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in ("calibrated_lo", "calibrated_hi")})
         if bands:
