@@ -12,8 +12,9 @@ references under each. The profile stores statistics only (sketches,
 moments, calibrators, fitted transforms, 1,000 embeddings), never corpus text.
 
 Human agreement band: split-conformal residuals of people's scores around the calibrated score,
-measured on STS-B train + dev (never on a test split; SICK-R is kept as the source it was not
-fitted on, where `calibsim evaluate` checks its coverage).
+measured on STS-B train + dev and on SICK-R train + dev, each source on its own, keeping per
+quarter of the scale the wider of the two (never on a test split: `calibsim evaluate` checks its
+coverage on both test splits).
 
     .venv/bin/python scripts/build_builtin_profile.py [--data ../shared/data]
 """
@@ -35,6 +36,7 @@ from calibsim_gui.core.calibration.profile_builder import (
 from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES
 
+BAND_SOURCES = {"stsb": (0.0, 5.0), "sick": (1.0, 5.0)}
 _ENTITY = re.compile(r"(?<![&\w])#(\d+);")
 
 
@@ -72,13 +74,16 @@ def main() -> None:
     profile.provenance["background"]["corpus"] = (
         "AG News (Zhang, Zhao & LeCun 2015): titles and descriptions of the original test.csv "
         "and the first 10,429 rows of train.csv, cleaned by scripts/build_builtin_profile.py")
-    band_files = [args.data / "stsb" / "train.csv", args.data / "stsb" / "dev.csv"]
-    labelled = [load_human_pairs(f, scale=(0.0, 5.0)) for f in band_files]
+    band_files = [(source, args.data / source / f"{split}.csv", scale) for source, scale in BAND_SOURCES.items()
+                  for split in ("train", "dev")]
+    labelled = [(source, load_human_pairs(f, scale=scale), scale) for source, f, scale in band_files]
     fit_agreement_bands(
-        profile, embedder, [t for p in labelled for t in p.texts_a], [t for p in labelled for t in p.texts_b],
-        [h / 5.0 for p in labelled for h in p.human], cache=EmbeddingCache(),
-        source={"files": [{"name": f"stsb/{f.name}", "sha256": file_digest(f)} for f in band_files],
-                "scale": [0.0, 5.0], "what": "STS Benchmark train + dev (human scores 0-5)"})
+        profile, embedder, [t for _, p, _ in labelled for t in p.texts_a], [t for _, p, _ in labelled for t in p.texts_b],
+        [(h - lo) / (hi - lo) for _, p, (lo, hi) in labelled for h in p.human], cache=EmbeddingCache(),
+        groups=[source for source, p, _ in labelled for _ in p.human],
+        source={"files": [{"name": f"{source}/{f.name}", "sha256": file_digest(f)} for source, f, _ in band_files],
+                "scale": [0.0, 1.0], "what": "STS-B train + dev (0-5) and SICK-R train + dev (1-5), "
+                                             "each source on its own, the wider band kept"})
     profile.save(out)
     print(f"wrote {out}: {profile.background_pairs} pairs from {len(texts)} sentences")
 

@@ -64,7 +64,7 @@ def run(args) -> int:
     print("MAE and bias against the 0-1 human scores (n/a: the form has no 0-1 scale); top ties: pairs "
           "sharing the highest score as shown (3 decimals); mean: on 0-1 where MAE is given, else in the "
           "form's units; worst tenth: the tenth of the 0-1 scale holding the least of people's "
-          "share of pairs (the form's share / people's share; under 1/3 is a hole)")
+          "share of pairs (the form's share / people's share; under 1/3 is a hole, and says so)")
     runs = []
     for pairs in files:
         results = {}

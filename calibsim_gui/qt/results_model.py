@@ -21,6 +21,7 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import score_column, split_score_column
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
+from calibsim_gui.core.embedding.readability import UNREADABLE_COLUMN, UNREADABLE_NOTE
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.qt.document_pairs import IndexedTexts, document_pair_columns
@@ -33,6 +34,7 @@ TRUNCATED_TIPS = {
     "both": "Both texts are longer than the model's max length: only their beginnings were scored",
 }
 TRUNCATED_FIX = " (Settings ▸ Long texts ▸ Split into chunks scores them whole)"
+FLAG_COLUMNS = (TRUNCATED_COLUMN, UNREADABLE_COLUMN)     # which text of a pair: a, b, both or empty
 
 
 def column_title(name: str) -> str:
@@ -56,6 +58,9 @@ def column_tooltip(name: str) -> str:
     if name == TRUNCATED_COLUMN:
         return (f"{name}: which text of the pair (a, b, both) is longer than the model's max length, "
                 "so only its beginning was scored" + TRUNCATED_FIX)
+    if name == UNREADABLE_COLUMN:
+        return (f"{name}: which text of the pair (a, b, both) has {UNREADABLE_NOTE}: the model cannot "
+                "read it, so the pair has a raw score but no calibrated one")
     if parts is None:
         return f"{name}: a column of your input"
     metric, form, geometry = parts
@@ -175,7 +180,8 @@ class ResultsTableModel(QAbstractTableModel):
             if band is not None:
                 people = [float(end[0]) for end in band.band([self._numbers[value][row]], band.rates[0])]
                 text = (f"people would rate such a pair between {people[0]:.2f} and {people[1]:.2f}, "
-                        f"{band.rates[0]:.0%} of the time; ".replace("%", " %") + text)
+                        f"{band.rates[0]:.0%} of the time (measured on {band.measured_on()}); ".replace("%", " %")
+                        + text)
             return text
         return tip
 

@@ -24,11 +24,10 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_score_column
-from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
 from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
 from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app
-from calibsim_gui.qt.results_model import TRUNCATED_MARK, ResultsTableModel, column_title
+from calibsim_gui.qt.results_model import FLAG_COLUMNS, TRUNCATED_MARK, ResultsTableModel, column_title
 
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
 TEXT_MIN_WIDTH = 200            # below this a text column stops stretching and the table scrolls
@@ -272,7 +271,7 @@ class ResultsView(QWidget):
 
         def rank(column: int) -> tuple[int, int, int]:
             name = names[column]
-            if not self.model.is_numeric(column) and name != TRUNCATED_COLUMN \
+            if not self.model.is_numeric(column) and name not in FLAG_COLUMNS \
                     and split_score_column(name) is None:
                 group = 0
             elif name == label:
@@ -291,7 +290,7 @@ class ResultsView(QWidget):
     def text_columns(self) -> list[int]:
         """Columns that hold texts (they stretch to the window)."""
         return [c for c, name in enumerate(self.model.column_names)
-                if not self.model.is_numeric(c) and name != TRUNCATED_COLUMN]
+                if not self.model.is_numeric(c) and name not in FLAG_COLUMNS]
 
     def _size_columns(self) -> None:
         """Score columns as wide as their headers; the texts share the rest of the width (or
@@ -552,7 +551,7 @@ class ResultsView(QWidget):
     def _filterable(self) -> list[tuple[str, str, bool]]:
         return [(name, column_title(name), self.model.is_numeric(c)) for c, name
                 in enumerate(self.model.column_names) if not self.table.isColumnHidden(c)
-                and name != TRUNCATED_COLUMN]
+                and name not in FLAG_COLUMNS]
 
     def _limits(self, name: str) -> tuple[float, float]:
         numbers = self.model.numbers(self.model.column_of(name))

@@ -156,3 +156,24 @@ def test_every_calibrator_round_trips_through_dict(curve):
         assert type(copy) is type(cal)
         np.testing.assert_allclose(copy.transform(s), cal.transform(s))
     assert Calibrator.from_dict(fitted[3].to_dict()).confidence == 0.9
+
+
+def test_a_band_measured_per_source_holds_on_each_source_whichever_has_more_pairs():
+    rng = np.random.default_rng(2)
+
+    def people(n, spread, offset):          # two groups of annotators: one agrees less, and rates higher
+        c = rng.uniform(0, 1, n)
+        return c, np.clip(c + offset + rng.normal(0, spread, n), 0, 1)
+
+    tight, loose = people(6000, 0.05, 0.0), people(800, 0.15, 0.08)
+    c, y = (np.concatenate(v) for v in zip(tight, loose))
+    groups = ["tight"] * 6000 + ["loose"] * 800
+    pooled = AgreementBand().fit(c, y, source={"name": "both"}, model="m")
+    per_source = AgreementBand().fit(c, y, source={"name": "both", "what": "two sources"}, model="m", groups=groups)
+    for rate in per_source.rates:
+        for group in (people(20000, 0.05, 0.0), people(20000, 0.15, 0.08)):
+            lo, hi = per_source.band(group[0], rate)
+            assert ((lo <= group[1]) & (group[1] <= hi)).mean() >= rate - 0.02
+    lo, hi = pooled.band(loose[0], 0.8)
+    assert ((lo <= loose[1]) & (loose[1] <= hi)).mean() < 0.7            # pooled: the larger source wins
+    assert per_source.measured_on() == "two sources"

@@ -7,7 +7,7 @@ import pytest
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.analysis.evaluation import evaluate, tenth_shares, top_ties, unit_scores
-from calibsim_gui.core.reports.evaluation_page import evaluation_html
+from calibsim_gui.core.reports.evaluation_page import evaluation_html, readable_forms
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.reports import build_report
@@ -166,3 +166,12 @@ def test_reports_show_the_evaluation_of_labelled_pairs(scored, profile):
     assert "0-5" in note
     html = render_html(report)
     assert "Evaluation against the human scores" in html and "top ties" in html
+
+
+def test_a_hole_reads_as_a_hole_however_close_to_the_rule():
+    frame = pd.DataFrame({"mae": [0.1, 0.1], "bias": [0.0, 0.0], "top_ties": [0.0, 0.0],
+                          "spearman_x100": [80.0, 80.0], "mean": [0.5, 0.5], "worst_tenth": [0.9, 0.0],
+                          "worst_tenth_ratio": [0.331, 0.335]}, index=["cosine_calibrated", "cosine_raw"])
+    shown = readable_forms(frame)["worst tenth"]
+    assert shown["cosine_calibrated"] == "0.331x, a hole, in 0.9-1.0"      # not "0.33x" under "< 1/3"
+    assert shown["cosine_raw"] == "0.335x in 0.0-0.1"

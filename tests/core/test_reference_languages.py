@@ -8,6 +8,7 @@ import pytest
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.embedding.languages import language_name
 from calibsim_gui.core.references.reference_scale import REFERENCE_LANGUAGES, reference_sentences
 from tests.fakes import FakeEmbedder
 
@@ -71,3 +72,63 @@ def test_the_reference_uncertainty_of_french_pairs_comes_from_the_french_sentenc
     frame = results["fr"].frame
     assert (frame["cosine_calibrated_lo"] <= frame["cosine_calibrated"] + 1e-9).all()
     assert (frame["cosine_calibrated"] <= frame["cosine_calibrated_hi"] + 1e-9).all()
+
+
+SHORT = {  # 1-5 words: too short for a language of their own
+    "ar": ["رجل يركب دراجة", "القطة نائمة", "السماء زرقاء", "أحب القهوة", "الطفل يضحك", "المطر يهطل"],
+    "zh": ["猫在睡觉", "下雨了", "我喜欢茶", "孩子在笑", "天很蓝", "房子很大"],
+    "nl": ["Een man fietst.", "De kat slaapt.", "Het regent.", "Ik drink koffie.", "Het kind lacht.",
+           "Het huis is groot."],
+    "fr": ["Le chat dort.", "Il pleut.", "J'aime le café.", "L'enfant rit.", "Le ciel est bleu.",
+           "Un homme court."],
+    "de": ["Die Katze schläft.", "Es regnet.", "Ich trinke Kaffee.", "Das Kind lacht.", "Der Himmel ist blau.",
+           "Ein Mann läuft."],
+    "hi": ["बिल्ली सो रही है", "बारिश हो रही है", "मुझे चाय पसंद है", "बच्चा हंस रहा है", "आसमान नीला है",
+           "घर बड़ा है"],
+    "it": ["Il gatto dorme.", "Piove.", "Mi piace il caffè.", "Il bambino ride.", "Il cielo è blu.",
+           "Un uomo va in bicicletta."],
+    "ja": ["猫が寝ている", "雨です", "お茶が好き", "子供が笑う", "空は青い", "男が走る"],
+    "pl": ["Kot śpi.", "Pada deszcz.", "Lubię kawę.", "Dziecko się śmieje.", "Niebo jest niebieskie.",
+           "Dom jest duży."],
+    "pt": ["Um homem anda de bicicleta.", "Um rapaz anda de bicicleta.", "O gato dorme.", "Está chovendo.",
+           "Eu gosto de café.", "A criança ri."],
+    "ru": ["Мужчина едет на велосипеде.", "Кошка спит.", "Идёт дождь.", "Я люблю кофе.", "Ребёнок смеётся.",
+           "Небо голубое."],
+    "es": ["Un hombre monta en bicicleta.", "El gato duerme.", "Llueve.", "Me gusta el café.", "El niño ríe.",
+           "El cielo es azul."],
+}
+GLOSSES = ["spare in quality or quantity", "lacking in quality or quantity", "fond of music",
+           "a small boat", "not generous", "to walk slowly", "meagre", "frugal in amount"]
+
+
+@pytest.fixture(scope="module")
+def short_scored(tmp_path_factory):
+    embedder = FakeEmbedder()
+    profile, folder = build_profile(embedder, None), tmp_path_factory.mktemp("short")
+    files = {**SHORT, "en": GLOSSES}
+    return {code: score_pairs(_pairs(folder, texts + texts[1:] + texts[:1], f"{code}.csv"), embedder, profile,
+                              metrics=["cosine"]) for code, texts in files.items()}
+
+
+@pytest.mark.parametrize("code", sorted(SHORT))
+def test_short_sentences_take_the_end_of_their_files_language(short_scored, code):
+    assert set(REFERENCE_LANGUAGES) == set(SHORT)
+    result = short_scored[code]
+    assert result.provenance["reference_languages"] == {"en": 0, code: len(result.frame)}
+    assigned = result.provenance["languages"]["assigned"]
+    assert assigned["file"] == code and assigned["none"] == 0
+    assert any(f"the file's ({language_name(code)} ({code}))" in note for note in result.notes)
+
+
+def test_english_glosses_in_an_english_file_stay_english(short_scored):
+    result = short_scored["en"]
+    assert result.provenance["reference_languages"] == {"en": len(result.frame)}
+    assert result.provenance["languages"]["assigned"]["file"] == "en"
+
+
+def test_a_mixed_file_stays_mixed_where_the_evidence_is_strong(tmp_path):
+    embedder = FakeEmbedder()
+    texts = ENGLISH[:40] + FRENCH[:40]
+    result = score_pairs(_pairs(tmp_path, texts, "mixed.csv"), embedder, build_profile(embedder, None),
+                         metrics=["cosine"])
+    assert result.provenance["reference_languages"] == {"en": 20, "fr": 20}

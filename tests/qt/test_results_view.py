@@ -297,7 +297,7 @@ def test_calibrated_tooltips_say_where_peoples_scores_fall_when_the_profile_has_
     model.set_frame(frame, banded)
     tip = model.index(0, model.column_of("cosine_calibrated")).data(Qt.ItemDataRole.ToolTipRole)
     lo, hi = (float(end[0]) for end in banded.metrics["cosine"].band.band([frame["cosine_calibrated"][0]], 0.8))
-    assert f"people would rate such a pair between {lo:.2f} and {hi:.2f}, 80 % of the time" in tip
+    assert f"people would rate such a pair between {lo:.2f} and {hi:.2f}, 80 % of the time (measured on fake)" in tip
     assert "reference uncertainty (95 %)" in tip
     assert "people would rate" not in model.index(0, model.column_of("dot_calibrated")).data(Qt.ItemDataRole.ToolTipRole)
 

@@ -9,6 +9,7 @@ import numpy as np
 from calibsim_gui.core.analysis.correlation import spearman
 from calibsim_gui.core.analysis.pairs import split_score_column
 from calibsim_gui.core.embedding.chunking import TRUNCATED_COLUMN
+from calibsim_gui.core.embedding.readability import UNREADABLE_COLUMN
 from calibsim_gui.core.geometry.metrics import METRICS
 
 MAX_BINS = 60
@@ -154,7 +155,7 @@ def label_candidates(frame, provenance: dict | None = None) -> list[str]:
     found = []
     for name in frame.columns:
         name = str(name)
-        if (split_score_column(name) is not None or name in (TRUNCATED_COLUMN, DISAGREEMENT_COLUMN)
+        if (split_score_column(name) is not None or name in (TRUNCATED_COLUMN, UNREADABLE_COLUMN, DISAGREEMENT_COLUMN)
                 or name.endswith(("_norm", "_lo", "_hi"))):
             continue
         column = frame[name]

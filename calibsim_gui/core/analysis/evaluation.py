@@ -25,6 +25,8 @@ from calibsim_gui.core.geometry.metrics import METRICS
 
 EVALUATION_COLUMNS = ("mae", "top_ties", "spearman_x100", "mean", "bias", "worst_tenth", "worst_tenth_ratio")
 TENTHS = 10
+HOLE = 1 / 3
+"""A tenth holding less than this share of people's share of pairs (`worst_tenth`) is a hole."""
 SHOWN_DECIMALS = 3          # scores as printed and shown: ties are counted on these
 BANDS = {"reference_uncertainty_95": "", "human_band_80": "_band80", "human_band_95": "_band95"}
 """Bands around ``<metric>_calibrated[@geometry]``: name -> infix of their ``_lo``/``_hi`` columns."""

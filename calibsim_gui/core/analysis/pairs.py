@@ -32,8 +32,9 @@ from calibsim_gui.core.embedding.chunking import (
 )
 from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
 from calibsim_gui.core.embedding.encoding import EncodingResult, iter_encode
-from calibsim_gui.core.embedding.languages import pair_languages, run_languages
+from calibsim_gui.core.embedding.languages import assigned_note, pair_languages, run_languages
 from calibsim_gui.core.embedding.prompts import embedder_prompt
+from calibsim_gui.core.embedding.readability import UNREADABLE_COLUMN, UNREADABLE_NOTE, side_marks, unreadable_texts
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores, preload_matrix_libraries
 from calibsim_gui.core.geometry.transforms import GEOMETRIES, get_geometries
@@ -374,11 +375,12 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         texts, profile.provenance, model_folder=getattr(getattr(embedder, "info", None), "path", None),
         pairs=(first, second, np.flatnonzero(scored)))
     notes += language_notes
-    languages = pair_languages(texts, first, second)
+    languages, provenance["languages"]["assigned"] = pair_languages(texts, first, second)
+    notes += assigned_note(provenance["languages"]["assigned"])
     add_language_ends(profile, embedder, sorted(set(languages.tolist())), cache=cache)
     used = {code: int(n) for code, n in zip(*np.unique(languages[languages != ""], return_counts=True))
             if code in profile.provenance["scale"]["languages"]}
-    truncated = _truncated_marks(encoding.truncated, first, second)
+    truncated = side_marks(encoding.truncated, first, second)
     long["pairs_truncated"] = int((truncated != "").sum())
     provenance["long_texts"] = {**long, "note": CALIBRATION_NOTE if long["mode"] == "chunk" else
                                 "texts past the model's max length are scored by their beginning"}
@@ -465,6 +467,10 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     if bands:
         provenance["human_band"] = {"source": next(iter(bands.values()))["source_"],
                                     "rates": next(iter(bands.values()))["rates"], "metrics": sorted(bands)}
+    elif interval:
+        notes.append("no human agreement band: this model's reference was not measured against labelled pairs, "
+                     "so the interval columns hold only the reference uncertainty, which says nothing about how "
+                     "people would rate a pair; `calibsim profile build --band-pairs FILE` measures a band")
     if interval:
         provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in ("calibrated_lo", "calibrated_hi")})
         if bands:
@@ -480,6 +486,18 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
                 f"99th percentile of {name}, so {score_column(name, 'bg_percentile', g or 'none')} cannot "
                 f"separate them; rank them with {score_column(name, 'calibrated', g or 'none')} or "
                 f"{score_column(name, 'bg_surprise', g or 'none')}")
+    unreadable = unreadable_texts(embedder, texts)
+    unread = side_marks(unreadable, first, second)
+    blank = np.flatnonzero(scored)[unread != ""]
+    for name in columns:            # unreadable: the raw score stays, nothing calibrated
+        if split_score_column(name)[1] != "raw":
+            columns[name][blank] = np.nan
+    provenance["unreadable"] = None if unreadable is None else {
+        "texts": int(unreadable.sum()), "pairs": len(blank), "why": UNREADABLE_NOTE}
+    if len(blank):
+        notes.append(f"{int(unreadable.sum())} texts have {UNREADABLE_NOTE}, so the model cannot read them "
+                     f"and scores any two alike: their {len(blank)} pairs get no calibrated score, only the "
+                     f"raw one (column {UNREADABLE_COLUMN})")
     if table.label is not None:
         provenance["agreement"] = _agreement(frame[table.label], columns)
     provenance["notes"] = notes
@@ -489,17 +507,19 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
     import pandas as pd
 
     flags = {}
-    if long["pairs_truncated"]:
-        marks = np.full(len(frame), "", dtype=object)
-        marks[scored] = truncated
-        name = TRUNCATED_COLUMN
+    for name, marks, what in (
+            (TRUNCATED_COLUMN, truncated, f"is longer than the model's max length ({embedder.max_seq_length} "
+                                          "tokens), so only its beginning was scored"),
+            (UNREADABLE_COLUMN, unread, f"has {UNREADABLE_NOTE}, so the pair has no calibrated score")):
+        if not (marks != "").any():
+            continue
+        flags[name] = np.full(len(frame), "", dtype=object)
+        flags[name][scored] = marks
         while name in frame.columns:
+            flags[f"calibsim_{name}"] = flags.pop(name)
             name = f"calibsim_{name}"
-        flags[name] = marks
-        provenance["columns"][name] = (
-            f"which text of the pair is longer than the model's max length ({embedder.max_seq_length} "
-            f"tokens), so only its beginning was scored: a ({table.text_a}), b ({table.text_b}), both, "
-            "or empty when neither")
+        provenance["columns"][name] = (f"which text of the pair {what}: a ({table.text_a}), b "
+                                       f"({table.text_b}), both, or empty when neither")
     parts = [frame.reset_index(drop=True)] + ([pd.DataFrame(flags)] if flags else []) + [pd.DataFrame(columns)]
     out = pd.concat(parts, axis=1)
     return ScoredPairs(out, provenance, notes)
@@ -521,14 +541,6 @@ def _text_scales_in_background(plan, profile, vectors, texts, cache, model_key) 
         return {g: pool.submit(scales, g, names) for g, names in plan.items()}
     finally:
         pool.shutdown(wait=False)          # the thread ends when its work is done
-
-
-def _truncated_marks(too_long, first, second) -> np.ndarray:
-    """Per scored pair: "a", "b", "both" or "" — which of its texts the model saw only the start of."""
-    if too_long is None or not len(too_long):
-        return np.full(len(first), "", dtype=object)
-    a, b = too_long[first], too_long[second]
-    return np.where(a & b, "both", np.where(a, "a", np.where(b, "b", ""))).astype(object)
 
 
 def _agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:

@@ -263,26 +263,41 @@ class AgreementBand(Calibrator):
     def __init__(self, *, rates=(0.8, 0.95)):
         self.rates = [float(r) for r in rates]
 
-    def fit(self, calibrated, human, *, source: dict, model: str) -> "AgreementBand":
-        """Residual quantiles of `human` (0-1) around `calibrated`, both of shape (n_pairs,)."""
+    def fit(self, calibrated, human, *, source: dict, model: str, groups=None) -> "AgreementBand":
+        """Residual quantiles of `human` (0-1) around `calibrated`, both of shape (n_pairs,).
+
+        `groups` (shape (n_pairs,), e.g. each pair's source) measures the quantiles in each group
+        on its own and keeps, per quarter, the widest: the band holds on every source, whichever
+        has the most pairs (annotators of different sources agree with the scale differently).
+        """
         c, y = _as_scores(calibrated), _as_scores(human)
+        g = np.zeros(len(c), dtype=int) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
         keep = np.isfinite(c) & np.isfinite(y)
-        c, y = c[keep], y[keep]
+        c, y, g = c[keep], y[keep], g[keep]
         edges = np.asarray(self.EDGES)
         bins = self._bins(c, edges)
-        if np.bincount(bins, minlength=len(edges) - 1).min() < self.MIN_PER_BIN:
-            raise ValueError(f"every quarter of the calibrated scale needs {self.MIN_PER_BIN} labelled "
-                             "pairs to measure where people's scores fall")
-        lower, upper = np.empty((len(self.rates), len(edges) - 1)), np.empty((len(self.rates), len(edges) - 1))
-        for k in range(len(edges) - 1):
-            r = np.sort(y[bins == k] - c[bins == k])
-            n = len(r)
-            for i, rate in enumerate(self.rates):
-                lower[i, k] = r[max(math.floor((n + 1) * (1 - rate) / 2) - 1, 0)]
-                upper[i, k] = r[min(math.ceil((n + 1) * (1 + rate) / 2) - 1, n - 1)]
+        shape = (len(self.rates), len(edges) - 1)
+        lower, upper = np.full(shape, np.inf), np.full(shape, -np.inf)
+        for group in np.unique(g):
+            if np.bincount(bins[g == group], minlength=len(edges) - 1).min() < self.MIN_PER_BIN:
+                raise ValueError(f"every quarter of the calibrated scale needs {self.MIN_PER_BIN} labelled "
+                                 "pairs of each source to measure where people's scores fall")
+            for k in range(len(edges) - 1):
+                r = np.sort(y[(bins == k) & (g == group)] - c[(bins == k) & (g == group)])
+                n = len(r)
+                for i, rate in enumerate(self.rates):
+                    lower[i, k] = min(lower[i, k], r[max(math.floor((n + 1) * (1 - rate) / 2) - 1, 0)])
+                    upper[i, k] = max(upper[i, k], r[min(math.ceil((n + 1) * (1 + rate) / 2) - 1, n - 1)])
         self.edges_, self.lower_, self.upper_ = edges, lower, upper
         self.n_pairs_, self.source_, self.model_ = int(len(c)), dict(source), str(model)
         return self
+
+    def measured_on(self) -> str:
+        """What the band was measured on, in words: its source's ``what`` and files."""
+        self._check_fitted()
+        files = ", ".join(str(f.get("name")) for f in self.source_.get("files", []) if isinstance(f, dict))
+        what = str(self.source_.get("what") or self.source_.get("name") or "labelled pairs")
+        return f"{what} ({files})" if files else what
 
     @staticmethod
     def _bins(c: np.ndarray, edges: np.ndarray) -> np.ndarray:

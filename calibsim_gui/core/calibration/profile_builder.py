@@ -463,7 +463,7 @@ def default_profile(embedder, **options) -> ReferenceProfile:
 
 
 def fit_agreement_bands(profile: ReferenceProfile, embedder, texts_a, texts_b, human, *,
-                        source: dict, **encode_options) -> ReferenceProfile:
+                        source: dict, groups=None, **encode_options) -> ReferenceProfile:
     """`profile` with a human agreement band on every metric's calibrated scale (geometry
     "none"), measured on labelled pairs that the scale was not fitted on.
 
@@ -472,6 +472,8 @@ def fit_agreement_bands(profile: ReferenceProfile, embedder, texts_a, texts_b, h
     texts_a, texts_b : sequence of str of shape (n_pairs,)
     human : array-like of shape (n_pairs,)
         People's scores of the pairs, rescaled to 0-1.
+    groups : array-like of shape (n_pairs,) or None
+        Each pair's source: the band is measured per source and holds on each (`AgreementBand.fit`).
     source : dict
         Names the labelled files (``{"files": [{"name", "sha256"}], ...}``); recorded in each band
         and in the provenance (``human_band``).
@@ -485,11 +487,13 @@ def fit_agreement_bands(profile: ReferenceProfile, embedder, texts_a, texts_b, h
     try:
         for name, ref in profile.metrics.items():
             calibrated = ref.calibrators["calibrated"].transform(similarities[name])
-            ref.band = AgreementBand().fit(calibrated, human, source=source, model=embedder.fingerprint.id)
+            ref.band = AgreementBand().fit(calibrated, human, source=source, model=embedder.fingerprint.id,
+                                           groups=groups)
     except ValueError as exc:
         raise InputError(f"the labelled pairs cannot measure the human agreement band: {exc}.",
                          fix="give at least a few hundred labelled pairs spread over the whole scale") from None
     profile.provenance["human_band"] = {
         **source, "rates": AgreementBand().rates, "method": "split conformal: residual quantiles of "
-        "people's 0-1 scores around the calibrated score, per quarter of the calibrated scale"}
+        "people's 0-1 scores around the calibrated score, per quarter of the calibrated scale"
+        + ("; measured per source, the widest kept" if groups is not None else "")}
     return profile

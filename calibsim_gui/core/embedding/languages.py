@@ -7,7 +7,10 @@ package: no network, deterministic), summarises a set of texts as shares per lan
 the languages a profile's background and a model's card declare, and writes the notes a run
 shows when they do not match.
 
-Texts too short for a reliable guess (fewer than `MIN_WORDS` words or `MIN_LETTERS` letters)
+Pairs are calibrated in a language by the file first, then by the text (`pair_languages`): a
+text takes a language other than its file's only when the detector is sure of it (`SURE`), and
+short or unsure texts take their pair's other text's language or the file's, never English by
+default. Texts too short for a reliable guess (fewer than `MIN_WORDS` words or `MIN_LETTERS` letters)
 and guesses below `MIN_CONFIDENCE` are "unknown"; shares are taken among the texts whose
 language was detected. Texts mostly in scripts written without spaces between words are
 measured in characters instead: Chinese, Japanese and Korean from `MIN_CJK_CHARS` Han, kana or
@@ -49,6 +52,12 @@ MIN_CONFIDENCE = 0.5
 99.5 % English above it, 93 % with every guess kept)."""
 PAIR_CONFIDENCE = 0.8
 """A pair is called cross-language only when both guesses are at least this sure."""
+SURE = 0.9
+"""A text takes a language other than its file's only when a guess is at least this sure (two
+English dictionary glosses were guessed Italian at 0.78)."""
+FILE_SAMPLE = 2_000
+FILE_CHARACTERS = 100_000
+"""Texts and characters the file's language is read from (`file_language`)."""
 MAX_TEXTS = 20_000
 """Distinct texts checked per run or background (evenly spaced beyond that; ~65 ms per 1,000)."""
 COVERED_SHARE = 0.05      # a reference covers the languages of at least 5 % of its sentences
@@ -384,27 +393,63 @@ def run_languages(texts, profile_provenance: dict, *, model_folder=None, pairs=N
     return entry, notes
 
 
-def pair_languages(texts, first, second, *, limit: int = MAX_TEXTS) -> np.ndarray:
-    """The language of each pair: the detected language its texts share (one text unknown is
-    enough), else "" (different or undetected languages).
+def file_language(texts, *, limit: int = FILE_SAMPLE) -> str:
+    """The language of a set of texts read as one document (an even sample of `limit` of them):
+    short texts that say little alone say enough together; "" when still unsure."""
+    texts = list(texts)
+    joined = "\n".join(str(texts[i]) for i in _sample(len(texts), limit))[:FILE_CHARACTERS]
+    code, confidence = _guess.__wrapped__(joined)
+    return code if code != UNKNOWN and confidence >= MIN_CONFIDENCE else ""
 
-    `texts` are distinct texts; `first`, `second` the positions of each pair's texts. Past
-    `limit` texts, texts are sampled evenly and the others count as unknown.
+
+def pair_languages(texts, first, second, *, limit: int = MAX_TEXTS) -> tuple[np.ndarray, dict]:
+    """The language of each pair, by the file first, then by the text.
+
+    A text takes its detected language when that is the file's (`file_language`) or when the
+    detector is at least `SURE` of it; any other text (short, unsure, unreadable, or past `limit`
+    texts, which are sampled evenly) takes the language of the other text of a pair it is in, if
+    that one's is detected so, else the file's. A pair whose texts end up in one language gets
+    it; else "" (the main end).
+
+    `texts` are distinct texts; `first`, `second` the positions of each pair's texts.
 
     Returns
     -------
-    ndarray of object of shape (n_pairs,)
+    languages : ndarray of object of shape (n_pairs,)
+    assigned : dict
+        The file's language and how many texts were assigned by each rule: ``detected``,
+        ``from_pair``, ``from_file``, ``none`` (no language found for the file either).
     """
-    texts = list(texts)
+    texts, first, second = list(texts), np.asarray(first, dtype=int), np.asarray(second, dtype=int)
     picked = _sample(len(texts), limit)
-    detected = np.full(len(texts), "", dtype=object)
     try:
-        detected[picked] = [code if p >= MIN_CONFIDENCE else "" for code, p in map(_guess, (texts[i] for i in picked))]
+        main = file_language(texts)
+        guesses = [_guess(texts[i]) for i in picked]
     except (RuntimeError, OSError, ValueError):          # no detector: every pair gets the main end
-        return np.full(len(first), "", dtype=object)
-    detected[detected == UNKNOWN] = ""
-    a, b = detected[np.asarray(first, dtype=int)], detected[np.asarray(second, dtype=int)]
-    return np.where((a == b) | (b == ""), a, np.where(a == "", b, ""))
+        return np.full(len(first), "", dtype=object), {"error": "no language detector"}
+    own = np.full(len(texts), "", dtype=object)
+    own[picked] = [code if code != UNKNOWN and (p >= SURE or (code == main and p >= MIN_CONFIDENCE)) else ""
+                   for code, p in guesses]
+    language, rule = own.copy(), np.where(own != "", "detected", "none").astype(object)
+    for mine, other in ((first, second), (second, first)):   # an unsure text takes its partner's
+        take = (language[mine] == "") & (own[other] != "")
+        language[mine[take]], rule[mine[take]] = own[other[take]], "from_pair"
+    rest = language == ""
+    language[rest], rule[rest] = main, "from_file" if main else "none"
+    assigned = {"file": main or None, **{r: int((rule == r).sum()) for r in ("detected", "from_pair", "from_file", "none")}}
+    a, b = language[first], language[second]
+    return np.where(a == b, a, ""), assigned
+
+
+def assigned_note(assigned: dict) -> list[str]:
+    """The note on texts whose language came from their pair or their file (`pair_languages`),
+    when the file is not English (in an English file they get the main end, as they always did)."""
+    main, moved = assigned.get("file"), assigned.get("from_pair", 0) + assigned.get("from_file", 0)
+    if not moved or main in (None, "en"):
+        return []
+    return [f"{moved:,} texts are too short or too unsure for a language of their own: "
+            f"{assigned['from_pair']:,} took the language of the other text of their pair, "
+            f"{assigned['from_file']:,} the file's ({_named(main)}); {assigned['detected']:,} were detected"]
 
 
 def in_multilingual(model) -> bool:

@@ -36,6 +36,7 @@ from calibsim_gui.core.embedding.model_folders import (
     read_json,
 )
 from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
+from calibsim_gui.core.embedding.readability import known_token_counts, unknown_token_ids
 from calibsim_gui.core.errors import ModelError
 
 ONNX_PRECISIONS = ("float32", "int8")
@@ -509,3 +510,12 @@ class OnnxEmbedder(PromptedEmbedder):
         """
         encodings = self._plain.encode_batch([str(t) for t in texts], add_special_tokens=False) if texts else []
         return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
+
+    def known_token_counts(self, texts: list[str]) -> np.ndarray:
+        """Tokens of each text that are neither special nor unknown (`readability`).
+
+        Returns
+        -------
+        ndarray of shape (len(texts),), int64
+        """
+        return known_token_counts(self._plain, texts, unknown_token_ids(self._plain))

@@ -21,6 +21,7 @@ from calibsim_gui.core.embedding.model_folders import (
     remote_code_refusal,
 )
 from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
+from calibsim_gui.core.embedding.readability import known_token_counts, unknown_token_ids
 from calibsim_gui.core.errors import ModelError
 from calibsim_gui.core.geometry.metrics import pair_scores
 from calibsim_gui.core.references.anchors import builtin_anchors
@@ -206,6 +207,17 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
                              "Fix: score with --long-texts truncate, or use a model with a fast tokenizer.")
         encodings = self._plain.encode_batch(list(texts), add_special_tokens=False)
         return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
+
+    def known_token_counts(self, texts: list[str]) -> np.ndarray | None:
+        """Tokens of each text that are neither special nor unknown (`readability`); None for a
+        slow tokenizer.
+
+        Returns
+        -------
+        ndarray of shape (len(texts),), int64, or None
+        """
+        plain = self._plain
+        return None if plain is None else known_token_counts(plain, texts, unknown_token_ids(plain))
 
 
 CONFIG_FIX = ("Fix: check the folder's configs (config.json, sentence_bert_config.json, modules.json, "

@@ -265,6 +265,10 @@ class Report:
             rows.append(("Truncated pairs", f"{long['pairs_truncated']:,} pairs have a truncated text "
                                             f"(column {column}): only the first "
                                             f"{model['max_seq_length']} tokens were scored"))
+        unreadable = prov.get("unreadable") or {}
+        if unreadable.get("pairs"):
+            rows.append(("Unreadable pairs", f"{unreadable['pairs']:,} pairs have a text with {unreadable['why']} "
+                                             "(column unreadable): raw score only, no calibrated one"))
         rows.append(("Metrics", ", ".join(self.metrics)))
         rows.append(("Versions", ", ".join(f"{k} {v}" for k, v in prov["versions"].items())))
         return rows

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from calibsim_gui import __version__
-from calibsim_gui.core.analysis.evaluation import BAND_LABELS, TENTHS, Evaluation
+from calibsim_gui.core.analysis.evaluation import BAND_LABELS, HOLE, TENTHS, Evaluation
 from calibsim_gui.core.analysis.pairs import split_score_column
 
 
@@ -28,7 +28,7 @@ def tenth_name(edge: float) -> str:
 def readable_forms(frame: pd.DataFrame) -> pd.DataFrame:
     """`Evaluation.forms` of one model as the strings a table shows, indexed by score column."""
     worst = [("n/a" if not np.isfinite(edge) else
-              f"{f'{ratio:.2f}x' if np.isfinite(ratio) else 'inf'} in {tenth_name(edge)}")
+              f"{f'{ratio:.3f}x' if np.isfinite(ratio) else 'inf'}{', a hole,' * (ratio < HOLE)} in {tenth_name(edge)}")
              for edge, ratio in zip(frame["worst_tenth"], frame["worst_tenth_ratio"])]
     return pd.DataFrame({"MAE": [_number(v, ".3f") for v in frame["mae"]],
                          "bias": [_number(v, "+.3f") for v in frame["bias"]],

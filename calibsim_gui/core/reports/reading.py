@@ -28,10 +28,9 @@ def _agreement_band(profile, metric: str) -> str:
     rate = band.rates[0]
     examples = "; ".join(f"at {c:.2f}, between {lo[0]:.2f} and {hi[0]:.2f}"
                          for c in (0.25, 0.5, 0.75) for lo, hi in [band.band([c], rate)])
-    files = ", ".join(f["name"] for f in band.source_.get("files", [])) or band.source_.get("name", "labelled pairs")
     return (f" Human agreement band: people would rate such a pair within a range holding {rate:.0%} of "
-            f"their scores ({examples}), measured on {band.n_pairs_:,} labelled pairs ({files}) with "
-            f"{band.model_}.").replace("%", " %")
+            f"their scores ({examples}), measured on {band.n_pairs_:,} labelled pairs: "
+            f"{band.measured_on()}, with {band.model_}.").replace("%", " %")
 
 
 SEARCH_READINGS = {
