@@ -33,6 +33,9 @@ K = 10
 def extend(parser) -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000",
                         help="comma-separated set sizes (default 10000,100000,1000000)")
+    parser.add_argument("--vectors", type=common.Path, metavar="NPY",
+                        help="real vectors already encoded (the first AG News texts, in order, as "
+                             "agnews_texts gives them: a .npy file): the encoding is skipped")
     parser.add_argument("--from-texts", action="store_true",
                         help="the 100,000 size end to end from real AG News texts (encoding included)")
 
@@ -126,16 +129,20 @@ def encode(texts: list[str], path) -> float:
 
 
 def main() -> None:
+    import numpy as np
+
     args = common.arguments(__doc__, quick_help="2,000 texts from 300 real ones", extend=extend)
     if args.child:
         common.child_answer(measure(common.json.loads(args.child)))
         return
     work = common.Path(common.tempfile.mkdtemp(prefix="calibsim-bench-"))
     sizes = [2_000] if args.quick else [int(s) for s in args.sizes.split(",")]
-    real = work / "real.npy"
+    real = args.vectors or work / "real.npy"
     texts = common.agnews_texts((300 if args.quick else REAL) + QUERIES)
-    encode_s = encode(texts, real)
-    print(f"encoded {len(texts):,} real texts in {encode_s:.1f} s", flush=True)
+    encode_s = None if args.vectors else encode(texts, real)
+    n_real = len(np.load(real, mmap_mode="r")) if args.vectors else len(texts)
+    print(f"{n_real:,} real vectors" + (f", encoded in {encode_s:.1f} s" if encode_s else f" from {real}"),
+          flush=True)
     runs = []
     for size in sizes:
         runs.append(common.run_child("corpus_scale.py", {"size": size, "vectors": str(real),
@@ -151,8 +158,9 @@ def main() -> None:
         runs.append(end_to_end)
     common.print_table([{k: v for k, v in r.items() if not isinstance(v, dict)} for r in runs])
     common.save("corpus_scale", args, {
-        "runs": runs, "real_vectors": len(texts) - QUERIES, "queries": QUERIES, "k": K,
-        "recall_rows": RECALL_ROWS, "encode_real_s": round(encode_s, 1), "end_to_end": end_to_end,
+        "runs": runs, "real_vectors": n_real - QUERIES, "queries": QUERIES, "k": K,
+        "recall_rows": RECALL_ROWS, "encode_real_s": encode_s and round(encode_s, 1),
+        "vectors_file": args.vectors, "end_to_end": end_to_end,
         "targets": {"neighbours_1m_recall": 0.95, "neighbours_1m_s": 1800, "neighbours_1m_peak_mb": 6000,
                     "search_1m_100_queries_s": 10}})
 
