@@ -9,7 +9,7 @@ distinct AG News titles, descriptions and the descriptions' sentences (split at 
 
 Each size runs in a fresh process, so its peak resident memory is its own:
 
-- neighbours: `vector_neighbours` (method auto: exact row blocks up to ~65 k texts, the faiss
+- neighbours: `vector_neighbours` (method auto: exact row blocks up to ~45 k texts, the faiss
   HNSW graph index above), k = 10, calibrated with the built-in reference, pairs and duplicate
   groups included; recall@10 of its neighbours against the exact ones (`top_hits`) of 2,000 rows
   drawn at random (exact over the whole set for those rows);

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--method", default="auto", choices=["auto", "exact", "approximate"],
                    help="exact: every score of the set, in blocks; approximate: a graph index "
                         "(faiss HNSW; cosine, angular, dot, euclidean), its recall measured in "
-                        "benchmarks/README.md; auto (default): exact up to about 65,000 documents")
+                        "benchmarks/README.md; auto (default): exact up to about 45,000 documents")
     p.add_argument("--out", help="each document's neighbours: .csv/.tsv table, .json or .xlsx "
                                  "(.json and .xlsx also hold the pairs and groups)")
     p.add_argument("--pairs-out", metavar="FILE",

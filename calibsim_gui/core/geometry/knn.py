@@ -23,8 +23,8 @@ CHUNK = 64                     # columns whose maximum screens them before the e
 # CPU seconds, measured at 384 dimensions on 2 cores (benchmarks/corpus_scale.py, real sentence
 # vectors): exact top-k per query-corpus pair (matrix product and selection), and the graph index
 # per text (built, then searched once; at 100 k texts)
-EXACT_PAIR_CPU_S = 1.4e-8
-INDEX_TEXT_CPU_S = 2.8e-4
+EXACT_PAIR_CPU_S = 2.9e-8
+INDEX_TEXT_CPU_S = 6e-4
 EXACT_CPU_S = 60               # method "auto" stays exact while that takes at most this long
 APPROXIMATE_METRICS = ("cosine", "angular", "dot", "euclidean")   # orders faiss can rank by
 METHODS = ("auto", "exact", "approximate")
@@ -136,13 +136,14 @@ class IndexSettings:
 
     links: int = 16
     build_candidates: int = 40
-    search_candidates: int = 64
+    search_candidates: int = 128
 
     @classmethod
     def for_k(cls, k: int = 10) -> "IndexSettings":
-        """The settings that kept recall@10 >= 0.95 on real sentence vectors at 100 k and 1 M
-        texts (benchmarks/corpus_scale.py), the search's candidates at least 4·k."""
-        return cls(search_candidates=max(64, 4 * k))
+        """The settings that kept recall@10 >= 0.95 on real sentence vectors (benchmarks/
+        corpus_scale.py: 64 candidates found 0.93 of new queries' neighbours at 100 k texts, 128
+        0.96), the search's candidates at least 4·k."""
+        return cls(search_candidates=max(128, 4 * k))
 
     def to_dict(self) -> dict:
         return {"kind": "faiss IndexHNSWFlat", "links": self.links,
@@ -221,7 +222,7 @@ class ApproximateIndex:
 
 def choose_method(method: str, n_queries: int, n_corpus: int, metric: str) -> str:
     """"exact" or "approximate" for `method`. "auto" is exact while that takes at most
-    `EXACT_CPU_S` or less than building and searching an index (about 65,000 texts for a set's
+    `EXACT_CPU_S` or less than building and searching an index (about 45,000 texts for a set's
     neighbours; 100 queries stay exact over millions of texts), or the metric has no index."""
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}.", fix=f"choose from {', '.join(METHODS)}")
