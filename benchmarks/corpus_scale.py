@@ -4,8 +4,8 @@ Vectors: the first 20,000 distinct AG News titles and descriptions, encoded once
 model (ONNX Runtime float32). A size past 20,000 is made of those real vectors and, for the rest,
 real vectors with Gaussian noise as long as the vector itself (each ``normalise(v + |v| g/sqrt(d))``,
 cosine ~0.7 to its source: a new point near the real one, not a copy of it); "stored vectors", the
-encoding left out. ``--from-texts`` measures the 100 k size end to end from real texts instead: the
-distinct AG News titles, descriptions and the descriptions' sentences (split at ". "), encoded.
+encoding left out. ``--from-texts`` measures the 100 k size end to end from real texts instead
+(`texts_100k`: AG News titles, descriptions, their sentences and clauses, STS-B and SICK), encoded.
 
 Each size runs in a fresh process, so its peak resident memory is its own:
 
@@ -44,10 +44,20 @@ def extend(parser) -> None:
 
 
 def texts_100k() -> list[str]:
-    """Distinct AG News titles, descriptions and the descriptions' sentences (about 100,000)."""
+    """Distinct real texts past 100,000: AG News titles and descriptions (35,258), the sentences
+    of the descriptions, their clauses (split at ", ", "; " and " - ", 4 words or more), then every
+    STS-B and SICK sentence."""
+    import re
+
+    import pandas as pd
+
     whole = common.agnews_texts()
-    parts = [s.strip() for t in whole for s in t.split(". ") if len(s.split()) >= 4]
-    return list(dict.fromkeys(whole + parts))
+    sentences = [s.strip() for t in whole for s in t.split(". ") if len(s.split()) >= 4]
+    clauses = [c.strip() for t in sentences for c in re.split(r", |; | - ", t) if len(c.split()) >= 4]
+    labelled = [t for source in ("stsb", "sick") for split in ("train", "dev", "test")
+                for t in pd.read_csv(common.DATA / source / f"{split}.csv", dtype=str,
+                                     keep_default_na=False)[["sentence1", "sentence2"]].to_numpy().ravel()]
+    return list(dict.fromkeys(whole + sentences + clauses + labelled))
 
 
 def vectors(real, n: int, seed: int = 0):
@@ -155,7 +165,7 @@ def main() -> None:
         print(runs[-1], flush=True)
     end_to_end = None
     if args.from_texts and not args.quick:
-        corpus = texts_100k()[:100_000] + texts[-QUERIES:]
+        corpus = texts_100k()[:100_000 + QUERIES]         # the last 100: held-out queries
         whole = work / "texts.npy"
         end_to_end = {"texts": len(corpus) - QUERIES, "encode_s": round(encode(corpus, whole), 1)}
         end_to_end.update(common.run_child("corpus_scale.py", {"size": len(corpus) - QUERIES,
