@@ -35,25 +35,22 @@ def run(args) -> int:
     from calibsim_gui.core.embedding.vectors_file import read_vectors_file, write_texts
     from calibsim_gui.core.io.inputs import load_documents, load_pairs
     from calibsim_gui.core.references.anchors import load_anchors
-    from calibsim_gui.core.references.texts import reference_texts
+    from calibsim_gui.core.references.texts import texts_to_embed
 
     inputs = [*args.anchors, *args.pairs, *args.documents, *args.missing_from]
     out = common.check_output(args, args.out, inputs, formats=(".txt", ".jsonl"))
-    texts = reference_texts([load_anchors(path) for path in args.anchors])
-    common.say(args, f"{len(texts):,} reference texts (reference sentences in 13 languages, anchor ladders)")
-    for path in args.pairs:
-        table = load_pairs(path, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding)
-        usable = table.frame.drop(index=list(table.empty_rows))
-        texts += [*usable[table.text_a], *usable[table.text_b]]
-    if args.documents:
-        texts += load_documents(args.documents, per_file=args.per_file, column=args.column,
-                                encoding=args.encoding).texts
-    texts = list(dict.fromkeys(texts))
+    tables = [load_pairs(path, text_a=args.text_a, text_b=args.text_b, encoding=args.encoding)
+              for path in args.pairs]
+    documents = [load_documents(args.documents, per_file=args.per_file, column=args.column,
+                                encoding=args.encoding)] if args.documents else []
+    texts = texts_to_embed([load_anchors(path) for path in args.anchors], tables, documents)
     have = {t for path in args.missing_from for t in read_vectors_file(path)[0]}
     if have:
         texts = [t for t in texts if t not in have]
     write_texts(out, texts)
-    print(f"wrote {len(texts):,} texts to {out}" + (" (those without a vector yet)" if have else ""))
+    print(f"wrote {len(texts):,} texts to {out}" + (" (those without a vector yet)" if have else
+                                                    " (reference sentences in 13 languages, anchor ladders, "
+                                                    "your files' texts)"))
     common.say(args, f"next: embed every text of {out.name} with your model, in order, save the vectors as "
                      f"{out.with_suffix('.npy').name} beside it (numpy.save), and pass --vectors "
                      f"{out.with_suffix('.npy').name} to score, profile build or search")

@@ -27,8 +27,10 @@ class ProgressBar:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, initial=done, desc=self.desc)
-        else:
-            self.bar.update(done - self.bar.n)
+            return
+        if total != self.bar.total:             # the next stage of the run
+            self.bar.reset(total=total)
+        self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -23,3 +23,15 @@ def reference_texts(anchors=(), languages=REFERENCE_LANGUAGES) -> list[str]:
     for code in languages:
         texts += reference_sentences(code)
     return list(dict.fromkeys(texts))
+
+
+def texts_to_embed(anchors=(), pair_tables=(), document_sets=()) -> list[str]:
+    """`reference_texts` (with `anchors`), then both texts of every pair of `pair_tables`
+    (`PairTable`s; pairs with an empty text left out) and the texts of `document_sets`, each once."""
+    texts = reference_texts(anchors)
+    for table in pair_tables:
+        usable = table.frame.drop(index=list(table.empty_rows))
+        texts += [*usable[table.text_a], *usable[table.text_b]]
+    for documents in document_sets:
+        texts += documents.texts
+    return list(dict.fromkeys(texts))
