@@ -175,8 +175,8 @@ def run_sources(args, **fields):
     report's Reproduce commands name (as the app's reports do), and `fields`."""
     from calibsim_gui.core.reports.reproduce import RunSources
 
-    return RunSources(profile_file=getattr(args, "profile", None),
-                      model=next(iter(model_folders(args)), None), **fields)
+    return RunSources(profile_file=getattr(args, "profile", None), model=next(iter(model_folders(args)), None),
+                      vectors=tuple(getattr(args, "vectors", None) or ()), **fields)
 
 
 def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:

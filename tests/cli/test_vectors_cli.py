@@ -1,6 +1,8 @@
 """`calibsim reference-texts` and --vectors: a fake model's vectors, embedded from the texts file the
 command writes, score as the fake model itself does on the command line."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -46,6 +48,10 @@ def test_vectors_score_as_the_model_itself(tmp_path, files, loads, capsys):
                      "--pairs", "2000", "--metrics", "cosine", "--out", str(profile), "-q"]) == 0
     assert cli.main(["score", str(pairs), "--vectors", str(vectors), "--profile", str(profile),
                      "--out", str(tmp_path / "v.csv"), "-q"]) == 0
+    assert cli.main(["score", str(pairs), "--vectors", str(vectors), "--profile", str(profile),
+                     "--out", str(tmp_path / "v.json"), "-q"]) == 0
+    (command,) = json.loads((tmp_path / "v.json").read_text())["reproduce"]
+    assert "--vectors texts.npy" in command and "--model" not in command
     assert not loads                                            # no model was loaded
     direct = tmp_path / "direct.calibsim-profile"
     assert cli.main(["profile", "build", "--background", str(background), "--pairs", "2000", "--metrics", "cosine",
