@@ -15,7 +15,8 @@ from calibsim_gui.cli import common
 from calibsim_gui.core.embedding import models
 from tests.fakes import FakeEmbedder, random_sentences
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "api.md"
 
 
 @pytest.fixture
@@ -68,6 +69,16 @@ def test_the_examples_of_docs_api_md_run(folder, loads, capsys):
     assert namespace["mine"].embedder.fingerprint.id.startswith("vectors@")
     assert "cosine_human" in namespace["with_human"].columns
     assert "cosine_calibrated" in capsys.readouterr().out
+
+
+def test_the_readmes_notebook_example_runs(folder, loads):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Python API"):readme.index("\n## ", readme.index("## Python API") + 1)]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert list(namespace["hits"]["rank"]) == [1, 2, 3, 4, 5]
+    assert (folder / "corpus.calibsim-profile").is_file()
 
 
 def test_the_api_and_the_cli_give_the_same_score_table(folder, loads):
