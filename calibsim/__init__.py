@@ -13,6 +13,7 @@ from calibsim_gui.api import (
     build_profile,
     evaluate,
     fit_human,
+    neighbours,
     score,
     search,
     session,
@@ -25,6 +26,6 @@ from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.errors import CalibsimError, InputError, ModelError, ProfileError
 from calibsim_gui.core.references.anchors import load_anchors
 
-__all__ = ["Session", "session", "score", "search", "build_profile", "evaluate", "fit_human", "threshold",
+__all__ = ["Session", "session", "score", "search", "neighbours", "build_profile", "evaluate", "fit_human", "threshold",
            "texts_to_embed", "open_model", "load_anchors", "ReferenceProfile", "HumanFit", "CalibsimError", "InputError",
            "ModelError", "ProfileError", "__version__"]

@@ -2,7 +2,7 @@
 
 A `Session` holds a model (or vectors files), its embedding cache and its reference profile, so a
 notebook pays the imports and the model load once and then calls `Session.score`,
-`Session.search`, `Session.build_profile`, `Session.evaluate`, `Session.fit_human` and
+`Session.search`, `Session.neighbours`, `Session.build_profile`, `Session.evaluate`, `Session.fit_human` and
 `Session.threshold` as often as it likes. The module functions of the same names use a session
 kept per model (`session`). Every call composes the core functions the command line composes
 (`core.analysis.run_setup` opens what a run starts from), so both give the same tables.
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from calibsim_gui.core.analysis.evaluation import evaluate as evaluate_scores
 from calibsim_gui.core.analysis.human_fit import fit_human_pairs
+from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS, document_neighbours
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
 from calibsim_gui.core.analysis.run_setup import open_model, open_profile
 from calibsim_gui.core.analysis.search import search as search_corpus
@@ -234,6 +235,40 @@ class Session:
         hits.frame.attrs.update(provenance=hits.provenance, notes=list(hits.notes))
         return hits.frame
 
+    def neighbours(self, documents, *, k: int = 10, metric: str = "cosine", geometry: str = "none",
+                   duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD, max_pairs: int | None = MAX_PAIRS,
+                   method: str = "auto", column: str | None = None, profile=None) -> dict[str, pd.DataFrame]:
+        """Each document's `k` nearest documents, the most similar pairs and the duplicate groups of a
+        set of any size, never an N x N matrix: ``calibsim neighbours``' three tables.
+
+        Parameters
+        ----------
+        documents : list of str, Series, DataFrame, or a path (str or Path) or list of Paths
+            As `search`'s corpus.
+        k : int
+            Neighbours kept per document.
+        duplicate_threshold : float or None
+            Calibrated score at and above which two texts join a duplicate group (None: no groups).
+        max_pairs : int or None
+            Most similar pairs kept (None: every pair of the neighbour graph).
+        method : {"auto", "exact", "approximate"}
+
+        Returns
+        -------
+        dict of str to DataFrame
+            ``"neighbours"`` (``doc_id, document, rank, neighbour_id, neighbour`` and the score
+            columns), ``"pairs"`` and ``"groups"`` (``group, size, doc_id, document``); each with the
+            run's provenance and notes in ``frame.attrs``.
+        """
+        result = self._run(document_neighbours, _documents(documents, column=column, name="<documents>"),
+                           self.embedder, self._reference(profile, None), desc="neighbours", k=k, metric=metric,
+                           geometry=geometry, duplicate_threshold=duplicate_threshold, max_pairs=max_pairs,
+                           method=method)
+        tables = {"neighbours": result.neighbours, "pairs": result.pairs, "groups": result.groups}
+        for frame in tables.values():
+            frame.attrs.update(provenance=result.provenance, notes=list(result.notes))
+        return tables
+
     def build_profile(self, background=None, *, anchors=None, n_pairs: int = 20_000, seed: int = 0,
                       metrics: Sequence[str] | None = None, column: str | None = None, name: str | None = None,
                       out: str | Path | None = None, use: bool = True) -> ReferenceProfile:
@@ -408,6 +443,11 @@ def score(pairs, *, model=None, profile=None, **options) -> pd.DataFrame:
 def search(queries, corpus, *, model=None, profile=None, **options) -> pd.DataFrame:
     """`Session.search` with the kept session of `model` (or ``vectors=``)."""
     return session(model, **_model_options(options)).search(queries, corpus, profile=profile, **options)
+
+
+def neighbours(documents, *, model=None, profile=None, **options) -> dict[str, pd.DataFrame]:
+    """`Session.neighbours` with the kept session of `model` (or ``vectors=``)."""
+    return session(model, **_model_options(options)).neighbours(documents, profile=profile, **options)
 
 
 def build_profile(background=None, *, model=None, **options) -> ReferenceProfile:

@@ -97,7 +97,7 @@ def test_the_api_and_the_cli_give_the_same_score_table(folder, loads):
     assert len(loads) == 3                          # the CLI's two runs, and the session's
 
 
-def test_the_api_and_the_cli_give_the_same_search_and_threshold(folder, loads):
+def test_the_api_and_the_cli_give_the_same_search_threshold_and_neighbours(folder, loads):
     queries = random_sentences(300, seed=9)[:3]
     Path("queries.txt").write_text("\n".join(queries) + "\n", encoding="utf-8")
     assert cli.main(["search", "queries.txt", "--corpus", "corpus.txt", "--top-k", "4", "--out", "hits.csv",
@@ -110,7 +110,11 @@ def test_the_api_and_the_cli_give_the_same_search_and_threshold(folder, loads):
     for form in ("raw", "calibrated"):
         assert table.loc[form, "threshold"] == pytest.approx(found[form]["threshold"], rel=1e-12)
         assert table.loc[form, "column"] == found[form]["column"]
-    assert len(loads) == 3                          # two CLI runs, one kept session for both API calls
+    assert cli.main(["neighbours", "corpus.txt", "--k", "3", "--out", "n.csv", "--pairs-out", "p.csv", "-q"]) == 0
+    found = calibsim.neighbours(Path("corpus.txt"), k=3)
+    for name, path in (("neighbours", "n.csv"), ("pairs", "p.csv")):
+        pd.testing.assert_frame_equal(found[name], pd.read_csv(path), check_exact=False, rtol=1e-9)
+    assert len(loads) == 4                          # three CLI runs, one kept session for the API calls
 
 
 def test_a_dataframe_with_unnamed_columns_is_refused_with_the_fix(loads):

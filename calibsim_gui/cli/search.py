@@ -73,14 +73,9 @@ def _print_search_summary(hits, *, per_query: int = 3, queries: int = 10) -> Non
         if n == queries:
             print(f"... and {search['queries']['count'] - queries:,} more queries (add --out to save all)")
             break
-        print(f"\nquery {group['query_id'].iloc[0]}: {_short(group['query'].iloc[0])}")
+        print(f"\nquery {group['query_id'].iloc[0]}: {common.short(group['query'].iloc[0])}")
         for _, row in group.head(per_query).iterrows():
             zscore = f"  z {row[z]:+6.2f}" if z in row else ""
             print(f"  {row['rank']:>3}. raw {row[f'{metric}_raw']:.4f}  calibrated "
-                  f"{row[f'{metric}_calibrated']:.3f}{zscore}  {_short(row['document'], 60)}")
+                  f"{row[f'{metric}_calibrated']:.3f}{zscore}  {common.short(row['document'], 60)}")
     print(f"\n{metric}_local_minmax (in --out) is local to each query: not comparable across queries")
-
-
-def _short(text, width: int = 70) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[:width - 1] + "…"
