@@ -26,6 +26,7 @@ from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit, human
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile as build_reference
 from calibsim_gui.core.embedding.cache import EmbeddingCache
+from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.inputs import DocumentSet, PairTable, document_set, load_documents, load_pairs, pair_table
 from calibsim_gui.core.progress import ProgressBar
 from calibsim_gui.core.provenance import file_digest
@@ -117,6 +118,9 @@ class Session:
                  cache: bool = True, batch_size: int = 64, memory_budget: int | None = None,
                  progress: bool = True):
         if model is not None and not _is_path(model):
+            if vectors:
+                raise InputError("vectors files are a model of their own: give either vectors= or model=.",
+                                 fix="leave out model= (or vectors=)")
             self.embedder = model
         else:
             self.embedder = open_model(model, vectors=vectors or (), device=device, engine=engine,

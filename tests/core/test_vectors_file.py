@@ -124,3 +124,13 @@ def test_texts_files_keep_texts_exactly(tmp_path):
     assert read_texts(write_texts(tmp_path / "t.jsonl", texts + ["two\nlines"])) == texts + ["two\nlines"]
     with pytest.raises(InputError, match="line break"):
         write_texts(tmp_path / "u.txt", ["two\nlines"])
+
+
+def test_files_over_the_memory_budget_or_cut_off_are_refused_from_their_headers(tmp_path):
+    vectors = save_vectors(tmp_path, reference_texts())
+    with pytest.raises(InputError, match="vectors of 48 dimensions needs about"):
+        load_vectors(vectors, memory_budget=100_000)
+    data = vectors.read_bytes()
+    vectors.write_bytes(data[:len(data) // 2])
+    with pytest.raises(InputError, match="shorter than its header says"):
+        load_vectors(vectors)

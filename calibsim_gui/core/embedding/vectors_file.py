@@ -95,14 +95,15 @@ def _array_header(stream, path: Path, what: str) -> tuple[tuple[int, ...], np.dt
 
 
 def _check_vectors_header(shape, dtype: np.dtype, path: Path) -> int:
-    """Refuse vectors that are not a 2-D float array of a sane dimension; their bytes as float32."""
+    """Refuse vectors that are not a 2-D float array of a sane dimension; the bytes they take as read
+    and as float32."""
     if dtype.kind != "f" or dtype.fields is not None or len(shape) != 2:
         raise InputError(f"holds an array of {dtype} with shape {shape}, not vectors: a 2-D array of "
                          "floats, one row per text.", path=path, fix=EMBED_FIX)
     if not 1 <= shape[1] <= MAX_DIMENSION:
         raise InputError(f"its vectors have {shape[1]:,} dimensions; calibsim reads 1 to {MAX_DIMENSION:,}.",
                          path=path, fix=EMBED_FIX)
-    return int(shape[0]) * int(shape[1]) * 4
+    return int(shape[0]) * int(shape[1]) * (dtype.itemsize + 4)
 
 
 def _read_npy(path: Path, memory_budget) -> np.ndarray:
@@ -111,7 +112,7 @@ def _read_npy(path: Path, memory_budget) -> np.ndarray:
     needed = _check_vectors_header(shape, dtype, path)
     if path.stat().st_size < offset + int(np.prod(shape)) * dtype.itemsize:
         raise InputError("is shorter than its header says (cut off?).", path=path, fix="save the vectors again")
-    check_budget(2 * needed, memory_budget, what=f"{shape[0]:,} vectors of {shape[1]:,} dimensions",
+    check_budget(needed, memory_budget, what=f"{shape[0]:,} vectors of {shape[1]:,} dimensions",
                  fix="embed fewer texts per file", path=path)
     return np.array(np.load(path, mmap_mode="r", allow_pickle=False), dtype=np.float32)
 
@@ -134,9 +135,10 @@ def _read_npz(path: Path, memory_budget) -> tuple[list[str], np.ndarray]:
     if text_dtype.kind != "U" or len(text_shape) != 1:
         raise InputError(f"its texts are an array of {text_dtype} with shape {text_shape}, not a 1-D array "
                          "of strings.", path=path, fix="save them as numpy.array(list_of_texts)")
-    unpacked = sum(members[f"{n}.npy"].file_size for n in ("texts", "vectors"))
-    check_budget(2 * needed + 3 * unpacked, memory_budget, what=f"{shape[0]:,} vectors of {shape[1]:,} "
-                 "dimensions", fix="embed fewer texts per file", path=path)
+    # the texts as read, then as Python strings (at most about as large again)
+    needed += 2 * int(np.prod(text_shape)) * text_dtype.itemsize
+    check_budget(needed, memory_budget, what=f"{shape[0]:,} vectors of {shape[1]:,} dimensions and their texts",
+                 fix="embed fewer texts per file", path=path)
     with np.load(path, allow_pickle=False) as arrays:
         return [str(t) for t in arrays["texts"]], np.asarray(arrays["vectors"], dtype=np.float32)
 
