@@ -120,3 +120,12 @@ def test_the_api_and_the_cli_give_the_same_search_threshold_and_neighbours(folde
 def test_a_dataframe_with_unnamed_columns_is_refused_with_the_fix(loads):
     with pytest.raises(calibsim.InputError, match="<DataFrame>.*Fix: "):
         calibsim.Session(progress=False).score(pd.DataFrame({"x": [1.0], "y": [2.0]}))
+
+
+@pytest.mark.slow
+def test_the_built_in_model_gives_the_same_table_through_the_api_and_the_cli(tmp_path):
+    demo = ROOT / "resources" / "demo" / "pairs.csv"
+    assert cli.main(["score", str(demo), "--metrics", "cosine", "--out", str(tmp_path / "cli.csv"), "-q"]) == 0
+    frame = calibsim.Session(progress=False).score(pd.read_csv(demo), metrics=["cosine"])
+    pd.testing.assert_frame_equal(frame, pd.read_csv(tmp_path / "cli.csv"), check_exact=False, rtol=1e-9)
+    assert frame.attrs["provenance"]["model"]["name"] == "all-MiniLM-L6-v2"
