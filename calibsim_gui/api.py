@@ -54,9 +54,8 @@ def _string_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def _with_originals(scored: ScoredPairs, original) -> pd.DataFrame:
     """The scored table with the caller's own input columns (their dtypes) and the run's
     provenance and notes in ``frame.attrs``."""
-    frame = scored.frame
+    frame = scored.frame                        # the run's own table: changed in place, not copied
     if original is not None:
-        frame = frame.copy()
         for given, column in zip(original.columns, frame.columns[:len(original.columns)]):
             frame[column] = original[given].to_numpy()
     frame.attrs.update(provenance=scored.provenance, notes=list(scored.notes))
