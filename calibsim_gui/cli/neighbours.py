@@ -23,9 +23,9 @@ def add_parser(sub) -> None:
     p.add_argument("--max-pairs", type=options.whole_number(1, 100_000_000), default=10_000, metavar="N",
                    help="most similar pairs kept in --pairs-out (default 10,000)")
     p.add_argument("--method", default="auto", choices=["auto", "exact", "approximate"],
-                   help="exact: every score of the set, in blocks; approximate: an inverted-file "
-                        "index (faiss; cosine, angular, dot, euclidean), its recall measured in "
-                        "benchmarks/README.md; auto (default): exact up to about 77,000 documents")
+                   help="exact: every score of the set, in blocks; approximate: a graph index "
+                        "(faiss HNSW; cosine, angular, dot, euclidean), its recall measured in "
+                        "benchmarks/README.md; auto (default): exact up to about 45,000 documents")
     p.add_argument("--out", help="each document's neighbours: .csv/.tsv table, .json or .xlsx "
                                  "(.json and .xlsx also hold the pairs and groups)")
     p.add_argument("--pairs-out", metavar="FILE",
@@ -103,7 +103,7 @@ def print_summary(result, *, pairs: int = 5) -> None:
     run = result.provenance["neighbours"]
     metric = result.metric
     print(f"{len(result.ids):,} documents, {run['k']} nearest each by {metric} ({run['method']}"
-          + (f", {run['lists']} lists, {run['probes']} searched" if run["method"] == "approximate" else "")
+          + (f", HNSW, {run['search_candidates']} candidates" if run["method"] == "approximate" else "")
           + ")")
     print(f"most similar of {run['graph_pairs']:,} neighbour pairs:")
     calibrated = next(c for c in result.pairs.columns if c.startswith(f"{metric}_calibrated"))

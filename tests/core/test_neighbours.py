@@ -132,7 +132,8 @@ def test_the_approximate_method_is_recorded_with_its_index(profile):
     texts = random_sentences(3000, seed=8)
     result = document_neighbours(documents(texts), FakeEmbedder(), profile, k=4, method="approximate")
     index = result.provenance["neighbours"]
-    assert index["method"] == "approximate" and index["lists"] >= 1 and index["probes"] >= 1
+    assert index["method"] == "approximate" and index["kind"] == "faiss IndexHNSWFlat"
+    assert index["search_candidates"] >= 4 * 4
     assert any("approximate index" in note for note in result.notes)
     assert (result.hits != np.arange(3000)[:, None]).all() and len(result.neighbours) == 12_000
 

@@ -223,9 +223,9 @@ def vector_neighbours(vectors: np.ndarray, ids, texts, profile: ReferenceProfile
     pairs = table(first[keep], second[keep], pair_raw[keep])
     notes = []
     if chosen == "approximate":
-        notes.append(f"neighbours were found with an approximate index ({index['lists']} lists, "
-                     f"{index['probes']} searched per text): a few true neighbours may be missing; "
-                     "use the exact method for every one")
+        notes.append("neighbours were found with an approximate index (faiss HNSW, "
+                     f"{index['search_candidates']} candidates per text): a few true neighbours may "
+                     "be missing (recall@10 in benchmarks/README.md); use the exact method for every one")
     if max_pairs is not None and len(first) > max_pairs:
         notes.append(f"the {max_pairs:,} most similar of {len(first):,} neighbour pairs are listed")
     provenance = {"neighbours": {
@@ -249,9 +249,9 @@ def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: in
     """Each document's `k` nearest other documents of a `DocumentSet`, the set's most similar
     pairs and its duplicate groups, in blocks inside `memory_budget` (bytes; None: the default).
 
-    `method`: "exact" (row blocks of the score matrix), "approximate" (a faiss inverted-file
+    `method`: "exact" (row blocks of the score matrix), "approximate" (a faiss HNSW graph
     index; cosine, angular, dot and euclidean) or "auto" (exact while that is fast enough,
-    `calibsim_gui.core.geometry.knn.EXACT_WORK`). Pairs are the distinct unordered pairs of the
+    `calibsim_gui.core.geometry.knn.choose_method`). Pairs are the distinct unordered pairs of the
     neighbour graph, at most `max_pairs` (None: all); groups join texts whose calibrated score
     is at least `duplicate_threshold` (None: no groups). A run that would not fit raises
     InputError before any text is encoded.
