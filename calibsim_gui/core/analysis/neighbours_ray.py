@@ -14,7 +14,7 @@ import numpy as np
 
 from calibsim_gui.core.calibration.cluster import import_ray
 from calibsim_gui.core.errors import Cancelled
-from calibsim_gui.core.geometry.knn import neighbour_count, top_hits
+from calibsim_gui.core.geometry.knn import best_first, neighbour_count, top_hits
 from calibsim_gui.core.geometry.metrics import get_metrics
 
 RAY_BLOCK_ROWS = 20_000          # rows of each side of a task's block (20,000 x 20,000 scores)
@@ -44,12 +44,8 @@ def _block_against_blocks(queries, first_row: int, corpus_refs: list, corpus_row
 def merge_hits(best: tuple[np.ndarray, np.ndarray], block: tuple[np.ndarray, np.ndarray], metric: str,
                k: int) -> tuple[np.ndarray, np.ndarray]:
     """The best `k` of two ranked hit lists of the same queries (ties: lower row first)."""
-    hits = np.concatenate([best[0], block[0]], axis=1)
-    raw = np.concatenate([best[1], block[1]], axis=1)
-    found = hits >= 0
-    similarity = np.where(found, get_metrics([metric])[0].as_similarity(raw), -np.inf)
-    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)[:, :k]
-    return np.take_along_axis(hits, order, axis=1), np.take_along_axis(raw, order, axis=1)
+    return best_first(np.concatenate([best[0], block[0]], axis=1),
+                      np.concatenate([best[1], block[1]], axis=1), get_metrics([metric])[0], k)
 
 
 def ray_neighbours(vectors: np.ndarray, metric: str, k: int, *, block_rows: int = RAY_BLOCK_ROWS,

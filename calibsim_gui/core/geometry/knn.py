@@ -68,8 +68,16 @@ def rank_hits(queries, corpus, metric: Metric, hits: np.ndarray) -> tuple[np.nda
     found = hits >= 0
     rows, columns = np.nonzero(found)
     raw[rows, columns] = pair_scores(queries[rows], corpus[hits[rows, columns]], [metric.name])[metric.name]
+    return best_first(hits, raw, metric)
+
+
+def best_first(hits: np.ndarray, raw: np.ndarray, metric: Metric, k: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's hits and raw scores sorted best first (ties: lower row first; missing hits,
+    -1, last), the first `k` kept (None: all)."""
+    found = hits >= 0
     similarity = np.where(found, metric.as_similarity(raw), -np.inf)
-    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)
+    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)[:, :k]
     return np.take_along_axis(hits, order, axis=1), np.take_along_axis(raw, order, axis=1)
 
 
