@@ -1,17 +1,19 @@
-"""DESIGN.md layering: the core and the CLI never load Qt, and torch only when a model is used."""
+"""docs/architecture.md's layering: the core, the CLI and the Python API never load Qt, and torch only
+when a model is used."""
 
 import subprocess
 import sys
 import textwrap
 
 
-def test_core_and_cli_import_without_qt_or_torch():
+def test_core_cli_and_api_import_without_qt_or_torch():
     code = textwrap.dedent("""
         import importlib, pkgutil, sys
         import calibsim_gui.core as core
         for m in pkgutil.walk_packages(core.__path__, "calibsim_gui.core."):
             importlib.import_module(m.name)
         import calibsim_gui.cli
+        import calibsim
         loaded = {k.split(".")[0] for k in sys.modules}
         print(sorted(loaded & {"PySide6", "pyqtgraph", "shiboken6", "torch", "sentence_transformers"}))
     """)
@@ -65,7 +67,7 @@ def test_no_module_imports_another_modules_private_names():
 
 
 def test_rooms_stay_small():
-    """README "For developers": core modules up to 600 lines, other window modules up to 650, the
+    """docs/architecture.md: core modules up to 600 lines, other window modules up to 650, the
     main window up to 500 (it is wiring), each command-line module up to 300."""
     from pathlib import Path
 

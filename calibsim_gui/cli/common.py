@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from calibsim_gui.core.errors import InputError, ProfileError
+from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.output import (
     REPORT_FORMATS,
     TABLE_SUFFIXES,
@@ -14,29 +14,7 @@ from calibsim_gui.core.io.output import (
     figure_paths,
     sidecar_path,
 )
-from calibsim_gui.core.references.anchors import load_anchors
-
-
-class Progress:
-    """A tqdm bar on stderr driven by the core's progress(done, total, message) callback."""
-
-    def __init__(self, quiet: bool):
-        self.quiet, self.bar = quiet, None
-
-    def __call__(self, done: int, total: int, message: str) -> None:
-        if self.quiet or total == 0:
-            return
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=done, file=sys.stderr, desc="encoding")
-        else:
-            self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+from calibsim_gui.core.progress import ProgressBar as Progress  # noqa: F401 (the commands' bar)
 
 
 def say(args, text: str = "") -> None:
@@ -46,31 +24,37 @@ def say(args, text: str = "") -> None:
 
 
 def load_model(args):
-    """The model of --model, loaded as --device, --engine, --precision and the prompts ask."""
+    """The model of --model (or --vectors), loaded as --device, --engine, --precision and the prompts ask."""
+    from calibsim_gui.core.analysis.run_setup import open_model
     from calibsim_gui.core.embedding.devices import embedder_engine
-    from calibsim_gui.core.embedding.model_folders import resolve_model
-    from calibsim_gui.core.embedding.models import load_model
-    from calibsim_gui.core.embedding.prompts import choose_prompts
 
+    vectors = getattr(args, "vectors", None) or ()
     engine = {"local": "auto", "ray": "auto"}.get(args.engine, args.engine)
-    if args.precision == "int8" and engine == "torch":
-        raise InputError("--precision int8 runs on the ONNX engine only, not with --engine torch.",
-                         fix="use --engine onnx, or --precision float32")
-    info = resolve_model(args.model)
-    prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),
-                             query_prompt=getattr(args, "query_prompt", None),
-                             doc_prompt=getattr(args, "doc_prompt", None),
-                             no_prompt=getattr(args, "no_prompt", False))
-    say(args, f"loading model {info.name} ({info.source}) ...")
-    embedder = load_model(info, device=args.device, precision=args.precision,
-                          allow_pickle=args.allow_pickle, prompts=prompts, engine=engine,
-                          trust_folder_graph=getattr(args, "trust_folder_graph", False))
+    if vectors:
+        say(args, f"reading vectors from {', '.join(map(str, vectors))} ...")
+    else:
+        from calibsim_gui.core.embedding.model_folders import resolve_model
+
+        info = resolve_model(args.model)
+        say(args, f"loading model {info.name} ({info.source}) ...")
+    embedder = open_model(args.model, vectors=vectors, device=args.device, engine=engine,
+                          precision=args.precision, allow_pickle=args.allow_pickle,
+                          prompt_name=getattr(args, "prompt_name", None),
+                          query_prompt=getattr(args, "query_prompt", None),
+                          doc_prompt=getattr(args, "doc_prompt", None),
+                          no_prompt=getattr(args, "no_prompt", False),
+                          trust_folder_graph=getattr(args, "trust_folder_graph", False),
+                          memory_budget=args.memory_budget)
+    if vectors:
+        say(args, f"model {embedder.fingerprint.id}: {len(embedder.texts):,} texts of "
+                  f"{embedder.dimension} dimensions")
+        return embedder
     say(args, f"model {embedder.fingerprint.id} on {embedder.device}"
               + (" (picked by --device auto)" if args.device == "auto" else "")
               + f" with the {embedder_engine(embedder)} engine"
               + (" (picked by --engine auto)" if engine == "auto" else "")
               + f" in {embedder.precision_note}"
-              + ("" if not prompts.symmetric else f", prompt {prompts.describe()}"))
+              + ("" if not embedder.prompts.symmetric else f", prompt {embedder.prompts.describe()}"))
     return embedder
 
 
@@ -86,7 +70,7 @@ def check_input_memory(args, inputs, *, pairs: int = 0) -> None:
     from calibsim_gui.core.io.inputs import check_read_budget, input_files
 
     dim = 0
-    if pairs:
+    if pairs and not getattr(args, "vectors", None):
         from calibsim_gui.core.embedding.model_folders import resolve_model
 
         dim = resolve_model(args.model).dimension or 0
@@ -94,8 +78,8 @@ def check_input_memory(args, inputs, *, pairs: int = 0) -> None:
 
 
 def embedding_cache(args):
-    """The embedding cache, or None with --no-cache."""
-    if args.no_cache:
+    """The embedding cache, or None with --no-cache or --vectors (their vectors are read already)."""
+    if args.no_cache or getattr(args, "vectors", None):
         return None
     from calibsim_gui.core.embedding.cache import EmbeddingCache
 
@@ -104,22 +88,11 @@ def embedding_cache(args):
 
 def reference_profile(args, embedder, cache):
     """The reference of --profile (default: the built-in one), refitted on --anchors if given."""
-    from calibsim_gui.core.calibration.profile import ReferenceProfile
-    from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
+    from calibsim_gui.core.analysis.run_setup import open_profile
 
-    if args.profile:
-        profile = ReferenceProfile.load(args.profile)
-        profile.check_model(embedder.fingerprint, source=args.profile, prompt=embedder.prompt)
-    else:
-        profile = default_profile(embedder, cache=cache, batch_size=args.batch_size)
     anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
-    if anchors:
-        ladder = anchors if not isinstance(anchors, (str, Path)) else load_anchors(anchors)
-        try:
-            profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=args.batch_size)
-        except ProfileError as exc:              # the ladder cannot calibrate: name its file
-            raise InputError(str(exc), path=anchors) if isinstance(anchors, (str, Path)) else exc from None
-    return profile
+    return open_profile(embedder, args.profile, anchors=anchors or None, cache=cache,
+                        batch_size=args.batch_size)
 
 
 def model_and_references(args):
@@ -169,7 +142,9 @@ def check_output(args, path, inputs=(), *, formats=REPORT_FORMATS, beside=()) ->
             raise InputError("a folder has that name, and calibsim writes a file there: it never replaces "
                              "a folder.", path=target,
                              fix="choose another output name, or a file inside that folder")
-    return check_output_path(path, inputs=[*inputs, *model_folders(args)], force=args.force, formats=formats)
+    vectors = getattr(args, "vectors", None) or []
+    return check_output_path(path, inputs=[*inputs, *model_folders(args), *vectors], force=args.force,
+                             formats=formats)
 
 
 def check_outputs(args, inputs, *, stdout: bool = False) -> None:
@@ -206,8 +181,8 @@ def run_sources(args, **fields):
     report's Reproduce commands name (as the app's reports do), and `fields`."""
     from calibsim_gui.core.reports.reproduce import RunSources
 
-    return RunSources(profile_file=getattr(args, "profile", None),
-                      model=next(iter(model_folders(args)), None), **fields)
+    return RunSources(profile_file=getattr(args, "profile", None), model=next(iter(model_folders(args)), None),
+                      vectors=tuple(getattr(args, "vectors", None) or ()), **fields)
 
 
 def write_outputs(args, result, profile, *, inputs, metric=None, form="calibrated", sources=None) -> int:

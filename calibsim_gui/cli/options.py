@@ -20,6 +20,10 @@ def add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine:
         g.add_argument("--model", default=None,
                        help="built-in (default), a local sentence-transformers folder, or a model in "
                             "the Hugging Face cache (see `calibsim models`)")
+    g.add_argument("--vectors", action="append", metavar="FILE",
+                   help="vectors from any model instead of --model: a .npz of the arrays texts and vectors, or "
+                        "a .npy beside a texts file of the same name (.txt, .jsonl); repeatable. "
+                        "`calibsim reference-texts` writes the texts to embed (docs/api.md)")
     g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     if engine:
         g.add_argument("--engine", default="auto", choices=["auto", "torch", "onnx"], help=ENGINE_HELP)

@@ -16,6 +16,7 @@ from calibsim_gui.cli import (
     neighbours,
     options,
     profile,
+    reference_texts,
     score,
     search,
     threshold,
@@ -24,7 +25,8 @@ from calibsim_gui.cli import (
 # Each command's module has add_parser(sub) and run(args); the parser lists them in this order.
 COMMANDS = {"doctor": doctor, "models": models, "profile": profile, "score": score, "human": human,
             "compare": compare, "evaluate": evaluate, "diagnose": diagnose, "matrix": matrix,
-            "neighbours": neighbours, "search": search, "threshold": threshold}
+            "neighbours": neighbours, "search": search, "threshold": threshold,
+            "reference-texts": reference_texts}
 
 
 def build_parser() -> argparse.ArgumentParser:

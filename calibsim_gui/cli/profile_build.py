@@ -73,6 +73,9 @@ def build(args, out: Path) -> int:
         raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
     settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim,
                                  soft_factors=args.soft_factors)
+    if on_ray and args.vectors:
+        raise InputError("--engine ray runs a model on the cluster's machines; vectors files are read here.",
+                         fix="leave out --engine ray, or give --model")
     if on_ray and settings:
         raise InputError("--abtt-directions, --whiten-dim and --soft-factors apply to the local engine "
                          "only.", fix="leave out --engine ray, or the geometry settings")

@@ -39,15 +39,13 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from calibsim_gui.core.analysis.thresholds import same_meaning
+    from calibsim_gui.core.analysis.thresholds import same_meaning, score_thresholds
     from calibsim_gui.core.calibration.human import load_human_pairs
-    from calibsim_gui.core.geometry.metrics import get_metrics
 
     if args.out:
         out = common.check_output(args, args.out, [p for p in (args.pairs, args.profile) if p])
         if out.suffix.lower() != ".json":
             raise InputError("thresholds are written as JSON.", path=out, fix="end --out with .json")
-    metric = get_metrics([args.metric])[0]
     criterion, target = (("recall", args.target_recall) if args.target_recall else
                          ("f1", None) if args.best_f1 else ("precision", args.target_precision or 0.9))
     common.check_input_memory(args, [args.pairs])
@@ -56,8 +54,8 @@ def run(args) -> int:
     same, same_at = same_meaning(pairs.human, scale=pairs.scale, same_at=args.same_at)
     args.metrics, args.geometry = [args.metric], [] if args.geometry == "none" else [args.geometry]
     scored, _ = common.score_table(args, pairs.table)
-    suffix = "" if not args.geometry else f"@{args.geometry[0]}"
-    columns = {"raw": f"{args.metric}_raw{suffix}", "calibrated": f"{args.metric}_calibrated{suffix}"}
+    results = score_thresholds(scored.frame, pairs.rows, same, args.metric,
+                               args.geometry[0] if args.geometry else "none", criterion=criterion, target=target)
     label = pairs.table.label
     print(f"{len(same):,} labelled pairs; '{label}' >= {same_at:g} counts as the same meaning "
           f"({int(same.sum()):,} pairs, {same.mean():.1%})")
@@ -65,11 +63,6 @@ def run(args) -> int:
             f"the most {'recall' if criterion == 'precision' else 'precision'} at a {criterion} of at "
             f"least {target:.0%}")
     print(f"threshold chosen for {goal}; interval: 95% bootstrap (pairs resampled)")
-    results = {}
-    for form, column in columns.items():
-        values = scored.frame[column].to_numpy(dtype=float)[pairs.rows]
-        results[form] = {"column": column, **_threshold(values, same, metric, raw=form == "raw",
-                                                        criterion=criterion, target=target)}
     _print_thresholds(results)
     cal = results["calibrated"]
     print(f"\nOn the calibrated scale the threshold is {cal['threshold']:.3f} (0 = a typical unrelated "
@@ -89,21 +82,6 @@ def run(args) -> int:
             "provenance": scored.provenance}))
         print(f"wrote {out}")
     return 0
-
-
-def _threshold(values, same, metric, *, raw: bool, criterion: str, target) -> dict:
-    """The threshold of one score column (raw `values` in the metric's units), its interval and
-    its precision-recall curve."""
-    import numpy as np
-
-    from calibsim_gui.core.analysis.thresholds import find_threshold, pr_curve, threshold_in_raw_units
-
-    similarity = metric.as_similarity(values) if raw else values
-    found = find_threshold(similarity, same, criterion=criterion, target=target)
-    found_dict = (threshold_in_raw_units(found, metric.higher_is_similar) if raw
-                  else {**found.to_dict(), "rule": "score >= threshold"})
-    return {**found_dict,
-            "curve": pr_curve(similarity[np.isfinite(similarity)], same[np.isfinite(similarity)]).to_dict()}
 
 
 def _print_thresholds(results: dict) -> None:

@@ -44,6 +44,7 @@ COMMANDS = {          # command line (after the command's output: '{out}'), file
     "evaluate": (["evaluate", "{pairs}", "--out", "{d}/e.json"], "e.json"),
     "threshold": (["threshold", "{pairs}", "--out", "{d}/t.json"], "t.json"),
     "diagnose": (["diagnose", "{background}", "--out", "{d}/g.json"], "g.json"),
+    "reference-texts": (["reference-texts", "--pairs", "{pairs}", "--out", "{d}/t.txt"], "t.txt"),
 }
 
 

@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.geometry.metrics import METRICS
 
 CRITERIA = ("precision", "recall", "f1")
 
@@ -151,3 +153,22 @@ def threshold_in_raw_units(threshold: Threshold, higher_is_similar: bool) -> dic
         out["threshold"] = -out["threshold"]
         out["interval"] = tuple(sorted(-v for v in out["interval"]))
     return out
+
+
+def score_thresholds(frame, rows, same, metric: str, geometry: str = "none", *, criterion: str = "precision",
+                     target: float | None = 0.9) -> dict[str, dict]:
+    """The threshold of the raw and the calibrated column of `metric` under `geometry` in a scored
+    `frame` (`score_pairs`), on its `rows` labelled `same`: ``{"raw": {...}, "calibrated": {...}}``,
+    each `Threshold.to_dict()` (raw: in the metric's units, `threshold_in_raw_units`) with the
+    ``column``, the ``rule`` and the precision-recall ``curve``."""
+    found = {}
+    for form in ("raw", "calibrated"):
+        column = score_column(metric, form, geometry)
+        values = frame[column].to_numpy(dtype=float)[rows]
+        similarity = METRICS[metric].as_similarity(values) if form == "raw" else values
+        threshold = find_threshold(similarity, same, criterion=criterion, target=target)
+        numbers = (threshold_in_raw_units(threshold, METRICS[metric].higher_is_similar) if form == "raw"
+                   else {**threshold.to_dict(), "rule": "score >= threshold"})
+        finite = np.isfinite(similarity)
+        found[form] = {"column": column, **numbers, "curve": pr_curve(similarity[finite], same[finite]).to_dict()}
+    return found

@@ -319,9 +319,15 @@ def load_human_pairs(path, *, scale=(0.0, 5.0), text_a: str | None = None,
     empty text or no score are left out (and counted in the notes); a score outside the
     declared scale is refused with its pair number. `memory_budget` is as for `load_pairs`.
     """
-    low, high = _check_scale(scale)
+    _check_scale(scale)
     table = load_pairs(path, text_a=text_a, text_b=text_b, label=label, encoding=encoding,
                        memory_budget=memory_budget)
+    return human_pairs(table, scale=scale)
+
+
+def human_pairs(table: PairTable, *, scale=(0.0, 5.0)) -> HumanPairs:
+    """The labelled pairs of `table` (see `load_human_pairs`)."""
+    low, high = _check_scale(scale)
     if table.label is None:
         raise InputError("has no column of human scores.", path=table.path,
                          fix="add a numeric column named score (or name it with --label).")

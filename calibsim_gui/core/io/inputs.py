@@ -138,6 +138,14 @@ def load_pairs(
     path = Path(path)
     check_read_budget([path], memory_budget)
     frame, notes = read_table(path, encoding)
+    return pair_table(frame, path, notes, text_a=text_a, text_b=text_b, label=label)
+
+
+def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None, text_b: str | None = None,
+               label: str | None = None) -> PairTable:
+    """The pairs of an all-string `frame` read from `path` (a file, or a name such as ``<DataFrame>``
+    for errors and provenance), its columns found as `load_pairs` finds them; `notes` come first."""
+    path, notes = Path(path), list(notes)
     if frame.empty:
         raise InputError(
             "holds no pairs (no data rows).", path=path,
@@ -287,25 +295,43 @@ def load_documents(
     notes = [f"{given} holds no .txt or .md files" for given in inputs
              if given.is_dir() and not any(given in f.parents for f in files)]
 
-    documents, seen, empty, n_duplicates, columns = [], set(), Counter(), 0, []
-    for file, name in files.items():
-        for doc_id, text, unit in _file_texts(file, name, per_file, column, encoding, columns):
-            if not text:
-                empty[unit] += 1
-            elif text in seen:
-                n_duplicates += 1
-            else:
-                seen.add(text)
-                documents.append(Document(doc_id, text, file))
+    columns: list = []
+    entries = ((file, doc_id, text, unit) for file, name in files.items()
+               for doc_id, text, unit in _file_texts(file, name, per_file, column, encoding, columns))
+    return _document_set(entries, tuple(files), notes, columns, where=", ".join(str(p) for p in inputs),
+                         holds="holds" if len(inputs) == 1 else "hold", read_from=_plural(len(files), "file"),
+                         fix="point at .txt/.md files with one text per line, a folder of them, "
+                             "or a .csv/.jsonl file with a text column.")
+
+
+def document_set(texts, ids=None, *, name: str = "<texts>") -> DocumentSet:
+    """The documents of `texts` held in memory (a list, a pandas Series), as `load_documents` makes
+    them from files: stripped, empty ones and exact duplicates dropped and counted; `ids` default
+    to ``<name>:<position from 1>``."""
+    ids = [f"{name}:{n}" for n in range(1, len(texts) + 1)] if ids is None else [str(i) for i in ids]
+    entries = ((Path(name), doc_id, str(text).strip(), "text") for doc_id, text in zip(ids, texts))
+    return _document_set(entries, (), [], [], where=name, holds="holds", read_from=name,
+                         fix="give at least one non-empty text.")
+
+
+def _document_set(entries, files: tuple, notes: list, columns: list, *, where: str, holds: str,
+                  read_from: str, fix: str) -> DocumentSet:
+    """A `DocumentSet` of (source, id, stripped text, unit) `entries`: empty texts and exact
+    duplicates (first kept) dropped and counted in the notes."""
+    documents, seen, empty, n_duplicates = [], set(), Counter(), 0
+    for source, doc_id, text, unit in entries:
+        if not text:
+            empty[unit] += 1
+        elif text in seen:
+            n_duplicates += 1
+        else:
+            seen.add(text)
+            documents.append(Document(doc_id, text, source))
     if not documents:
         raise InputError(
-            f"{'holds' if len(inputs) == 1 else 'hold'} no non-empty text"
-            + (f" ({'; '.join(notes)})." if notes else "."),
-            path=", ".join(str(p) for p in inputs),
-            fix="point at .txt/.md files with one text per line, a folder of them, "
-            "or a .csv/.jsonl file with a text column.",
-        )
-    notes.insert(0, f"read {_plural(len(documents), 'text')} from {_plural(len(files), 'file')}")
+            f"{holds} no non-empty text"
+            + (f" ({'; '.join(notes)})." if notes else "."), path=where, fix=fix)
+    notes.insert(0, f"read {_plural(len(documents), 'text')} from {read_from}")
     notes += [f"dropped {_plural(n, f'empty {unit}')}" for unit, n in empty.items()]
     if n_duplicates:
         notes.append(f"dropped {_plural(n_duplicates, 'exact duplicate')}")
@@ -313,10 +339,7 @@ def load_documents(
               + (f" (other text columns: {', '.join(map(repr, others))})" if others else "")
               for name, used, candidates in columns
               for others in [[c for c in candidates if c != used]]]
-    return DocumentSet(
-        tuple(documents), tuple(files), sum(empty.values()), n_duplicates, tuple(notes),
-        tuple(columns),
-    )
+    return DocumentSet(tuple(documents), files, sum(empty.values()), n_duplicates, tuple(notes), tuple(columns))
 
 
 MANY_LINES = 3          # text files "hold many lines" when their median non-blank line count is above this

@@ -40,6 +40,8 @@ class RunSources:
     model : str or None
         The model folder (``--model``) of a model that is not built in; None: its name is enough
         (the built-in model, or one in the Hugging Face cache).
+    vectors : tuple of str
+        The vectors files (``--vectors``) of a run on vectors from another model.
     """
 
     profile_file: str | None = None
@@ -48,6 +50,7 @@ class RunSources:
     columns: dict = field(default_factory=dict)
     encoding: str | None = None
     model: str | None = None
+    vectors: tuple = ()
 
 
 def anchors_path(report_path) -> Path:
@@ -119,6 +122,9 @@ def source_files(report, digest) -> list[dict]:
 def _model_options(report) -> list[str]:
     """--model, --engine, --precision and the prompt, as the run used them."""
     model, folder = report.provenance_of_result["model"], report.sources.model
+    if model.get("engine") == "vectors":      # vectors files stand for the model (and hold no prompt)
+        return [part for f in (report.sources.vectors or ("VECTORS.npz",))
+                for part in ("--vectors", command_path(f, report.path))]
     options = [] if model["name"] == DEFAULT_MODEL else [
         "--model", command_path(folder, report.path) if folder and Path(folder).is_dir() else model["name"]]
     engine = str(model.get("engine") or "")

@@ -1,0 +1,84 @@
+"""What a run starts from, as the command line and the Python API open it: the model (a model
+folder or vectors files), the embedding cache and the reference profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibsim_gui.core.calibration.profile import ReferenceProfile
+from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
+from calibsim_gui.core.embedding import models
+from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.prompts import choose_prompts, embedder_prompt
+from calibsim_gui.core.embedding.vectors_file import load_vectors
+from calibsim_gui.core.errors import InputError, ProfileError
+from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
+
+
+def open_model(model=None, *, vectors=(), device: str = "auto", engine: str = "auto",
+               precision: str = "float32", allow_pickle: bool = False, prompt_name: str | None = None,
+               query_prompt: str | None = None, doc_prompt: str | None = None, no_prompt: bool = False,
+               trust_folder_graph: bool = False, memory_budget: int | None = None):
+    """The embedder of `model` (see `resolve_model`), or of `vectors` files (`load_vectors`).
+
+    Parameters
+    ----------
+    model : str or None
+        Built-in (None), a sentence-transformers folder, or a model in the Hugging Face cache.
+    vectors : path or sequence of paths
+        Vectors files to read instead of running a model; `model` and the prompts must then be unset.
+    device, engine, precision, allow_pickle, trust_folder_graph : see `load_model`.
+    prompt_name, query_prompt, doc_prompt, no_prompt : see `choose_prompts`.
+
+    Raises
+    ------
+    InputError
+        When vectors are given with a model or prompts, or int8 is asked of the torch engine.
+    ModelError
+        When the model cannot be loaded (`load_model`).
+    """
+    vectors = [vectors] if isinstance(vectors, (str, Path)) else list(vectors or ())
+    if vectors:
+        prompts = [n for n, v in (("model", model), ("prompt_name", prompt_name), ("query_prompt", query_prompt),
+                                  ("doc_prompt", doc_prompt)) if v is not None]
+        if prompts:
+            raise InputError(f"vectors files are a model of their own: {', '.join(prompts)} cannot apply.",
+                             fix="give either vectors (--vectors) or a model (--model), and embed with any "
+                                 "prompt before saving the vectors")
+        return load_vectors(vectors, memory_budget=memory_budget)
+    if precision == "int8" and engine == "torch":
+        raise InputError("--precision int8 runs on the ONNX engine only, not with --engine torch.",
+                         fix="use --engine onnx, or --precision float32")
+    info = resolve_model(model)
+    prompts = choose_prompts(info, prompt_name=prompt_name, query_prompt=query_prompt, doc_prompt=doc_prompt,
+                             no_prompt=no_prompt)
+    return models.load_model(info, device=device, precision=precision, allow_pickle=allow_pickle, prompts=prompts,
+                             engine=engine, trust_folder_graph=trust_folder_graph)
+
+
+def open_profile(embedder, profile=None, *, anchors=None, cache=None, batch_size: int = 64) -> ReferenceProfile:
+    """The reference of `profile` (a path or a `ReferenceProfile`; default: the built-in one for
+    `embedder`), refitted on `anchors` (a path or an `AnchorSet`) when given.
+
+    Raises
+    ------
+    ProfileError
+        When the profile was built with another model or prompt.
+    InputError
+        When the anchors file cannot be read or its ladder cannot calibrate (naming the file).
+    """
+    prompt = embedder_prompt(embedder)
+    if isinstance(profile, ReferenceProfile):
+        profile.check_model(embedder.fingerprint, prompt=prompt)
+    elif profile is not None:
+        source, profile = profile, ReferenceProfile.load(profile)
+        profile.check_model(embedder.fingerprint, source=source, prompt=prompt)
+    else:
+        profile = default_profile(embedder, cache=cache, batch_size=batch_size)
+    if anchors is not None:
+        ladder = anchors if isinstance(anchors, AnchorSet) else load_anchors(anchors)
+        try:
+            profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=batch_size)
+        except ProfileError as exc:              # the ladder cannot calibrate: name its file
+            raise InputError(str(exc), path=anchors) if not isinstance(anchors, AnchorSet) else exc from None
+    return profile
