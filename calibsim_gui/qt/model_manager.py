@@ -330,6 +330,12 @@ class ModelManager(QWidget):
         """The chosen engine ("auto", "onnx" or "torch"), remembered across sessions."""
         return self.engine_combo.currentData()
 
+    def choose_engine(self, engine: str, precision: str) -> None:
+        """Load the next model with this engine and precision (a reopened project's)."""
+        for combo, value in ((self.engine_combo, engine), (self.precision_combo, precision)):
+            if combo.findData(value) >= 0:
+                combo.setCurrentIndex(combo.findData(value))
+
     def trust_folder_graph(self) -> bool:
         """Whether the next model may run its folder's own graph unchecked (this session only)."""
         return self.trust_graph_box.isChecked()

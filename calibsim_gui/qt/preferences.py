@@ -69,16 +69,25 @@ class Preferences(QObject):
         return {"long_texts": mode, "chunk_aggregate": aggregate or "match",
                 "chunk_overlap": int(min(max(overlap, 0), MAX_CHUNK_OVERLAP))}
 
-    def set_long_texts(self, choice: str) -> None:
-        """Remember how long texts are scored and score the input again."""
+    def set_long_texts(self, choice: str, *, rescore: bool = True) -> None:
+        """Remember how long texts are scored and score the input again (`rescore` False: the
+        caller scores next, as a reopened project does)."""
         if choice not in {key for key, _, _ in LONG_TEXT_CHOICES}:
             raise ValueError(f"unknown long-text choice {choice!r}")
         changed = choice != self.long_text_setting()
         self.settings.setValue(LONG_TEXTS_KEY, choice)
         for action in self.window.long_text_actions.actions():
             action.setChecked(action.data() == choice)
-        if changed:
+        if changed and rescore:
             self.window.session.rescore()
+
+    def restore_long_texts(self, options: dict) -> None:
+        """Score long texts as `long_text_options` gave (a reopened project's choice)."""
+        mode = options.get("long_texts", "truncate")
+        self.set_long_texts(mode if mode == "truncate" else f"{mode}:{options.get('chunk_aggregate', 'match')}",
+                            rescore=False)
+        if "chunk_overlap" in options:
+            self.settings.setValue(CHUNK_OVERLAP_KEY, int(options["chunk_overlap"]))
 
     def choose_chunk_overlap(self) -> None:
         overlap, ok = QInputDialog.getInt(

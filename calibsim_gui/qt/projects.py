@@ -9,7 +9,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.project import Project, ProjectInput, human_fit_from_dict, json_safe
+from calibsim_gui.core.analysis.project import Project, ProjectInput, bands_of, human_fit_from_dict, json_safe
+from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
+from calibsim_gui.core.embedding.models import choose_engine
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
@@ -36,7 +38,7 @@ def snapshot(project) -> str:
     data.pop("views", None)
     data.pop("layout", None)
     settings = data.pop("settings", {})
-    keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale") if k in settings}
+    keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale", "long_texts") if k in settings}
     return json.dumps({**data, "settings": keep}, sort_keys=True, default=str)
 
 
@@ -172,13 +174,18 @@ class Projects(QObject):
             model = str(state.model_info.path)
         built = session.built_from or {"files": [], "pairs": window.background.pairs(),
                                        "seed": window.background.seed()}
+        embedder = state.embedder
         return Project(model=model, device=state.device,
+                       engine=None if embedder is None else embedder_engine(embedder),
+                       precision=None if embedder is None else embedder_precision(embedder),
+                       background_options=dict(built.get("options", {})),
                        anchors=None if anchors == self.builtin_anchors else anchors,
                        profile=session.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
-                       inputs=self.project_inputs(), human=self.project_human(),
+                       inputs=self.project_inputs(), human=self.project_human(), bands=self.project_bands(),
                        views=self.view_states(later=later), layout=self.window.panels.state(),
                        settings={"metric": state.metric, "form": state.form, "geometry": state.geometry,
+                                 "long_texts": window.long_text_options(),
                                  **self.project_labels(), **({"anchor_edits": edits.to_dict()} if edits else {})})
 
     def project_inputs(self) -> list:
@@ -211,6 +218,16 @@ class Projects(QObject):
             return None
         return json.loads(dump_json({"calibrator": fit.calibrator.to_dict(),
                                      "validation": fit.validation, "source": fit.source}))
+
+    def project_bands(self) -> dict:
+        """The human agreement bands of references made here (built or built-in), which a reopened
+        project puts back on the references it makes again (empty: none, or a profile file's)."""
+        profile = self.state.profile
+        if profile is None or self.session.profile_path:
+            return {}
+        bands = {name: ref.band.to_dict() for name, ref in profile.metrics.items() if ref.band is not None}
+        return json.loads(dump_json({"metrics": bands, "provenance": profile.provenance.get("human_band")})) \
+            if bands else {}
 
     def save(self) -> bool:
         """Save to the project's file (asks for one the first time); True once saved."""
@@ -284,17 +301,36 @@ class Projects(QObject):
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
         self.state.geometry = project.settings.get("geometry", "none")     # used by the next scoring
+        self.window.preferences.restore_long_texts(project.settings.get("long_texts", {}))
         background.set_options(project.background_pairs, project.background_seed)
         if project.background_files:
             background.clear()
+            background.set_read_options(**project.background_options)     # HTML cleaning included
             background.add_paths([f for f in project.background_files if Path(f).exists()])
-        wanted = project.model
-        current = self.state.model_info
-        if (wanted is None and current is not None and current.source == "built-in") or \
-                (wanted is not None and current is not None and str(current.path) == wanted):
+        wanted, current, embedder = project.model, self.state.model_info, self.state.embedder
+        same_run = embedder is not None and project.engine in (None, embedder_engine(embedder)) \
+            and project.precision in (None, embedder_precision(embedder))
+        if project.engine is not None and not same_run and self.engine_usable(project):
+            self.window.models.choose_engine(project.engine, project.precision or "float32")
+        if same_run and ((wanted is None and current is not None and current.source == "built-in")
+                         or (wanted is not None and current is not None and str(current.path) == wanted)):
             self.continue_project()
         else:
             self.session.load_model(wanted, project.device)      # model_loaded continues the project
+
+    def engine_usable(self, project) -> bool:
+        """True when this machine runs the project's engine and precision; otherwise say so (the
+        numbers may differ a little) and go on with the Model tab's choice."""
+        try:
+            choose_engine(project.engine, project.device, project.precision or "float32")
+        except CalibsimError as exc:
+            self.window.show_message(QMessageBox.Icon.Warning, "Engine not restored",
+                                     f"The project's scores were made with {project.engine} in "
+                                     f"{project.precision or 'float32'}, which this machine cannot run. "
+                                     "The Model tab's engine is used instead: scores may differ slightly "
+                                     "from the saved ones.", str(exc))
+            return False
+        return True
 
     def offer_restore(self) -> None:
         """A previous session ended without closing: offer its autosaved project (non-modal)."""
@@ -336,6 +372,7 @@ class Projects(QObject):
         if "label_column" in project.settings:
             session.pending_labels = (project.settings["label_column"], project.settings.get("label_scale"))
         self.restore_human(project)
+        session.pending_bands = bands_of(project.bands) if project.bands else None
         session.awaiting_profile = True
         window.score_runner.cancel()      # a run with the old references must not be shown
         if project.profile:

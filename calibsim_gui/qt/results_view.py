@@ -105,6 +105,7 @@ class ResultsView(QWidget):
         self.setObjectName("results")
         self.state = state
         self.model = ResultsTableModel(parent=self)
+        self._kept_sort = None            # (input, column, order) while its results are made again
 
         self.filter_edit = QLineEdit(placeholderText="Filter rows by text (Ctrl+F)")
         self.filter_edit.setClearButtonEnabled(True)
@@ -218,8 +219,17 @@ class ResultsView(QWidget):
         return isinstance(self.state.results, DocumentMatrix)
 
     def rebuild(self) -> None:
-        """Show `state.results` (pairs, a document set's top pairs, or the empty hint)."""
+        """Show `state.results` (pairs, a document set's top pairs, or the empty hint); the same
+        input scored again (another engine, references) keeps its sort."""
+        header, kept = self.table.horizontalHeader(), self._kept_sort
+        if self.state.results is None and 0 <= header.sortIndicatorSection() < self.model.columnCount():
+            self._kept_sort = (self.state.input, self.model.column_names[header.sortIndicatorSection()],
+                               header.sortIndicatorOrder())
         self._load_frame(keep_sort=False)
+        if self.state.results is not None:
+            self._kept_sort = None
+            if kept is not None and kept[0] is self.state.input and self.model.column_of(kept[1]) >= 0:
+                self.table.sortByColumn(self.model.column_of(kept[1]), kept[2])
         self._fill_labels()
         self._show_notes(self.state.results.notes if self.state.results is not None else [])
         self.stack.setCurrentWidget(self.table if self.state.results is not None else self.hint)

@@ -132,10 +132,12 @@ class AppState(QObject):
         self.row_columns: dict = {}
 
     def set_model(self, embedder, info) -> None:
-        """A new model invalidates the profile and results (they belong to one model)."""
+        """A new model invalidates the profile and results (they belong to one model); a human
+        calibration stays when the model is the same (another engine or precision of it)."""
         self.embedder, self.model_info = embedder, info
         self.profile, self.profile_label = None, ""
-        self.human = None                     # fitted on another model's scores
+        if self.human is not None and self.human.calibrator.model != embedder.fingerprint.id:
+            self.human = None                 # fitted on another model's scores
         self.results = None
         self.model_changed.emit()
         self.profile_changed.emit()
