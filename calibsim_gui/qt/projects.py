@@ -15,6 +15,7 @@ from calibsim_gui.core.embedding.models import choose_engine
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
+from calibsim_gui.qt.messages import for_the_app
 
 
 class LaterState:
@@ -289,7 +290,11 @@ class Projects(QObject):
         """Re-create `project` (saved at `path`, if anywhere): view, background, model, then the rest.
 
         `from_file` False: a restored autosave, unsaved work even when it was once saved at `path`.
+        An engine this machine cannot run is asked about first (Cancel leaves the session as it is).
         """
+        runs_here = self.engine_usable(project)
+        if runs_here is None:
+            return
         background = self.window.background
         self.path = path
         self.pending_project = project
@@ -310,7 +315,7 @@ class Projects(QObject):
         wanted, current, embedder = project.model, self.state.model_info, self.state.embedder
         same_run = embedder is not None and project.engine in (None, embedder_engine(embedder)) \
             and project.precision in (None, embedder_precision(embedder))
-        if project.engine is not None and not same_run and self.engine_usable(project):
+        if project.engine is not None and not same_run and runs_here:
             self.window.models.choose_engine(project.engine, project.precision or "float32")
         if same_run and ((wanted is None and current is not None and current.source == "built-in")
                          or (wanted is not None and current is not None and str(current.path) == wanted)):
@@ -318,18 +323,22 @@ class Projects(QObject):
         else:
             self.session.load_model(wanted, project.device)      # model_loaded continues the project
 
-    def engine_usable(self, project) -> bool:
-        """True when this machine runs the project's engine and precision; otherwise say so (the
-        numbers may differ a little) and go on with the Model tab's choice."""
+    def engine_usable(self, project) -> bool | None:
+        """True when this machine runs the project's engine and precision (or it names none);
+        otherwise ask whether to go on with the Model tab's choice (False) or not open it (None)."""
+        if project.engine is None:
+            return True
         try:
             choose_engine(project.engine, project.device, project.precision or "float32")
         except CalibsimError as exc:
-            self.window.show_message(QMessageBox.Icon.Warning, "Engine not restored",
-                                     f"The project's scores were made with {project.engine} in "
-                                     f"{project.precision or 'float32'}, which this machine cannot run. "
-                                     "The Model tab's engine is used instead: scores may differ slightly "
-                                     "from the saved ones.", str(exc))
-            return False
+            box = QMessageBox(QMessageBox.Icon.Warning, "Engine not available",
+                              f"The project's scores were made with {project.engine} in "
+                              f"{project.precision or 'float32'}, which this machine cannot run.\n\n"
+                              "Open it with the Model tab's engine? Scores may then differ slightly "
+                              "from the saved ones.", QMessageBox.StandardButton.Open
+                              | QMessageBox.StandardButton.Cancel, self.window)
+            box.setDetailedText(for_the_app(str(exc)))
+            return False if box.exec() == QMessageBox.StandardButton.Open else None
         return True
 
     def offer_restore(self) -> None:

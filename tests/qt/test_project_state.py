@@ -154,3 +154,21 @@ def test_an_own_background_keeps_the_human_band(banded, qtbot, tmp_path, pairs_c
     assert profile.has_background and profile.metrics["cosine"].band is not None   # tooltips and reports read it
     assert profile.provenance["human_band"]["name"] == "people.csv"
     pd.testing.assert_series_equal(window.state.results.frame["cosine_calibrated"], calibrated)
+
+
+def test_a_project_whose_engine_cannot_run_here_asks_before_opening(window, qtbot, tmp_path, pairs_csv, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from calibsim_gui.core.analysis.project import Project, ProjectInput
+
+    path = Project(engine="onnx", precision="bfloat16", inputs=[ProjectInput(str(pairs_csv))]).save(
+        tmp_path / "elsewhere.calibsim")
+    asked = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: asked.append(box.text()) or QMessageBox.StandardButton.Cancel)
+    window.open_project(str(path))
+    assert "onnx in bfloat16" in asked[0] and "cannot run" in asked[0]
+    assert window.project_path is None and window.state.input is None      # nothing changed
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: QMessageBox.StandardButton.Open)
+    with qtbot.waitSignal(window.results_shown, timeout=REFERENCES_MS):
+        window.open_project(str(path))
+    assert window.project_path == str(path) and len(window.state.results.frame) == 30
