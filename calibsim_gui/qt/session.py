@@ -358,6 +358,9 @@ class Session(QObject):
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return
+        if getattr(value, "document_column", None) and not self.incoming_input["options"].get("text_a"):
+            self.ask_reading(value)              # pairs or a document set? the current work stays till then
+            return
         self.input_spec = self.incoming_input           # only an accepted input is the session's
         self.state.set_input(value)
         labels, self.pending_labels = self.pending_labels, None
@@ -376,6 +379,22 @@ class Session(QObject):
             self.read_pairs(str(problem.path), dialog.mapping())
         else:
             self.window.show_error("Cannot read the input", str(problem))
+
+    def ask_reading(self, table) -> None:
+        """A table that reads as pairs or as a document set (AG News: label, title, description):
+        ask which, and from which columns; Cancel keeps the current work."""
+        dialog = ColumnMappingDialog(table.path, list(table.frame.columns),
+                                     {"text_a": table.text_a, "text_b": table.text_b, "label": table.label},
+                                     self.window, preview=table.frame.head(5), documents=table.document_column)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            self.window.status_label.setText(f"{Path(table.path).name} was not opened; the current work stays.")
+            return
+        encoding = self.incoming_input["options"].get("encoding")
+        if dialog.documents_column() is not None:
+            self.read_documents([str(table.path)], {"column": dialog.documents_column(), "per_file": False,
+                                                    **({"encoding": encoding} if encoding else {})})
+        else:
+            self.read_pairs(str(table.path), {**dialog.mapping(), **({"encoding": encoding} if encoding else {})})
 
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""
