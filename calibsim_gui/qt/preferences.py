@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QStandardPaths
 from PySide6.QtWidgets import QInputDialog
 
 from calibsim_gui.core.embedding.chunking import DEFAULT_CHUNK_OVERLAP, MAX_CHUNK_OVERLAP
@@ -23,6 +25,13 @@ LONG_TEXT_CHOICES = (
     ("chunk:mean", "Split into chunks, score the &mean over chunk pairs",
      "Encode every chunk of a long text; the pair scores the mean over its chunk pairs"),
 )
+
+
+def user_folder(settings, key: str) -> str:
+    """The folder remembered under `key`, else the user's Documents (their home when the system
+    names none): never the program's folder or an input's unless the user chose it."""
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return str(settings.value(key, "") or documents or Path.home())
 
 
 class Preferences(QObject):

@@ -16,6 +16,7 @@ from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
 from calibsim_gui.qt.messages import for_the_app
+from calibsim_gui.qt.preferences import user_folder
 
 
 class LaterState:
@@ -237,8 +238,9 @@ class Projects(QObject):
         return self.write(self.path)
 
     def save_as(self) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save project", self.path or "study.calibsim",
-                                              "calibsim projects (*.calibsim)")
+        """Ask where to save: the project's file, else the last project folder or Documents."""
+        start = self.path or str(Path(user_folder(self.window.settings, "projects/last_dir")) / "study.calibsim")
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save project", start, "calibsim projects (*.calibsim)")
         if path:
             return self.write(path if path.endswith(".calibsim") else path + ".calibsim")
         return False
@@ -252,6 +254,7 @@ class Projects(QObject):
             return False
         self.saved_snapshot = snapshot(project)
         self.path = path
+        self.window.settings.setValue("projects/last_dir", str(Path(path).resolve().parent))
         self.window.menus.remember_recent(path)
         self.window.status_label.setText(f"Saved project {path}")
         self.saved_changed.emit()
@@ -260,7 +263,8 @@ class Projects(QObject):
     # ------------------------------------------------------------------ opening
 
     def choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.window, "Open project", "", "calibsim projects (*.calibsim)")
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open project", user_folder(self.window.settings,
+                                              "projects/last_dir"), "calibsim projects (*.calibsim)")
         if path:
             self.open(path)
 

@@ -172,3 +172,20 @@ def test_a_project_whose_engine_cannot_run_here_asks_before_opening(window, qtbo
     with qtbot.waitSignal(window.results_shown, timeout=REFERENCES_MS):
         window.open_project(str(path))
     assert window.project_path == str(path) and len(window.state.results.frame) == 30
+
+
+def test_save_project_starts_in_documents_then_in_the_last_project_folder(window, tmp_path, monkeypatch):
+    from PySide6.QtCore import QStandardPaths
+    from PySide6.QtWidgets import QFileDialog
+
+    documents = tmp_path / "Documents"
+    monkeypatch.setattr(QStandardPaths, "writableLocation", lambda where: str(documents))
+    offered = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda parent, title, start, *a: offered.append(start) or ("", ""))
+    window.projects.save_as()
+    assert offered == [str(documents / "study.calibsim")]                 # not the program's folder
+    (tmp_path / "work").mkdir()
+    assert window.write_project(str(tmp_path / "work" / "a.calibsim"))
+    window.projects.path = None                                           # a new session
+    window.projects.save_as()
+    assert offered[-1] == str(tmp_path / "work" / "study.calibsim")
