@@ -279,10 +279,11 @@ class ModelManager(QWidget):
         run_with = QHBoxLayout()             # a row of its own: fits a 1024-pixel window
         for label, combo in (("Device:", self.device_combo), ("Engine:", self.engine_combo),
                              ("Precision:", self.precision_combo), ("Prompt:", self.prompt_combo)):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(12)        # long choices are elided here, whole in the list
             run_with.addWidget(QLabel(label))
-            run_with.addWidget(combo)
+            run_with.addWidget(combo, 1 if combo in (self.device_combo, self.engine_combo) else 2)
             run_with.addSpacing(8)
-        run_with.addStretch(1)
         run_with.addWidget(self.load_button)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
