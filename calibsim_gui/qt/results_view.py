@@ -527,7 +527,7 @@ class ResultsView(QWidget):
                              "A range brushed on the Distributions tab"))
         if chosen is not None:
             chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
-                          "Texts chosen on the Map"))
+                          "Chosen on the Map or from the Search tab's hits"))
         self.chips.set_chips(chips)
         self._filtered()
 

@@ -237,6 +237,21 @@ class AppState(QObject):
         both = rows[(first[rows] == other) | (second[rows] == other)] if other is not None else rows[:0]
         return int(both[0]) if len(both) else int(rows[0]) if len(rows) else None
 
+    def rows_with_texts(self, texts) -> np.ndarray:
+        """The results rows (ascending) of the pairs holding any of `texts`: for a document set,
+        the pairs between two of those documents."""
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        results, table, texts = self.results, self.input, set(texts)
+        if isinstance(results, DocumentMatrix):
+            return pairs_among(len(results.ids), [i for i, t in enumerate(results.texts) if t in texts])
+        if results is None or not hasattr(table, "text_a") or table.text_a not in results.frame:
+            return np.zeros(0, dtype=np.int64)
+        hit = np.zeros(len(results.frame), dtype=bool)
+        for side in (table.text_a, table.text_b):
+            hit |= results.frame[side].astype(str).isin(texts).to_numpy()
+        return np.flatnonzero(hit)
+
     def document_pair_row(self, a: int, b: int | None = None) -> int | None:
         """A document set's pair of documents `a` and `b` (a `selected_row` value); `b` None or
         `a`: `a` with its most similar document. None when the results are no document set of

@@ -205,3 +205,21 @@ def test_a_map_lasso_filters_results_marks_distributions_and_the_summary_and_a_b
     texts = view.text_map.segments[np.isin(view.text_map.rows, brushed)]
     np.testing.assert_array_equal(marked, np.unique(texts))
     assert len(view.shown_marks.item.data) == len(marked)
+
+
+def test_search_hits_are_shown_in_every_view(window, qtbot, good_results):
+    good_results()                                                  # 30 scored pairs are the input
+    view, state = window.search, window.state
+    frame = state.results.frame
+    window.tabs.setCurrentWidget(view)
+    view.query_edit.setText(frame["sentence1"].iloc[7])            # ranked against the input's texts
+    with qtbot.waitSignal(view.runner.finished, timeout=120_000):
+        view.start_search()
+    assert view.show_button.isEnabled()
+    view.show_button.click()
+    hits = set(view.hits.frame["document"])
+    rows = np.flatnonzero(frame["sentence1"].isin(hits).to_numpy() | frame["sentence2"].isin(hits).to_numpy())
+    np.testing.assert_array_equal(state.shown_rows, rows)
+    assert window.results.model.rowCount() == len(rows) < 30
+    assert "search hit" in window.results.chips.labels()[0]
+    assert window.distributions.plot_data()["raw_kept"].sum() == len(rows)
