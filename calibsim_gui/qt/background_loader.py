@@ -324,6 +324,10 @@ class BackgroundLoader(QWidget):
         return {"encoding": self.encoding.currentData(), "column": self.column.currentText().strip() or None,
                 "clean_html": self.clean_html.isChecked()}
 
+    def html_leftovers(self):
+        """The HTML leftovers found in the corpus read (falsy: none)."""
+        return self._leftovers
+
     def set_read_options(self, *, encoding=None, column=None, clean_html: bool = False) -> None:
         """Read the next corpus as `read_options` says (a reopened project's choices)."""
         self.encoding.blockSignals(True)

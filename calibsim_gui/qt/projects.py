@@ -436,7 +436,16 @@ class Projects(QObject):
         if kind == "anchors":
             self.session.apply_anchors(project.anchors)
             return True
-        documents = self.window.background.documents()
+        background = self.window.background
+        leftovers = background.html_leftovers()
+        if leftovers and "clean_html" not in project.background_options and not background.clean_html.isChecked():
+            answer = QMessageBox.question(      # an older project: it did not say whether it cleaned them
+                self.window, "Clean the background's HTML?",
+                f"The project's background files hold HTML leftovers ({leftovers.describe()}), and the "
+                "project does not say whether they were cleaned before building (it was saved by an "
+                "older calibsim). Clean them before building? The background percentiles differ either way.")
+            background.clean_html.setChecked(answer == QMessageBox.StandardButton.Yes)
+        documents = background.documents()
         if documents is None:
             self.session.references_settled()
             self.window.show_error("Background not rebuilt", "The project's background files could not "

@@ -189,3 +189,28 @@ def test_save_project_starts_in_documents_then_in_the_last_project_folder(window
     window.projects.path = None                                           # a new session
     window.projects.save_as()
     assert offered[-1] == str(tmp_path / "work" / "study.calibsim")
+
+
+def test_an_older_project_that_did_not_say_whether_it_cleaned_html_asks(window, qtbot, tmp_path, pairs_csv,
+                                                                       monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QMessageBox
+
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    build_html_background(window, qtbot, tmp_path)
+    path = tmp_path / "old.calibsim"
+    assert window.write_project(str(path))
+    data = json.loads(path.read_text())
+    del data["background"]["options"]                               # as an older calibsim saved it
+    path.write_text(json.dumps(data))
+    window.background.clean_html.setChecked(False)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda parent, title, text: asked.append(text)
+                        or QMessageBox.StandardButton.Yes)
+    qtbot.waitUntil(lambda: not any(runner.running for runner in window.runners), timeout=REFERENCES_MS)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=REFERENCES_MS):
+        window.open_project(str(path))
+    assert len(asked) == 1 and "HTML leftovers" in asked[0]
+    assert window.state.profile.provenance["background"]["clean_html"] is True
