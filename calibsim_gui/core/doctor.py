@@ -274,10 +274,38 @@ def _qt_message(output: str) -> str:
     return "; ".join(line.strip().rstrip(".") for line in lines) or "no message"
 
 
+def wanted_platform() -> str:
+    """The Qt platform plugin the window would use first ("xcb" on Linux unless QT_QPA_PLATFORM says)."""
+    requested = os.environ.get("QT_QPA_PLATFORM", "")
+    return re.split(r"[;:]", requested)[0] or ("xcb" if sys.platform.startswith("linux") else "default")
+
+
+def library_fixes(missing: list[str]) -> list[str]:
+    """How to install the missing system libraries: the Debian packages, else how to find them."""
+    packages = list(dict.fromkeys(DEBIAN_PACKAGES[lib] for lib in missing if lib in DEBIAN_PACKAGES))
+    return (([f"Debian/Ubuntu: sudo apt-get install {' '.join(packages)}"] if packages else [])
+            + [f"apt-file search {lib} names its package" for lib in missing if lib not in DEBIAN_PACKAGES])
+
+
+def window_libraries_problem() -> str | None:
+    """Why Qt's window cannot start here, found before Qt tries (and aborts with a generic hint):
+    the system libraries its platform plugin lacks, in `calibsim doctor`'s words; None when none
+    is missing or QT_QPA_PLATFORM offers Qt another plugin to fall back on."""
+    if re.search(r"[;:]", os.environ.get("QT_QPA_PLATFORM", "")):
+        return None
+    platform = wanted_platform()
+    missing = ldd_missing(platform)
+    if not missing:
+        return None
+    return (f"calibsim cannot open its window: Qt's {platform} platform plugin needs "
+            f"{', '.join(missing)}, not installed on this system.\nFix: " + "; ".join(library_fixes(missing))
+            + ".\n`calibsim doctor` checks the whole installation; the headless commands work without a window.")
+
+
 def check_window(timeout: float = WINDOW_TIMEOUT_S) -> Check:
     """Whether Qt can open the app's window here, checked in a child process; never a problem."""
     requested = os.environ.get("QT_QPA_PLATFORM", "")
-    wanted = re.split(r"[;:]", requested)[0] or ("xcb" if sys.platform.startswith("linux") else "default")
+    wanted = wanted_platform()
     data = {"QT_QPA_PLATFORM": requested or None, "platform": wanted, "missing": {}}
     if getattr(sys, "frozen", False):
         return Check("window", "warning", "not checked inside the desktop bundle", data=data,
@@ -300,10 +328,7 @@ def check_window(timeout: float = WINDOW_TIMEOUT_S) -> Check:
     fixes = []
     if missing:
         summary += "; missing " + ", ".join(missing)
-        packages = list(dict.fromkeys(DEBIAN_PACKAGES[lib] for lib in missing if lib in DEBIAN_PACKAGES))
-        if packages:
-            fixes.append(f"Debian/Ubuntu: sudo apt-get install {' '.join(packages)}")
-        fixes += [f"apt-file search {lib} names its package" for lib in missing if lib not in DEBIAN_PACKAGES]
+        fixes += library_fixes(missing)
     if wanted in ("xcb", "wayland") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         summary += "; no display (DISPLAY and WAYLAND_DISPLAY are not set)"
     fixes.append("the headless commands work without a window")

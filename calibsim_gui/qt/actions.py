@@ -71,6 +71,10 @@ class WindowMenus(QObject):
         view = self.view_menu = bar.addMenu("&View")
         self.dark_action = self.action(view, "&Dark palette", self.toggle_palette, "Ctrl+Shift+D")
         self.dark_action.setCheckable(True)
+        self.show_all_action = self.action(
+            view, "Show &every row (clear filters)", self.window.state.clear_filters, "Ctrl+Shift+A",
+            "Drop every filter and choice at once: the Map's lasso, the Distributions range, the "
+            "table's text and column filters")
         self.build_settings_menu(bar.addMenu("&Settings"))
         self.build_help_menu(bar.addMenu("&Help"))
         self.refresh_recent()

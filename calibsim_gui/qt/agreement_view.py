@@ -77,13 +77,16 @@ def calibrated_column(state) -> str | None:
     return None
 
 
-def current_agreement(state) -> Agreement | None:
-    """Agreement of the current results with the chosen human scores (None without labels)."""
+def current_agreement(state, rows=None) -> Agreement | None:
+    """Agreement of the current results (`rows` of them: None, all) with the chosen human scores
+    (None without labels); the scale is guessed from every row."""
     label, column = chosen_label(state), calibrated_column(state)
     if label is None or column is None:
         return None
     frame = state.results.frame
     scale = state.label_scale or guess_scale(label_values(frame[label]))
+    if rows is not None:
+        frame = frame.iloc[rows]
     return agreement(frame[label], frame[column].to_numpy(dtype=float), scale, label)
 
 

@@ -7,6 +7,7 @@ import sys
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from calibsim_gui.core.doctor import window_libraries_problem
 from calibsim_gui.core.resources import resource_path
 
 
@@ -19,8 +20,14 @@ def run_app(argv=None, *, screenshot_dir: str | None = None, files=()) -> int:
     """Open the main window (or, with `screenshot_dir`, run the screenshot tour) and run Qt.
 
     `files` (``calibsim pairs.csv``, or a file manager's "Open with") are opened once the
-    window is up: a project is restored, a pairs table or documents are read and scored.
+    window is up: a project is restored, a pairs table or documents are read and scored. When
+    Qt's platform plugin lacks system libraries, says which (as `calibsim doctor`) and returns 1
+    before Qt would abort with its generic hint.
     """
+    problem = None if QApplication.instance() is not None else window_libraries_problem()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
     app.setApplicationName("calibsim")
     app.setOrganizationName("calibsim")

@@ -318,6 +318,25 @@ class BackgroundLoader(QWidget):
         self.pairs_spin.setValue(pairs)
         self.seed_spin.setValue(seed)
 
+    def read_options(self) -> dict:
+        """How the corpus is read: its encoding and text column (None: the usual ones) and
+        whether its HTML is cleaned before building; a project keeps them."""
+        return {"encoding": self.encoding.currentData(), "column": self.column.currentText().strip() or None,
+                "clean_html": self.clean_html.isChecked()}
+
+    def html_leftovers(self):
+        """The HTML leftovers found in the corpus read (falsy: none)."""
+        return self._leftovers
+
+    def set_read_options(self, *, encoding=None, column=None, clean_html: bool = False) -> None:
+        """Read the next corpus as `read_options` says (a reopened project's choices)."""
+        self.encoding.blockSignals(True)
+        self.encoding.setCurrentIndex(max(0, self.encoding.findData(encoding)))
+        self.encoding.blockSignals(False)
+        self.column.setCurrentText(column or "")
+        self._column_used = column or ""
+        self.clean_html.setChecked(bool(clean_html))
+
     def set_busy(self, busy: bool) -> None:
         """Disable Build while the main window builds a profile."""
         self._building = busy

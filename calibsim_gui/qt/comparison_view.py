@@ -68,16 +68,27 @@ def header_of(comparison: ModelComparison, form: str, model: str) -> str:
     return f"{comparison.labels[model]} · {form if form in SCATTER_FORMS else form_label(form)}"
 
 
+def apart(values, *, least: int = 3, most: int = 6) -> list[str]:
+    """`values` with the fewest decimals (from `least` to `most`) that show different numbers as
+    different: 0.0600 and 0.0603, not 0.060 twice."""
+    values = [float("nan") if v is None else float(v) for v in values]
+    for digits in range(least, most + 1):
+        shown = [f"{v:.{digits}f}" for v in values]
+        if all(shown[i] != shown[j] for i in range(len(values)) for j in range(i) if values[i] != values[j]):
+            break
+    return shown
+
+
 def why_calibrated_differs(comparison: ModelComparison) -> str:
     """Plain words for a comparison whose calibrated difference exceeds the raw one."""
-    raw, cal = (comparison.differences[f]["mean_abs_diff"] for f in ("raw", "calibrated"))
+    raw, cal = apart([comparison.differences[f]["mean_abs_diff"] for f in ("raw", "calibrated")])
     spans = []
     for model in comparison.models:
         levels = (comparison.scales.get(model) or {}).get("levels") or []
         if len(levels) >= 2:
             spans.append(f"{comparison.labels[model]} {levels[-1]['median'] - levels[0]['median']:.3f}")
-    text = (f"The models differ more on the calibrated scale (mean difference {cal:.3f}) than on raw "
-            f"scores ({raw:.3f}). Each model's raw scores are read against its own reference scale, "
+    text = (f"The models differ more on the calibrated scale (mean difference {cal}) than on raw "
+            f"scores ({raw}). Each model's raw scores are read against its own reference scale, "
             "the anchor levels' median scores below: where one model's levels lie closer together, the "
             "same raw gap covers more of the 0–1 scale, so the calibrated scores move apart even when "
             "both models rank the pairs alike.")
@@ -172,8 +183,11 @@ class ComparisonView(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.canvas)
         split.addWidget(self.table)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.table.setMinimumHeight(8 * (self.fontMetrics().height() + 8))     # the header and ~7 pairs
 
         page = QWidget()
         inner = QVBoxLayout(page)
@@ -213,8 +227,9 @@ class ComparisonView(QWidget):
         lines = [(f"<b>{comparison.labels[first]}</b> vs <b>{comparison.labels[second]}</b> on "
                   f"{len(comparison.frame):,} pairs — <b>{comparison.metric}</b>: mean absolute difference "
                   "between the models (lower = the models agree)")]
-        for form, diff in comparison.differences.items():
-            lines.append(f"{form_label(form)}: <b>{diff['mean_abs_diff']:.3f}</b> ({diff['unit']})")
+        shown = apart([diff["mean_abs_diff"] for diff in comparison.differences.values()])
+        for (form, diff), value in zip(comparison.differences.items(), shown):
+            lines.append(f"{form_label(form)}: <b>{value}</b> ({diff['unit']})")
         lines += [f"<b style=\"color:#b35900\">Warning: {note}</b>" if "different anchor ladders" in note
                   else f"<i>{note}</i>" for note in comparison.notes]
         self.summary.setText("<br>".join(lines))

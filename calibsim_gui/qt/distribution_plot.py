@@ -34,7 +34,7 @@ from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs, score_colum
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.plot_menu import PlotMenu
-from calibsim_gui.qt.plots import SELECTED_COLOR, metric_combo, short_label, style_plot
+from calibsim_gui.qt.plots import SELECTED_COLOR, SHOWN_COLOR, metric_combo, short_label, style_plot
 from calibsim_gui.qt.state import form_label
 
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
@@ -84,6 +84,10 @@ class _HistogramPanel:
         plot.addItem(self.background)
         self.user = pg.PlotDataItem(stepMode="center", pen=pg.mkPen(USER_COLOR, width=2.5))
         self.counts_box.addItem(self.user)
+        shown = QColor(SHOWN_COLOR)
+        shown.setAlpha(90)
+        self.kept = pg.PlotDataItem(stepMode="center", fillLevel=0, brush=shown, pen=pg.mkPen(SHOWN_COLOR, width=1.5))
+        self.counts_box.addItem(self.kept)               # the pairs left by the filters (Results, Map)
         self.selected = pg.InfiniteLine(angle=90, pen=SELECTED_PEN,
                                         label="selected {value:.4g}", labelOpts={
                                             "position": 0.72, "color": SELECTED_COLOR,
@@ -194,6 +198,16 @@ class _HistogramPanel:
             self.plot.setXRange(*span, padding=0.02)
         self.fit_counts()
 
+    def set_kept(self, values) -> None:
+        """Count `values` (the rows shown, None: no filter) in the bins drawn."""
+        edges = self.shown["user"][0]
+        counts = None if values is None or len(edges) < 2 else np.histogram(values[np.isfinite(values)], edges)[0]
+        if counts is None:
+            self.kept.clear()
+        else:
+            self.kept.setData(edges, counts)
+        self.shown["kept"] = (edges, counts)
+
     def fit_counts(self) -> None:
         """The count axis from 0 to just above the fullest bin (set now, not at the next paint)."""
         counts = self.shown["user"][1]
@@ -260,12 +274,13 @@ class DistributionPlot(QWidget):
         self.canvas = pg.GraphicsLayoutWidget()
         self.raw_panel = _HistogramPanel(self.canvas.addPlot(row=0, col=0))
         self.cal_panel = _HistogramPanel(self.canvas.addPlot(row=0, col=1))
-        self.legend = pg.LegendItem(colCount=4)
+        self.legend = pg.LegendItem(colCount=5)
         self.canvas.addItem(self.legend, row=1, col=0, colspan=2)
         for item, name in ((self.raw_panel.background, "random background pairs (density, left axis)"),
                            (self.raw_panel.user, "your pairs (count, right axis)"),
                            (pg.PlotDataItem(pen=ANCHOR_PEN), "anchor level medians"),
-                           (pg.PlotDataItem(pen=SELECTED_PEN), "selected pair")):
+                           (pg.PlotDataItem(pen=SELECTED_PEN), "selected pair"),
+                           (self.raw_panel.kept, "pairs shown in Results (filtered)")):
             self.legend.addItem(item, name)
         self.ladder = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
 
@@ -296,6 +311,7 @@ class DistributionPlot(QWidget):
         state.results_changed.connect(self._results_changed)
         state.selection_changed.connect(self._update_selected)
         state.range_changed.connect(self._range_changed)
+        state.shown_rows_changed.connect(self._draw_kept)
         self._apply_palette()
         self._profile_changed()
 
@@ -426,6 +442,7 @@ class DistributionPlot(QWidget):
                              self._calibrate(metric, form, bg_values), bg_weights, cal_anchors)
         self.raw_panel.column = self._table_column(metric, "raw")
         self.cal_panel.column = None if form is None else self._table_column(metric, form)
+        self._draw_kept()
         self._range_changed()
         self._update_selected()
         self._update_summary(len(user))
@@ -433,6 +450,27 @@ class DistributionPlot(QWidget):
         self.ladder.setText("Anchor levels: " + " · ".join(
             label if short == label else f"{short} = {label.split(' - ', 1)[-1]}"
             for short, label in shortened) if anchors else "")
+
+    def _draw_kept(self) -> None:
+        """Mark the pairs every filter leaves (`state.shown_rows`) in both panels."""
+        rows, metric = self.state.shown_rows, self.state.metric
+        for panel, form in ((self.raw_panel, "raw"), (self.cal_panel, self._form())):
+            values = None if rows is None or form is None else self._row_values(metric, form)
+            panel.set_kept(None if values is None else values[rows[rows < len(values)]])
+
+    def _row_values(self, metric: str, form: str) -> np.ndarray | None:
+        """`metric`'s scores in `form` ("raw" or a calibrated form), one per Results row."""
+        results = self.state.results
+        if isinstance(results, ScoredPairs) and f"{metric}_raw" in results.frame:
+            frame = results.frame
+            if f"{metric}_{form}" in frame:
+                return frame[f"{metric}_{form}"].to_numpy(dtype=float)
+            return self._calibrate(metric, form, frame[f"{metric}_raw"].to_numpy(dtype=float))
+        if isinstance(results, DocumentMatrix) and results.metric == metric:
+            matrix = results.matrices.get(form, results.matrices["raw"])
+            values = matrix[np.triu_indices(len(matrix), k=1)].astype(float)
+            return values if form in results.matrices else self._calibrate(metric, form, values)
+        return None
 
     def _table_column(self, metric: str, form: str) -> str | None:
         """The Results column of `metric`'s `form`, which a range brushed on its panel filters
@@ -590,6 +628,8 @@ class DistributionPlot(QWidget):
             "cal_anchor_lines": list(self.cal_panel.anchors),
             "selected": self.raw_panel.selected_value(),
             "cal_selected": self.cal_panel.selected_value(),
+            "raw_kept": self.raw_panel.shown.get("kept", (None, None))[1],
+            "cal_kept": self.cal_panel.shown.get("kept", (None, None))[1],
             "brush": next(((panel.column, *panel.region.getRegion()) for panel in
                            (self.raw_panel, self.cal_panel) if panel.region.isVisible()), None),
         }

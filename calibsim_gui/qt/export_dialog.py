@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QStandardPaths
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,16 +21,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths, sidecar_path
+from calibsim_gui.core.references.anchors import load_anchors
 from calibsim_gui.core.reports.reproduce import anchors_path, is_builtin_ladder
+from calibsim_gui.qt.preferences import user_folder
 from calibsim_gui.qt.state import form_label
 
 
 def report_folder(settings: QSettings) -> str:
     """Where a report is proposed: the last export folder, else the user's Documents (their home
     when the system names none); never an input's folder unless the user chose it."""
-    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
-    return str(settings.value("export/folder", "") or documents or Path.home())
+    return user_folder(settings, "export/folder")
 
 
 def report_path(settings: QSettings, stem: str) -> str:
@@ -63,6 +65,7 @@ class ExportDialog(QDialog):
     def __init__(self, *, default_path: str, metrics, forms, metric: str, form: str,
                  figures: bool = False, parent: QWidget | None = None, anchors=None):
         super().__init__(parent)
+        self.anchors = anchors
         self.custom_anchors = anchors is not None and not is_builtin_ladder(anchors)
         self.setWindowTitle("Export report")
         self.setMinimumWidth(560)
@@ -165,8 +168,15 @@ class ExportDialog(QDialog):
         return targets + [p for p in (self._anchors_file(),) if p is not None]
 
     def existing_files(self) -> list[Path]:
-        """Files the export would replace, side files included (all under one question)."""
-        return [p for p in self.targets() if p.exists()]
+        """Files the export would replace, side files included (all under one question); the
+        ladder's file is not asked about when it holds this very ladder (an earlier export's)."""
+        return [p for p in self.targets() if p.exists() and not (p == self._anchors_file() and self._same_ladder(p))]
+
+    def _same_ladder(self, path: Path) -> bool:
+        try:
+            return load_anchors(path) == self.anchors
+        except (CalibsimError, OSError):
+            return False
 
     def confirm_replace(self, existing: list[Path]) -> bool:
         names = "\n".join(str(p) for p in existing[:6])

@@ -34,6 +34,7 @@ SHORTCUTS = (
     ("Ctrl+Tab / Ctrl+Shift+Tab", "Next / previous tab"),
     ("Ctrl+1 … Ctrl+8, Ctrl+9", "Go to tab 1 … 8, to the last tab"),
     ("Ctrl+F", "Filter the results table (Results tab)"),
+    ("Ctrl+Shift+A", "Show every row: clear the Map's lasso, a brushed range and the table's filters"),
     ("Ctrl+K", "Find texts like a typed one (Text map tab)"),
     ("Esc", "Clear the text field being typed in; otherwise stop the task of this tab "
             "(the Cancel button in the status bar stops any task)"),

@@ -59,21 +59,34 @@ class _PreviewModel(QAbstractTableModel):
 
 
 class ColumnMappingDialog(QDialog):
-    """Pick the two text columns and the optional human-score column of a pairs file.
+    """Pick the two text columns and the optional human-score column of a pairs file; with
+    `documents` (a table that reads as well as a document set from that column), first whether
+    it holds pairs or a document set.
 
     `mapping()` returns ``{"text_a": str, "text_b": str, "label": str | None}`` (the keyword
-    arguments of `load_pairs`). OK stays disabled while the choice cannot work.
+    arguments of `load_pairs`); `documents_column()` the column chosen for a document set (None:
+    pairs were chosen). OK stays disabled while the choice cannot work.
     """
 
     def __init__(self, path, columns: list[str], guess: dict | None = None,
-                 parent: QWidget | None = None, *, preview=None):
+                 parent: QWidget | None = None, *, preview=None, documents: str | None = None):
         super().__init__(parent)
         guess = guess or {}
         columns = [str(c) for c in columns]
-        self.setWindowTitle(f"Columns of {Path(path).name}")
-        intro = QLabel(f"Which columns of <b>{Path(path).name}</b> hold the two texts to compare, "
-                       "and which one (if any) holds human similarity scores?")
+        name = Path(path).name
+        self.setWindowTitle(f"Columns of {name}")
+        intro = QLabel(f"Which columns of <b>{name}</b> hold the two texts to compare, "
+                       "and which one (if any) holds human similarity scores?" if documents is None else
+                       f"<b>{name}</b> can be read two ways. Does each row hold a pair of texts to "
+                       "compare, or is one column a set of documents to compare with each other?")
         intro.setWordWrap(True)
+        self.as_pairs = QRadioButton("&Pairs: compare two columns, row by row")
+        self.as_documents = QRadioButton("A &document set: every text of one column with every other")
+        self.document_combo = QComboBox()
+        self.document_combo.addItems(columns)
+        self._choose(self.document_combo, documents, 0)
+        self.document_combo.setToolTip("The column whose texts are the documents")
+        self.as_pairs.setChecked(True)
 
         self.text_a, self.text_b, self.label = QComboBox(), QComboBox(), QComboBox()
         self.text_a.addItems(columns)
@@ -99,7 +112,21 @@ class ColumnMappingDialog(QDialog):
 
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
+        if documents is not None:
+            modes = QButtonGroup(self)
+            for button in (self.as_pairs, self.as_documents):
+                modes.addButton(button)
+                button.toggled.connect(self._check)
+            layout.addWidget(self.as_pairs)
+            form.setContentsMargins(24, 0, 0, 0)
         layout.addLayout(form)
+        if documents is not None:
+            layout.addWidget(self.as_documents)
+            column = QFormLayout()
+            column.setContentsMargins(24, 0, 0, 0)
+            column.addRow("&Text column:", self.document_combo)
+            layout.addLayout(column)
+            self.document_combo.currentIndexChanged.connect(self._check)
         self.preview_model = None
         if preview is not None:
             self.preview_model = _PreviewModel(preview.head(5), self)
@@ -120,7 +147,7 @@ class ColumnMappingDialog(QDialog):
         for combo in (self.text_a, self.text_b, self.label):
             combo.currentIndexChanged.connect(self._check)
         self._check()
-        self.resize(720, 380 if preview is not None else 200)
+        self.resize(720, (380 if preview is not None else 200) + (60 if documents is not None else 0))
 
     @staticmethod
     def _choose(combo: QComboBox, name, fallback: int) -> None:
@@ -132,9 +159,22 @@ class ColumnMappingDialog(QDialog):
         return {"text_a": self.text_a.currentText(), "text_b": self.text_b.currentText(),
                 "label": None if label == NO_LABEL else label}
 
+    def documents_column(self) -> str | None:
+        """The column read as a document set, or None when the rows are pairs."""
+        return self.document_combo.currentText() if self.as_documents.isChecked() else None
+
     def _check(self) -> None:
-        chosen = self.mapping()
+        chosen, documents = self.mapping(), self.documents_column()
+        for combo in (self.text_a, self.text_b, self.label):
+            combo.setEnabled(documents is None)
+        self.document_combo.setEnabled(self.as_documents.isChecked())
         problem = ""
+        if documents is not None:
+            if self.preview_model is not None:
+                self.preview_model.set_roles({documents: "documents"})
+            self.problem.hide()
+            self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
+            return
         if chosen["text_a"] == chosen["text_b"]:
             problem = "Pick two different columns for the two texts."
         elif chosen["label"] in (chosen["text_a"], chosen["text_b"]):

@@ -44,6 +44,7 @@ from calibsim_gui.qt.map_items import MODES, DensityImage, PointCloud, Selection
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
+from calibsim_gui.qt.shown_marks import ShownMarks
 from calibsim_gui.qt.state import pairs_among
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -159,6 +160,7 @@ class MapView(QWidget):
                                           symbol="d")
         for item in (self.segments, self.marks, self.picked, self.origin, self.current):
             self.plot.addItem(item)
+        self.shown_marks = ShownMarks(self)            # the pairs every filter leaves (#42)
 
         self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
         self.neighbour_title.setWordWrap(True)
@@ -351,6 +353,7 @@ class MapView(QWidget):
             self._mark_current([])
         self._fill_columns()
         self._show_marks()
+        self.shown_marks.redraw()
         self._selection_changed()
         self._sync_controls()
         method = text_map.projection.method

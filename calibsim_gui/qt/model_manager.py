@@ -279,10 +279,11 @@ class ModelManager(QWidget):
         run_with = QHBoxLayout()             # a row of its own: fits a 1024-pixel window
         for label, combo in (("Device:", self.device_combo), ("Engine:", self.engine_combo),
                              ("Precision:", self.precision_combo), ("Prompt:", self.prompt_combo)):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(12)        # long choices are elided here, whole in the list
             run_with.addWidget(QLabel(label))
-            run_with.addWidget(combo)
+            run_with.addWidget(combo, 1 if combo in (self.device_combo, self.engine_combo) else 2)
             run_with.addSpacing(8)
-        run_with.addStretch(1)
         run_with.addWidget(self.load_button)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
@@ -329,6 +330,12 @@ class ModelManager(QWidget):
     def engine(self) -> str:
         """The chosen engine ("auto", "onnx" or "torch"), remembered across sessions."""
         return self.engine_combo.currentData()
+
+    def choose_engine(self, engine: str, precision: str) -> None:
+        """Load the next model with this engine and precision (a reopened project's)."""
+        for combo, value in ((self.engine_combo, engine), (self.precision_combo, precision)):
+            if combo.findData(value) >= 0:
+                combo.setCurrentIndex(combo.findData(value))
 
     def trust_folder_graph(self) -> bool:
         """Whether the next model may run its folder's own graph unchecked (this session only)."""

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QComboBox
 from calibsim_gui.core.geometry.metrics import METRICS
 
 SELECTED_COLOR = QColor(214, 39, 40)
+SHOWN_COLOR = QColor(150, 40, 170)          # the rows every filter leaves, marked in every view
 
 
 def short_label(label: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QStandardPaths
 from PySide6.QtWidgets import QInputDialog
 
 from calibsim_gui.core.embedding.chunking import DEFAULT_CHUNK_OVERLAP, MAX_CHUNK_OVERLAP
@@ -23,6 +25,13 @@ LONG_TEXT_CHOICES = (
     ("chunk:mean", "Split into chunks, score the &mean over chunk pairs",
      "Encode every chunk of a long text; the pair scores the mean over its chunk pairs"),
 )
+
+
+def user_folder(settings, key: str) -> str:
+    """The folder remembered under `key`, else the user's Documents (their home when the system
+    names none): never the program's folder or an input's unless the user chose it."""
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return str(settings.value(key, "") or documents or Path.home())
 
 
 class Preferences(QObject):
@@ -69,16 +78,25 @@ class Preferences(QObject):
         return {"long_texts": mode, "chunk_aggregate": aggregate or "match",
                 "chunk_overlap": int(min(max(overlap, 0), MAX_CHUNK_OVERLAP))}
 
-    def set_long_texts(self, choice: str) -> None:
-        """Remember how long texts are scored and score the input again."""
+    def set_long_texts(self, choice: str, *, rescore: bool = True) -> None:
+        """Remember how long texts are scored and score the input again (`rescore` False: the
+        caller scores next, as a reopened project does)."""
         if choice not in {key for key, _, _ in LONG_TEXT_CHOICES}:
             raise ValueError(f"unknown long-text choice {choice!r}")
         changed = choice != self.long_text_setting()
         self.settings.setValue(LONG_TEXTS_KEY, choice)
         for action in self.window.long_text_actions.actions():
             action.setChecked(action.data() == choice)
-        if changed:
+        if changed and rescore:
             self.window.session.rescore()
+
+    def restore_long_texts(self, options: dict) -> None:
+        """Score long texts as `long_text_options` gave (a reopened project's choice)."""
+        mode = options.get("long_texts", "truncate")
+        self.set_long_texts(mode if mode == "truncate" else f"{mode}:{options.get('chunk_aggregate', 'match')}",
+                            rescore=False)
+        if "chunk_overlap" in options:
+            self.settings.setValue(CHUNK_OVERLAP_KEY, int(options["chunk_overlap"]))
 
     def choose_chunk_overlap(self) -> None:
         overlap, ok = QInputDialog.getInt(

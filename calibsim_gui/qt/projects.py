@@ -9,10 +9,14 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.project import Project, ProjectInput, human_fit_from_dict, json_safe
+from calibsim_gui.core.analysis.project import Project, ProjectInput, bands_of, human_fit_from_dict, json_safe
+from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
+from calibsim_gui.core.embedding.models import choose_engine
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
+from calibsim_gui.qt.messages import for_the_app
+from calibsim_gui.qt.preferences import user_folder
 
 
 class LaterState:
@@ -36,7 +40,7 @@ def snapshot(project) -> str:
     data.pop("views", None)
     data.pop("layout", None)
     settings = data.pop("settings", {})
-    keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale") if k in settings}
+    keep = {k: settings[k] for k in ("anchor_edits", "label_column", "label_scale", "long_texts") if k in settings}
     return json.dumps({**data, "settings": keep}, sort_keys=True, default=str)
 
 
@@ -172,13 +176,18 @@ class Projects(QObject):
             model = str(state.model_info.path)
         built = session.built_from or {"files": [], "pairs": window.background.pairs(),
                                        "seed": window.background.seed()}
+        embedder = state.embedder
         return Project(model=model, device=state.device,
+                       engine=None if embedder is None else embedder_engine(embedder),
+                       precision=None if embedder is None else embedder_precision(embedder),
+                       background_options=dict(built.get("options", {})),
                        anchors=None if anchors == self.builtin_anchors else anchors,
                        profile=session.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
-                       inputs=self.project_inputs(), human=self.project_human(),
+                       inputs=self.project_inputs(), human=self.project_human(), bands=self.project_bands(),
                        views=self.view_states(later=later), layout=self.window.panels.state(),
                        settings={"metric": state.metric, "form": state.form, "geometry": state.geometry,
+                                 "long_texts": window.long_text_options(),
                                  **self.project_labels(), **({"anchor_edits": edits.to_dict()} if edits else {})})
 
     def project_inputs(self) -> list:
@@ -212,6 +221,16 @@ class Projects(QObject):
         return json.loads(dump_json({"calibrator": fit.calibrator.to_dict(),
                                      "validation": fit.validation, "source": fit.source}))
 
+    def project_bands(self) -> dict:
+        """The human agreement bands of references made here (built or built-in), which a reopened
+        project puts back on the references it makes again (empty: none, or a profile file's)."""
+        profile = self.state.profile
+        if profile is None or self.session.profile_path:
+            return {}
+        bands = {name: ref.band.to_dict() for name, ref in profile.metrics.items() if ref.band is not None}
+        return json.loads(dump_json({"metrics": bands, "provenance": profile.provenance.get("human_band")})) \
+            if bands else {}
+
     def save(self) -> bool:
         """Save to the project's file (asks for one the first time); True once saved."""
         if self.path is None:
@@ -219,8 +238,9 @@ class Projects(QObject):
         return self.write(self.path)
 
     def save_as(self) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save project", self.path or "study.calibsim",
-                                              "calibsim projects (*.calibsim)")
+        """Ask where to save: the project's file, else the last project folder or Documents."""
+        start = self.path or str(Path(user_folder(self.window.settings, "projects/last_dir")) / "study.calibsim")
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save project", start, "calibsim projects (*.calibsim)")
         if path:
             return self.write(path if path.endswith(".calibsim") else path + ".calibsim")
         return False
@@ -234,6 +254,7 @@ class Projects(QObject):
             return False
         self.saved_snapshot = snapshot(project)
         self.path = path
+        self.window.settings.setValue("projects/last_dir", str(Path(path).resolve().parent))
         self.window.menus.remember_recent(path)
         self.window.status_label.setText(f"Saved project {path}")
         self.saved_changed.emit()
@@ -242,7 +263,8 @@ class Projects(QObject):
     # ------------------------------------------------------------------ opening
 
     def choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.window, "Open project", "", "calibsim projects (*.calibsim)")
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open project", user_folder(self.window.settings,
+                                              "projects/last_dir"), "calibsim projects (*.calibsim)")
         if path:
             self.open(path)
 
@@ -272,7 +294,11 @@ class Projects(QObject):
         """Re-create `project` (saved at `path`, if anywhere): view, background, model, then the rest.
 
         `from_file` False: a restored autosave, unsaved work even when it was once saved at `path`.
+        An engine this machine cannot run is asked about first (Cancel leaves the session as it is).
         """
+        runs_here = self.engine_usable(project)
+        if runs_here is None:
+            return
         background = self.window.background
         self.path = path
         self.pending_project = project
@@ -284,17 +310,40 @@ class Projects(QObject):
         self.state.set_view(metric=project.settings.get("metric", "cosine"),
                             form=project.settings.get("form", "calibrated"))
         self.state.geometry = project.settings.get("geometry", "none")     # used by the next scoring
+        self.window.preferences.restore_long_texts(project.settings.get("long_texts", {}))
         background.set_options(project.background_pairs, project.background_seed)
         if project.background_files:
             background.clear()
+            background.set_read_options(**project.background_options)     # HTML cleaning included
             background.add_paths([f for f in project.background_files if Path(f).exists()])
-        wanted = project.model
-        current = self.state.model_info
-        if (wanted is None and current is not None and current.source == "built-in") or \
-                (wanted is not None and current is not None and str(current.path) == wanted):
+        wanted, current, embedder = project.model, self.state.model_info, self.state.embedder
+        same_run = embedder is not None and project.engine in (None, embedder_engine(embedder)) \
+            and project.precision in (None, embedder_precision(embedder))
+        if project.engine is not None and not same_run and runs_here:
+            self.window.models.choose_engine(project.engine, project.precision or "float32")
+        if same_run and ((wanted is None and current is not None and current.source == "built-in")
+                         or (wanted is not None and current is not None and str(current.path) == wanted)):
             self.continue_project()
         else:
             self.session.load_model(wanted, project.device)      # model_loaded continues the project
+
+    def engine_usable(self, project) -> bool | None:
+        """True when this machine runs the project's engine and precision (or it names none);
+        otherwise ask whether to go on with the Model tab's choice (False) or not open it (None)."""
+        if project.engine is None:
+            return True
+        try:
+            choose_engine(project.engine, project.device, project.precision or "float32")
+        except CalibsimError as exc:
+            box = QMessageBox(QMessageBox.Icon.Warning, "Engine not available",
+                              f"The project's scores were made with {project.engine} in "
+                              f"{project.precision or 'float32'}, which this machine cannot run.\n\n"
+                              "Open it with the Model tab's engine? Scores may then differ slightly "
+                              "from the saved ones.", QMessageBox.StandardButton.Open
+                              | QMessageBox.StandardButton.Cancel, self.window)
+            box.setDetailedText(for_the_app(str(exc)))
+            return False if box.exec() == QMessageBox.StandardButton.Open else None
+        return True
 
     def offer_restore(self) -> None:
         """A previous session ended without closing: offer its autosaved project (non-modal)."""
@@ -336,6 +385,7 @@ class Projects(QObject):
         if "label_column" in project.settings:
             session.pending_labels = (project.settings["label_column"], project.settings.get("label_scale"))
         self.restore_human(project)
+        session.pending_bands = bands_of(project.bands) if project.bands else None
         session.awaiting_profile = True
         window.score_runner.cancel()      # a run with the old references must not be shown
         if project.profile:
@@ -386,7 +436,16 @@ class Projects(QObject):
         if kind == "anchors":
             self.session.apply_anchors(project.anchors)
             return True
-        documents = self.window.background.documents()
+        background = self.window.background
+        leftovers = background.html_leftovers()
+        if leftovers and "clean_html" not in project.background_options and not background.clean_html.isChecked():
+            answer = QMessageBox.question(      # an older project: it did not say whether it cleaned them
+                self.window, "Clean the background's HTML?",
+                f"The project's background files hold HTML leftovers ({leftovers.describe()}), and the "
+                "project does not say whether they were cleaned before building (it was saved by an "
+                "older calibsim). Clean them before building? The background percentiles differ either way.")
+            background.clean_html.setChecked(answer == QMessageBox.StandardButton.Yes)
+        documents = background.documents()
         if documents is None:
             self.session.references_settled()
             self.window.show_error("Background not rebuilt", "The project's background files could not "

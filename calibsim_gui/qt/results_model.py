@@ -265,6 +265,10 @@ class ResultsTableModel(QAbstractTableModel):
         self._rows = self._order if self._keep is None else self._order[self._keep[self._order]]
         self.endResetModel()
 
+    def kept_rows(self) -> np.ndarray | None:
+        """The frame rows every filter keeps, ascending (None: every row)."""
+        return None if self._keep is None else np.flatnonzero(self._keep)
+
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
         """Reorder rows by `column` (stable; empty numbers last in both directions).
 

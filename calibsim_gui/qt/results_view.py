@@ -104,6 +104,7 @@ class ResultsView(QWidget):
         self.setObjectName("results")
         self.state = state
         self.model = ResultsTableModel(parent=self)
+        self._kept_sort = None            # (input, column, order) while its results are made again
 
         self.filter_edit = QLineEdit(placeholderText="Filter rows by text (Ctrl+F)")
         self.filter_edit.setClearButtonEnabled(True)
@@ -206,6 +207,7 @@ class ResultsView(QWidget):
         state.view_changed.connect(self._view_changed)
         state.selection_changed.connect(self._select_from_state)
         state.labels_changed.connect(self._labels_changed)
+        state.filters_cleared.connect(self._filters_cleared)       # before range_changed refilters
         state.range_changed.connect(self._apply_range)
         state.input_changed.connect(self._input_changed)
         self.rebuild()
@@ -217,8 +219,17 @@ class ResultsView(QWidget):
         return isinstance(self.state.results, DocumentMatrix)
 
     def rebuild(self) -> None:
-        """Show `state.results` (pairs, a document set's top pairs, or the empty hint)."""
+        """Show `state.results` (pairs, a document set's top pairs, or the empty hint); the same
+        input scored again (another engine, references) keeps its sort."""
+        header, kept = self.table.horizontalHeader(), self._kept_sort
+        if self.state.results is None and 0 <= header.sortIndicatorSection() < self.model.columnCount():
+            self._kept_sort = (self.state.input, self.model.column_names[header.sortIndicatorSection()],
+                               header.sortIndicatorOrder())
         self._load_frame(keep_sort=False)
+        if self.state.results is not None:
+            self._kept_sort = None
+            if kept is not None and kept[0] is self.state.input and self.model.column_of(kept[1]) >= 0:
+                self.table.sortByColumn(self.model.column_of(kept[1]), kept[2])
         self._fill_labels()
         self._show_notes(self.state.results.notes if self.state.results is not None else [])
         self.stack.setCurrentWidget(self.table if self.state.results is not None else self.hint)
@@ -460,15 +471,15 @@ class ResultsView(QWidget):
                                  f"{len(results.ids):,} documents · all {n:,} pairs ({results.metric}){shown}; "
                                  "sort by any column; the Heatmap tab draws them as a map")
             return
-        frame, metric = results.frame, self.state.metric
+        frame, metric, rows = results.frame, self.state.metric, self.state.shown_rows
         parts = [f"{len(frame):,} rows"]
-        shown = self.model.rowCount()
-        if shown != len(frame):
-            parts[0] = f"{shown:,} of {len(frame):,} rows shown"
+        if rows is not None:                # the numbers that follow are of the rows shown
+            parts[0] = f"{len(rows):,} of {len(frame):,} rows shown"
         raw = f"{metric}_raw"
         if raw in frame:
-            parts.append(f"{int(np.isfinite(frame[raw].to_numpy(dtype=float)).sum()):,} scored")
-        agreement = current_agreement(self.state)
+            values = frame[raw].to_numpy(dtype=float)
+            parts.append(f"{int(np.isfinite(values if rows is None else values[rows]).sum()):,} scored")
+        agreement = current_agreement(self.state, rows)
         if agreement is not None and agreement.n:
             low, high = agreement.scale
             parts.append(f"vs {agreement.label} ({low:g}–{high:g} → 0–1): MAE {agreement.mae:.3f}, "
@@ -501,8 +512,7 @@ class ResultsView(QWidget):
     def _apply_filter(self) -> None:
         text = self.filter_edit.text().strip()
         self.model.set_filter(text)
-        self._update_summary()
-        self._select_from_state()
+        self._filtered()
 
     def _apply_range(self) -> None:
         value, chosen = self.state.score_range, self.state.chosen_rows
@@ -516,8 +526,13 @@ class ResultsView(QWidget):
                              "A range brushed on the Distributions tab"))
         if chosen is not None:
             chips.append(("chosen", chosen[1] or f"{len(chosen[0]):,} chosen rows",
-                          "Texts chosen on the Map"))
+                          "Chosen on the Map or from the Search tab's hits"))
         self.chips.set_chips(chips)
+        self._filtered()
+
+    def _filtered(self) -> None:
+        """The rows shown changed: every view marks them (`state.shown_rows`), the summary counts them."""
+        self.state.set_shown_rows(self.model.kept_rows() if self.state.results is not None else None)
         self._update_summary()
         self._select_from_state()
 
@@ -532,13 +547,17 @@ class ResultsView(QWidget):
             self._apply_range()
 
     def clear_filters(self) -> None:
-        """Every chip at once: column filters, the brushed range and the Map's choice."""
+        """Every limit at once, in every view: the text filter, column filters, the brushed range
+        and the Map's choice (`state.clear_filters`)."""
+        self.state.clear_filters()
+
+    def _filters_cleared(self) -> None:
         self.column_filters = []
-        if self.state.score_range is not None:
-            self.state.set_score_range(None)
-        if self.state.chosen_rows is not None:
-            self.state.set_chosen_rows(None)
-        self._apply_range()
+        self._filter_timer.stop()
+        self.filter_edit.blockSignals(True)
+        self.filter_edit.clear()
+        self.filter_edit.blockSignals(False)
+        self.model._text = ""
 
     def set_column_filter(self, value: ColumnFilter) -> None:
         """Filter `value.column` by `value` (in place of its earlier filter)."""

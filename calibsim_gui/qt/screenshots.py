@@ -156,6 +156,10 @@ class ScreenshotTour:
                               float(values.quantile(0.9)))
         self._shoot(w.distributions, "distributions_brushed")
         self._shoot(w.results, "results_filtered")
+        size = w.size()
+        w.resize(1024, 700)                       # a small laptop's screen: every tab and the status bar fit
+        self._shoot(w.models, "small_screen")
+        w.resize(size)
         w.state.set_score_range(None)
 
     def _give_up(self) -> None:

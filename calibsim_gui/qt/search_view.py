@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.qt.child_process import child_process
 from calibsim_gui.qt.export_flow import export_report, exported_message
-from calibsim_gui.qt.messages import SEARCH_FIXES, with_window_fixes
+from calibsim_gui.qt.messages import SEARCH_FIXES, plural, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
 TEXT_FILTER = "Texts (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)"
@@ -213,6 +213,10 @@ class SearchView(QWidget):
         self.search_button.clicked.connect(self.start_search)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.runner.cancel)
+        self.show_button = QPushButton("Show in every view")
+        self.show_button.setToolTip("Limit Results, Distributions and the Map to the input's pairs that "
+                                    "hold a hit (View ▸ Show every row clears it)")
+        self.show_button.clicked.connect(self.show_hits)
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Write the hits as an HTML/PDF report, XLSX, JSON or CSV")
         self.export_button.clicked.connect(self.export)
@@ -227,6 +231,7 @@ class SearchView(QWidget):
         controls.addWidget(self.search_button)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
+        controls.addWidget(self.show_button)
         controls.addWidget(self.export_button)
 
         self.model = HitsModel(self)
@@ -259,6 +264,7 @@ class SearchView(QWidget):
         state.model_changed.connect(self._update_buttons)
         state.profile_changed.connect(self._update_buttons)
         state.input_changed.connect(self._update_buttons)
+        state.results_changed.connect(self._update_buttons)
         self._update_buttons()
 
     # ------------------------------------------------------------------ inputs
@@ -302,6 +308,7 @@ class SearchView(QWidget):
         self.search_button.setEnabled(self._ready() and not running)
         self.cancel_button.setEnabled(running)
         self.export_button.setEnabled(self.hits is not None and not self.export_runner.running)
+        self.show_button.setEnabled(self.hits is not None and self.state.results is not None)
         hints = ("Load a model and its references, then add queries and a corpus.",
                  "Add query and corpus files or folders (or drop them), then Search.")
         if not running and self.hits is None and self.message.text() in ("", *hints):
@@ -363,6 +370,16 @@ class SearchView(QWidget):
             self.state.select_row(row)
         self.message.setText("Selected in Results and on the Map." if row is not None else
                              "This document is not in the current input: nothing to select in Results.")
+
+    def show_hits(self) -> None:
+        """Limit every view to the current input's pairs that hold a hit (`state.chosen_rows`)."""
+        if self.hits is None:
+            return
+        rows = self.state.rows_with_texts(self.hits.frame["document"].astype(str))
+        if len(rows):
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} holding a search hit")
+        self.message.setText(f"Every view shows the {plural(len(rows), 'pair')} holding a hit." if len(rows) else
+                             "None of the hits is in the current input: nothing to show.")
 
     # ------------------------------------------------------------------ remembered view
 

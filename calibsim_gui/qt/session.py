@@ -15,7 +15,13 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 from calibsim_gui.core.analysis.matrices import DocumentMatrix, score_matrix
 from calibsim_gui.core.analysis.pairs import iter_score_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import build_profile, default_profile, with_anchors
+from calibsim_gui.core.calibration.profile_builder import (
+    add_agreement_bands,
+    build_profile,
+    default_profile,
+    keep_agreement_bands,
+    with_anchors,
+)
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
@@ -82,6 +88,7 @@ class Session(QObject):
         self.anchor_edits = None                      # a project's unapplied anchor edits (a dict)
         self.awaiting_profile = False                 # a project's references are on their way
         self.pending_labels = None                    # a project's label column and scale, for its input
+        self.pending_bands = None                     # a project's human agreement bands, for its references
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
         self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
         self._cache = None
@@ -138,8 +145,11 @@ class Session(QObject):
         return not edited or self.window.confirm_discard(action, ["your anchor edits"])
 
     def model_requested(self, info_or_spec, device: str = "auto") -> None:
-        """Model tab ▸ Load: a human calibration belongs to one model, so ask before dropping it."""
-        if self.state.human is not None and not self.window.human.saved():
+        """Model tab ▸ Load: a human calibration belongs to one model, so ask before loading another
+        (another engine or precision of the same model keeps it)."""
+        current = self.state.model_info
+        same = current is not None and str(getattr(info_or_spec, "path", info_or_spec)) == str(current.path)
+        if self.state.human is not None and not same and not self.window.human.saved():
             if not self.window.confirm_discard("loading another model (the human calibration fits this "
                                                "model only)", ["the human calibration"]):
                 return
@@ -221,8 +231,8 @@ class Session(QObject):
         anchors = self.window.anchors.anchor_set()
         clean_html = any(note.startswith(CLEANED_NOTE) for note in documents.notes)   # "Clean them before building"
         built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed,
-                      "clean_html": clean_html}
-        cache, budget = self.cache, self.window.memory_budget()
+                      "options": {**self.window.background.read_options(), "clean_html": clean_html}}
+        cache, budget, previous = self.cache, self.window.memory_budget(), self.state.profile
 
         def task(progress, should_stop):
             profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
@@ -230,7 +240,8 @@ class Session(QObject):
                                     text_columns=documents.text_columns, clean_html=clean_html,
                                     progress=progress, should_stop=should_stop, memory_budget=budget,
                                     name=f"background of {plural(len(documents.files), 'file')}")
-            return profile, f"built from {len(documents.files)} file(s)"
+            # the calibrated scale does not depend on the background: its human band still holds
+            return keep_agreement_bands(profile, previous), f"built from {len(documents.files)} file(s)"
 
         self.start_references(task, built_from=built_from)
 
@@ -253,6 +264,8 @@ class Session(QObject):
 
     def profile_ready(self, result) -> None:
         profile, label = result
+        if self.awaiting_profile and self.pending_bands is not None:
+            profile = add_agreement_bands(profile, *self.pending_bands)     # made again without them
         self.profile_path, self.built_from = self.incoming_source
         self.state.set_profile(profile, label)
         if self.window.projects.take_step("anchors"):
@@ -266,7 +279,7 @@ class Session(QObject):
                 and self.incoming_source != (None, None)):
             self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
             return
-        self.awaiting_profile = False
+        self.awaiting_profile, self.pending_bands = False, None
         edits, self.anchor_edits = self.anchor_edits, None
         if edits is not None:
             self.window.anchors.restore_edits(edits)
@@ -345,6 +358,9 @@ class Session(QObject):
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return
+        if getattr(value, "document_column", None) and not self.incoming_input["options"].get("text_a"):
+            self.ask_reading(value)              # pairs or a document set? the current work stays till then
+            return
         self.input_spec = self.incoming_input           # only an accepted input is the session's
         self.state.set_input(value)
         labels, self.pending_labels = self.pending_labels, None
@@ -363,6 +379,22 @@ class Session(QObject):
             self.read_pairs(str(problem.path), dialog.mapping())
         else:
             self.window.show_error("Cannot read the input", str(problem))
+
+    def ask_reading(self, table) -> None:
+        """A table that reads as pairs or as a document set (AG News: label, title, description):
+        ask which, and from which columns; Cancel keeps the current work."""
+        dialog = ColumnMappingDialog(table.path, list(table.frame.columns),
+                                     {"text_a": table.text_a, "text_b": table.text_b, "label": table.label},
+                                     self.window, preview=table.frame.head(5), documents=table.document_column)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            self.window.status_label.setText(f"{Path(table.path).name} was not opened; the current work stays.")
+            return
+        encoding = self.incoming_input["options"].get("encoding")
+        if dialog.documents_column() is not None:
+            self.read_documents([str(table.path)], {"column": dialog.documents_column(), "per_file": False,
+                                                    **({"encoding": encoding} if encoding else {})})
+        else:
+            self.read_pairs(str(table.path), {**dialog.mapping(), **({"encoding": encoding} if encoding else {})})
 
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""

@@ -93,6 +93,11 @@ class AppState(QObject):
     chosen_rows : (ndarray of rows, description) or None
         Rows of `results.frame` chosen on another view (the texts selected on the Map): the
         table shows only those rows; `range_changed` says when it changes too.
+    shown_rows : ndarray or None
+        The rows every filter together leaves (the brushed range, the Map's choice, the table's
+        text and column filters), published by the Results table for the other views to mark;
+        None: every row. `shown_rows_changed` says when it changes; `clear_filters` shows every
+        row again (one action, the filters of every view).
     row_columns : dict of str to ndarray
         Columns of one value per row of `results.frame` that another view adds to the table (the
         Map's ``cluster``); `row_columns_changed` says when they change.
@@ -109,6 +114,8 @@ class AppState(QObject):
     labels_changed = Signal()            # human-score column or scale chosen
     range_changed = Signal()             # a score range brushed (or cleared)
     row_columns_changed = Signal()       # columns added to the results by another view
+    shown_rows_changed = Signal()        # the rows every filter leaves changed
+    filters_cleared = Signal()           # every view drops its filters (`clear_filters`)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -129,13 +136,16 @@ class AppState(QObject):
         self.compared_form = "calibrated"
         self.score_range = None
         self.chosen_rows = None
+        self.shown_rows = None
         self.row_columns: dict = {}
 
     def set_model(self, embedder, info) -> None:
-        """A new model invalidates the profile and results (they belong to one model)."""
+        """A new model invalidates the profile and results (they belong to one model); a human
+        calibration stays when the model is the same (another engine or precision of it)."""
         self.embedder, self.model_info = embedder, info
         self.profile, self.profile_label = None, ""
-        self.human = None                     # fitted on another model's scores
+        if self.human is not None and self.human.calibrator.model != embedder.fingerprint.id:
+            self.human = None                 # fitted on another model's scores
         self.results = None
         self.model_changed.emit()
         self.profile_changed.emit()
@@ -152,17 +162,23 @@ class AppState(QObject):
         self.results = None
         self.selected_row = None
         self.label_column = self.label_scale = self.score_range = None     # another file's columns
-        self.chosen_rows = None
+        filtered = self.shown_rows is not None
+        self.chosen_rows = self.shown_rows = None
         self.row_columns = {}
         self.input_changed.emit()
         self.results_changed.emit()
+        if filtered:
+            self.shown_rows_changed.emit()
 
     def set_results(self, results) -> None:
         self.results = results
         self.selected_row = None
-        self.score_range = self.chosen_rows = None
+        filtered = self.shown_rows is not None
+        self.score_range = self.chosen_rows = self.shown_rows = None
         self.row_columns = {}                 # the view that added them adds them again
         self.results_changed.emit()
+        if filtered:
+            self.shown_rows_changed.emit()
 
     def set_view(self, *, metric: str | None = None, form: str | None = None) -> None:
         if metric is not None:
@@ -221,6 +237,21 @@ class AppState(QObject):
         both = rows[(first[rows] == other) | (second[rows] == other)] if other is not None else rows[:0]
         return int(both[0]) if len(both) else int(rows[0]) if len(rows) else None
 
+    def rows_with_texts(self, texts) -> np.ndarray:
+        """The results rows (ascending) of the pairs holding any of `texts`: for a document set,
+        the pairs between two of those documents."""
+        from calibsim_gui.core.analysis.matrices import DocumentMatrix
+
+        results, table, texts = self.results, self.input, set(texts)
+        if isinstance(results, DocumentMatrix):
+            return pairs_among(len(results.ids), [i for i, t in enumerate(results.texts) if t in texts])
+        if results is None or not hasattr(table, "text_a") or table.text_a not in results.frame:
+            return np.zeros(0, dtype=np.int64)
+        hit = np.zeros(len(results.frame), dtype=bool)
+        for side in (table.text_a, table.text_b):
+            hit |= results.frame[side].astype(str).isin(texts).to_numpy()
+        return np.flatnonzero(hit)
+
     def document_pair_row(self, a: int, b: int | None = None) -> int | None:
         """A document set's pair of documents `a` and `b` (a `selected_row` value); `b` None or
         `a`: `a` with its most similar document. None when the results are no document set of
@@ -260,6 +291,21 @@ class AppState(QObject):
         were chosen ("12 texts chosen on the Map")."""
         self.chosen_rows = None if rows is None else (np.unique(np.asarray(rows, dtype=np.int64)),
                                                       str(description))
+        self.range_changed.emit()
+
+    def set_shown_rows(self, rows) -> None:
+        """The rows left by every filter (None: all), for the views that mark them."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        same = (rows is None and self.shown_rows is None) or (
+            rows is not None and self.shown_rows is not None and np.array_equal(rows, self.shown_rows))
+        if not same:
+            self.shown_rows = rows
+            self.shown_rows_changed.emit()
+
+    def clear_filters(self) -> None:
+        """Show every row: the brushed range, the Map's choice and each view's own filters go."""
+        self.score_range = self.chosen_rows = None
+        self.filters_cleared.emit()
         self.range_changed.emit()
 
     def set_row_columns(self, columns: dict) -> None:

@@ -153,3 +153,23 @@ def test_doctor_exits_0_headless_and_never_loads_qt():
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "NOQT"
     assert "window:" in result.stdout and "ok: the command line works" in result.stdout
+
+
+def test_the_app_names_missing_system_libraries_as_doctor_does_before_qt_aborts(qt_probe, capsys, monkeypatch):
+    from calibsim_gui.qt import app
+
+    qt_probe.ldd = ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    class NotStarted:                          # no Qt application yet, and none may start: it would abort
+        instance = staticmethod(lambda: None)
+
+        def __init__(self, *args):
+            raise AssertionError("Qt was started")
+
+    monkeypatch.setattr(app, "QApplication", NotStarted)
+    assert cli.main([]) == 1
+    err = capsys.readouterr().err
+    assert "libxcb-icccm.so.4, libxcb-keysyms.so.1" in err
+    assert "sudo apt-get install libxcb-icccm4 libxcb-keysyms1" in err and "calibsim doctor" in err
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb;offscreen")   # Qt has another plugin to fall back on
+    assert doctor.window_libraries_problem() is None

@@ -459,6 +459,6 @@ def test_saturation_note_names_the_metric_and_the_columns_it_means(tmp_path, pro
     pd.DataFrame({"sentence1": texts, "sentence2": texts}).to_csv(path, index=False)   # all identical
     scored = score_pairs(load_pairs(path), FakeEmbedder(), profile, metrics=["cosine", "manhattan"])
     note = next(n for n in scored.notes if "99th percentile" in n)
-    assert note.startswith("cosine: 100% of pairs score above the background's 99th percentile of cosine")
+    assert note.startswith("cosine: 100.0% of pairs score above the background's 99th percentile of cosine")
     assert "cosine_bg_percentile cannot separate them; rank them with cosine_calibrated or cosine_bg_surprise" in note
     assert not any("<metric>" in n for n in scored.notes)

@@ -471,3 +471,12 @@ def test_a_table_of_100000_columns_is_refused_from_its_header_at_once(tmp_path, 
     with pytest.raises(InputError, match=rf"wide\{suffix}.*has 100,000 columns, more than the 1,000 calibsim "
                                          "reads from a table.*Fix: save only the text columns"):
         load_pairs(path)
+
+
+def test_a_table_whose_text_columns_were_guessed_and_one_names_documents_says_so(tmp_path):
+    path = tmp_path / "news.csv"
+    path.write_text("label,title,description\n3,Wall St up,Stocks rose on Monday\n4,New phone,A phone was shown\n")
+    assert load_pairs(path).document_column == "description"             # pairs, or a document set?
+    assert load_pairs(path, text_a="title", text_b="description").document_column is None
+    path.write_text("sentence1,sentence2\na cat,a dog\n")
+    assert load_pairs(path).document_column is None                     # named as pairs

@@ -177,3 +177,32 @@ def test_only_plain_json_counts_as_a_view_state():
     assert json_safe({"a": [1, 2.5, "x", None, True, {"b": []}]})
     assert not json_safe({"a": float("nan")}) and not json_safe({1: "x"}) and not json_safe({"a": (1, 2)})
     assert not json_safe({"a": object()})
+
+
+def test_a_project_keeps_engine_precision_background_reading_long_texts_and_bands(tmp_path):
+    from calibsim_gui.core.calibration.calibrators import AgreementBand
+
+    band = AgreementBand().fit([0.1, 0.4, 0.6, 0.9] * 30, [0.2, 0.3, 0.7, 0.8] * 30, source={"name": "p"},
+                               model="m@1")
+    project = Project(engine="onnx", precision="int8",
+                      background_options={"encoding": "cp1252", "column": "description", "clean_html": True},
+                      settings={"long_texts": {"long_texts": "chunk", "chunk_aggregate": "max", "chunk_overlap": 16}},
+                      bands={"metrics": {"cosine": band.to_dict()}, "provenance": {"name": "p"}})
+    loaded = Project.load(project.save(tmp_path / "p.calibsim"))
+    assert (loaded.engine, loaded.precision) == ("onnx", "int8")
+    assert loaded.background_options == project.background_options
+    assert loaded.settings["long_texts"]["chunk_aggregate"] == "max"
+    assert loaded.bands["metrics"]["cosine"]["model_"] == "m@1"
+
+
+@pytest.mark.parametrize("content, message", [
+    (HEAD + '"engine": "tpu"}', "unknown engine"),
+    (HEAD + '"background": {"options": {"clean_html": "yes"}}}', "background option"),
+    (HEAD + '"settings": {"long_texts": {"long_texts": "split"}}}', "long texts"),
+    (HEAD + '"bands": {"metrics": {"cosine": {"type": "minmax", "low_": 0, "high_": 1}}}}', "band"),
+])
+def test_damaged_engine_background_reading_long_texts_or_bands_are_refused(tmp_path, content, message):
+    path = tmp_path / "p.calibsim"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        Project.load(path)

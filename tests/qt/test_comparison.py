@@ -280,3 +280,19 @@ def test_while_the_model_loads_its_step_line_is_renewed_with_the_time_so_far(mon
     assert compare_flow.while_loading(load, "model", report) == "model"
     assert len(reports) >= 2 and reports == sorted(reports) and reports[0] > 0
     assert not any(t.name == "comparison model load" for t in threading.enumerate())   # no report after it
+
+
+def test_equal_looking_differences_are_shown_with_the_digits_that_tell_them_apart(state, qtbot):
+    view = ComparisonView(state)
+    qtbot.addWidget(view)
+    view.show_comparison(_constructed(0.0603))
+    assert "calibrated scale (mean difference 0.0603) than on raw scores (0.0600)" in view.explanation.text()
+    assert "<b>0.0600</b>" in view.summary.text() and "<b>0.0603</b>" in view.summary.text()
+
+
+def test_the_per_pair_table_shows_many_rows_in_a_1600_by_1000_window(window, qtbot):
+    view = window.compare.view
+    view.show_comparison(_constructed(0.067))                 # with the reference scales explained
+    window.tabs.setCurrentWidget(view)
+    window.resize(1600, 1000)
+    qtbot.waitUntil(lambda: view.table.viewport().height() >= 6 * view.table.rowHeight(0), timeout=10_000)

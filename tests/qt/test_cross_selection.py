@@ -165,3 +165,61 @@ def test_brushing_distributions_filters_the_document_pairs_in_results(qtbot, sta
     assert "from" in results.chips.labels()[0]                       # its chip says so
     plots.range_button.click()                                      # removed: every pair again
     assert model.rowCount() == 15 and not results.chips.labels()
+
+
+def test_a_map_lasso_filters_results_marks_distributions_and_the_summary_and_a_brush_marks_the_map(
+        window, qtbot, pairs_csv):
+    from calibsim_gui.qt.agreement_view import current_agreement
+
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    state, results, plots, view = window.state, window.results, window.distributions, window.map
+    window.tabs.setCurrentWidget(view)
+    qtbot.waitUntil(view.drawn, timeout=120_000)
+    coords = view.text_map.projection.coords
+    middle = float(np.median(coords[:, 0]))
+    low, high = coords.min(axis=0) - 1, coords.max(axis=0) + 1
+    view.choose_inside(np.array([[low[0], low[1]], [middle, low[1]], [middle, high[1]],   # a lasso
+                                 [low[0], high[1]]]))
+    rows = view.text_map.rows_touching(np.flatnonzero(coords[:, 0] <= middle))
+    assert 0 < len(rows) < 30
+    assert results.model.rowCount() == len(rows)                                 # Results filtered
+    np.testing.assert_array_equal(state.shown_rows, rows)
+    drawn = plots.plot_data()                                                    # Distributions marked
+    assert drawn["cal_kept"].sum() == drawn["raw_kept"].sum() == len(rows)
+    summary = results.summary.text()                                             # the summary follows
+    assert summary.startswith(f"{len(rows)} of 30 rows shown")
+    assert f"MAE {current_agreement(state, rows).mae:.3f}" in summary
+    assert current_agreement(state, rows).mae != pytest.approx(current_agreement(state).mae)
+
+    window.menus.show_all_action.trigger()                                       # one action clears it
+    assert results.model.rowCount() == 30 and state.shown_rows is None and not len(view.chosen)
+    assert plots.plot_data()["cal_kept"] is None and not len(view.shown_marks.points())
+
+    calibrated = state.results.frame["cosine_calibrated"].to_numpy(dtype=float)
+    low_score, high_score = np.sort(calibrated)[[5, 14]]
+    plots.brush(plots.cal_panel, float(low_score), float(high_score))           # a Distributions brush
+    brushed = np.flatnonzero((calibrated >= low_score) & (calibrated <= high_score))
+    np.testing.assert_array_equal(state.shown_rows, brushed)
+    marked = view.shown_marks.points()                                           # highlights the map
+    texts = view.text_map.segments[np.isin(view.text_map.rows, brushed)]
+    np.testing.assert_array_equal(marked, np.unique(texts))
+    assert len(view.shown_marks.item.data) == len(marked)
+
+
+def test_search_hits_are_shown_in_every_view(window, qtbot, good_results):
+    good_results()                                                  # 30 scored pairs are the input
+    view, state = window.search, window.state
+    frame = state.results.frame
+    window.tabs.setCurrentWidget(view)
+    view.query_edit.setText(frame["sentence1"].iloc[7])            # ranked against the input's texts
+    with qtbot.waitSignal(view.runner.finished, timeout=120_000):
+        view.start_search()
+    assert view.show_button.isEnabled()
+    view.show_button.click()
+    hits = set(view.hits.frame["document"])
+    rows = np.flatnonzero(frame["sentence1"].isin(hits).to_numpy() | frame["sentence2"].isin(hits).to_numpy())
+    np.testing.assert_array_equal(state.shown_rows, rows)
+    assert window.results.model.rowCount() == len(rows) < 30
+    assert "search hit" in window.results.chips.labels()[0]
+    assert window.distributions.plot_data()["raw_kept"].sum() == len(rows)

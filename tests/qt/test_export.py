@@ -181,6 +181,21 @@ def test_dialog_names_the_edited_ladder_file_and_asks_before_replacing_it(qtbot,
     assert plain.anchors_note.isHidden() and plain.existing_files() == []
 
 
+def test_a_ladder_file_an_earlier_export_wrote_is_not_asked_about(qtbot, tmp_path):
+    from calibsim_gui.core.io.output import dump_json
+    from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
+
+    ladder = builtin_anchors()
+    edited = AnchorSet(ladder.name, ladder.levels, ladder.pairs[::2])
+    (tmp_path / "report-anchors.json").write_text(dump_json(edited.to_dict()))     # as an export writes it
+    dialog = ExportDialog(default_path=str(tmp_path / "report.pdf"), metrics=["cosine"],
+                          forms=["calibrated"], metric="cosine", form="calibrated", anchors=edited)
+    qtbot.addWidget(dialog)
+    assert dialog.existing_files() == []                 # the same ladder: nothing of the user's is replaced
+    (tmp_path / "report-anchors.json").write_text(dump_json(ladder.to_dict()))      # another ladder
+    assert dialog.existing_files() == [tmp_path / "report-anchors.json"]
+
+
 @pytest.mark.parametrize("typed", ["/", "", "  "])
 def test_typing_a_path_that_names_no_file_yet_keeps_the_dialog_working(qtbot, tmp_path, typed):
     from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors

@@ -93,3 +93,47 @@ def test_files_of_many_lines_default_to_one_document_per_line(tmp_path):
     assert text_layout([one]).per_file is False                      # one file: its lines
     dialog = DocumentModeDialog(files=4, lines=20, median_lines=5.0)
     assert "many lines, so one document per line" in dialog.why.text() and not dialog.per_file()
+
+
+def news_csv(tmp_path):
+    """An AG News-like table: a class label, a title and a description (three columns)."""
+    from tests.fakes import random_sentences
+
+    path = tmp_path / "news.csv"
+    pd.DataFrame({"label": [str(1 + i % 4) for i in range(12)], "title": random_sentences(12, seed=5),
+                  "description": random_sentences(12, seed=6)}).to_csv(path, index=False)
+    return path
+
+
+def test_a_table_that_reads_as_pairs_or_documents_asks_and_cancel_keeps_the_work(window, qtbot, tmp_path,
+                                                                                 pairs_csv, monkeypatch):
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    before = window.state.results
+    asked = []
+
+    def cancel(dialog):
+        asked.append((dialog.mapping(), dialog.document_combo.currentText()))
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(ColumnMappingDialog, "exec", cancel)
+    with qtbot.waitSignal(window.input_runner.finished, timeout=120_000):
+        window.open_inputs([news_csv(tmp_path)])
+    assert asked == [({"text_a": "title", "text_b": "description", "label": "label"}, "description")]
+    assert window.state.results is before and window.state.input.path == pairs_csv
+    assert "not opened" in window.status_label.text()
+
+
+def test_a_table_read_as_a_document_set_from_the_chosen_column(window, qtbot, tmp_path, monkeypatch):
+    from calibsim_gui.core.io.inputs import DocumentSet
+
+    def documents(dialog):
+        dialog.as_documents.setChecked(True)
+        assert not dialog.text_a.isEnabled() and dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(ColumnMappingDialog, "exec", documents)
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([news_csv(tmp_path)])
+    assert isinstance(window.state.input, DocumentSet) and len(window.state.input.documents) == 12
+    assert window.input_spec["options"]["column"] == "description"

@@ -59,3 +59,40 @@ def test_at_1024x700_the_space_tabs_log_axis_labels_do_not_run_into_each_other(w
     overlapping = [(a, b) for i, (a, _) in enumerate(labels) for b, _ in labels[i + 1:] if a.intersects(b)]
     assert overlapping == [], f"labels overlap: {[t for _, t in labels]}"
     window.grab().save("/tmp/space_1024x700.png")
+
+
+def test_at_1024x700_every_tab_fits_and_cancel_stays_in_the_window_during_a_run(window, qtbot, tmp_path,
+                                                                                 monkeypatch):
+    import pandas as pd
+    from PySide6.QtCore import QEvent, QPoint, QRect
+    from PySide6.QtWidgets import QApplication
+
+    from tests.fakes import FakeEmbedder, random_sentences
+    from tests.qt.conftest import Gate
+
+    slow, gate = FakeEmbedder(), Gate(free=1)                   # held in its second batch
+    original = slow.encode_batch
+    monkeypatch.setattr(slow, "encode_batch", lambda texts, prompt="": (gate(), original(texts, prompt))[1])
+    window.state.embedder = slow
+    texts = random_sentences(2000, seed=11)
+    path = tmp_path / "many.csv"
+    pd.DataFrame({"text1": texts, "text2": texts[::-1]}).to_csv(path, index=False)
+    window.open_inputs([path])
+    qtbot.waitUntil(lambda: gate.holding, timeout=120_000)
+    models = window.models          # the device choices say why CUDA or MPS cannot be used, at length
+    qtbot.waitUntil(lambda: models._devices_checked and not models.devices.running, timeout=120_000)
+    try:
+        for index in range(window.tabs.count()):
+            window.tabs.setCurrentIndex(index)
+            QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)    # the tab's own minimum size counts
+            window.resize(*SMALL)
+            qtbot.waitUntil(lambda: window.size().toTuple() == SMALL, timeout=10_000)   # not wider: it fits
+            for part in (window.cancel_button, window.progress, window.statusBar()):
+                assert part.isVisible(), window.tabs.tabText(index)
+                assert window.rect().contains(QRect(part.mapTo(window, QPoint(0, 0)), part.size())), \
+                    f"{type(part).__name__} leaves the window on tab {window.tabs.tabText(index)}"
+        window.tabs.setCurrentWidget(window.models)
+        window.grab().save("/tmp/model_1024x700.png")
+    finally:
+        window.cancel_button.click()
+        gate.release()

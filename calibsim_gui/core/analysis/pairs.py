@@ -482,7 +482,7 @@ def _assemble(table, scored, embedder, profile, encoding, distinct, first, secon
         if share > 0.05:
             name, _, g = worst.partition("@")
             notes.append(
-                f"{name}{f' after {g}' if g else ''}: {share:.0%} of pairs score above the background's "
+                f"{name}{f' after {g}' if g else ''}: {share:.1%} of pairs score above the background's "
                 f"99th percentile of {name}, so {score_column(name, 'bg_percentile', g or 'none')} cannot "
                 f"separate them; rank them with {score_column(name, 'calibrated', g or 'none')} or "
                 f"{score_column(name, 'bg_surprise', g or 'none')}")

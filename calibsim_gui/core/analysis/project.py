@@ -3,7 +3,9 @@
 A project stores choices and file locations, not results: re-opening it re-runs the analysis
 (cheap with the embedding cache). Two things are stored whole because they are the user's work
 and cost time to redo: the anchor ladder and the human calibration (its fitted map, validation
-and source, as in a ``.calibsim-human`` file). The input's columns (text_a, text_b, label) are
+and source, as in a ``.calibsim-human`` file). Everything else that shapes a number is kept too:
+the engine and precision the model ran with, how the background's files were read (encoding,
+text column, HTML cleaning) and how long texts are scored (``settings``). The input's columns (text_a, text_b, label) are
 kept with the input; the label column and scale chosen in the results view in the settings.
 How the window looked is kept too, and is never the user's work: ``views`` holds each tab's view
 choices (``{tab name: its view_state()}``) and ``layout`` the current tab and the tabs shown side
@@ -21,7 +23,10 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
+from calibsim_gui.core.embedding.chunking import CHUNK_AGGREGATES, LONG_TEXTS, MAX_CHUNK_OVERLAP
+from calibsim_gui.core.embedding.devices import ENGINES, PRECISIONS
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.io.atomic import write_text_atomic
@@ -47,14 +52,18 @@ class ProjectInput:
 class Project:
     model: str | None = None                # None: the built-in model
     device: str = "auto"
+    engine: str | None = None               # "onnx" or "torch" (None: an older project, not said)
+    precision: str | None = None            # "float32", "bfloat16" or "int8" (None: not said)
     anchors: AnchorSet | None = None        # None: the built-in ladder
     profile: str | None = None              # a .calibsim-profile; None: built-in reference
     background_files: list[str] = field(default_factory=list)
     background_pairs: int = 20_000
     background_seed: int = 0
+    background_options: dict = field(default_factory=dict)   # encoding, column, clean_html
     inputs: list[ProjectInput] = field(default_factory=list)
     settings: dict = field(default_factory=dict)    # view choices: metric, form, label_column, ...
     human: dict | None = None               # a human calibration: calibrator, validation, source
+    bands: dict = field(default_factory=dict)       # human agreement bands of built references: see `bands_of`
     views: dict = field(default_factory=dict)       # tab name -> that tab's view_state()
     layout: dict = field(default_factory=dict)      # current, beside, sizes: see `layout_of`
     notes: list[str] = field(default_factory=list, compare=False)   # what `load` left out, in words
@@ -81,13 +90,17 @@ class Project:
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION,
                 "model": self.model if not (self.model and Path(self.model).exists()) else rel(self.model),
                 "device": self.device,
+                **({"engine": self.engine} if self.engine else {}),
+                **({"precision": self.precision} if self.precision else {}),
                 "anchors": self.anchors.to_dict() if self.anchors else None,
                 "profile": rel(self.profile),
                 "background": {"files": [rel(f) for f in self.background_files],
-                               "pairs": self.background_pairs, "seed": self.background_seed},
+                               "pairs": self.background_pairs, "seed": self.background_seed,
+                               **({"options": self.background_options} if self.background_options else {})},
                 "inputs": [{**asdict(i), "path": rel(i.path)} for i in self.inputs],
                 "settings": self.settings,
                 **({"human": self.human} if self.human is not None else {}),
+                **({"bands": self.bands} if self.bands else {}),
                 **({"views": self.views} if self.views else {}),
                 **({"layout": self.layout} if self.layout else {})}
 
@@ -117,15 +130,17 @@ class Project:
             project = cls(
                 model=str(_absolute(model, base)) if model and _absolute(model, base).exists() else model,
                 device=str(data.get("device", "auto")),
+                engine=data.get("engine"), precision=data.get("precision"),
                 anchors=AnchorSet.from_dict(data["anchors"], path=path) if data.get("anchors") else None,
                 profile=str(_absolute(data["profile"], base)) if data.get("profile") else None,
                 background_files=[str(_absolute(f, base)) for f in background.get("files", [])],
                 background_pairs=background.get("pairs", 20_000),
                 background_seed=background.get("seed", 0),
+                background_options=dict(background.get("options", {})),
                 inputs=[ProjectInput(str(_absolute(i["path"], base)), str(i.get("kind", "pairs")),
                                      dict(i.get("options", {}))) for i in data.get("inputs", [])],
                 settings=dict(data.get("settings", {})),
-                human=data.get("human"))
+                human=data.get("human"), bands=dict(data.get("bands", {})))
             project._check()
             project.views, view_notes = views_of(data.get("views", {}))
             project.layout, layout_notes = layout_of(data.get("layout", {}))
@@ -144,6 +159,21 @@ class Project:
                 raise ValueError(f"{what} must be a whole number from {low} to {_MAX_COUNT}, "
                                  f"not {value!r}")
 
+        for what, value, allowed in (("engine", self.engine, ENGINES), ("precision", self.precision, PRECISIONS)):
+            if value is not None and value not in allowed:
+                raise ValueError(f"unknown {what} {value!r}")
+        for key, value in self.background_options.items():
+            kinds = BACKGROUND_OPTIONS.get(key)
+            if kinds is None or not isinstance(value, kinds):
+                raise ValueError(f"background option {key!r} is unknown or has the wrong type ({value!r})")
+        long_texts = self.settings.get("long_texts", {})
+        overlap = long_texts.get("chunk_overlap", 0) if isinstance(long_texts, dict) else None
+        if not (isinstance(long_texts, dict) and long_texts.get("long_texts", "truncate") in LONG_TEXTS
+                and long_texts.get("chunk_aggregate", "match") in CHUNK_AGGREGATES
+                and isinstance(overlap, int) and not isinstance(overlap, bool) and 0 <= overlap <= MAX_CHUNK_OVERLAP
+                and set(long_texts) <= {"long_texts", "chunk_aggregate", "chunk_overlap"}):
+            raise ValueError(f"how long texts are scored ({long_texts!r}) is not usable")
+
         readers = {"pairs": load_pairs, "documents": load_documents}
         for item in self.inputs:
             if item.kind not in readers:
@@ -156,6 +186,7 @@ class Project:
                     raise ValueError(f"option {key!r} of {item.path} has the wrong type ({value!r})")
         if self.human is not None:
             human_fit_from_dict(self.human)          # raises ValueError when it is not usable
+        bands_of(self.bands)                         # the same
         column = self.settings.get("label_column")
         if column is not None and not isinstance(column, str):
             raise ValueError(f"label column {column!r} is not a column name")
@@ -172,6 +203,7 @@ class Project:
 
 
 _MAX_COUNT = 2**31 - 1          # the app's spin boxes hold 32-bit integers
+BACKGROUND_OPTIONS = {"encoding": (str, type(None)), "column": (str, type(None)), "clean_html": bool}
 
 
 def json_safe(value, depth: int = 0) -> bool:
@@ -227,6 +259,22 @@ def human_fit_from_dict(data):
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"the human calibration is damaged ({exc!r})") from None
     return HumanFit(calibrator, validation, source)
+
+
+def bands_of(data: dict) -> tuple[dict, dict | None]:
+    """The human agreement bands a project keeps (``{"metrics": {metric: band}, "provenance":
+    {...}}``) as ({metric: AgreementBand}, their ``human_band`` record); `Project.load` reports
+    the ValueError of a damaged one with the file's name."""
+    metrics, provenance = data.get("metrics", {}), data.get("provenance")
+    if not (isinstance(metrics, dict) and isinstance(provenance, (dict, type(None)))):
+        raise ValueError("the human agreement bands are not JSON objects")
+    try:
+        bands = {str(name): AgreementBand.from_dict(band) for name, band in metrics.items()}
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"a human agreement band is damaged ({exc})") from None
+    if not all(isinstance(band, AgreementBand) for band in bands.values()):
+        raise ValueError("a human agreement band is another kind of calibrator")
+    return bands, provenance
 
 
 def _relative(p: str, base: Path | None) -> str:

@@ -391,6 +391,32 @@ def with_anchors(profile: ReferenceProfile, embedder, anchors: AnchorSet, *, met
                             {fix: ref for fix, ref in geometries.items() if ref.metrics})
 
 
+def add_agreement_bands(profile: ReferenceProfile, bands: dict, provenance: dict | None = None) -> ReferenceProfile:
+    """`profile` (just made, changed in place) with `bands` ({metric: AgreementBand} measured with
+    its model) on the metrics that have none; `provenance` is the bands' ``human_band`` record."""
+    added = False
+    for name, band in bands.items():
+        ref = profile.metrics.get(name)
+        if ref is not None and ref.band is None and band.model_ == profile.fingerprint.id:
+            ref.band, added = band, True
+    if added and provenance:
+        profile.provenance["human_band"] = provenance
+    return profile
+
+
+def keep_agreement_bands(profile: ReferenceProfile, previous: ReferenceProfile | None) -> ReferenceProfile:
+    """`profile` (just made) with `previous`'s human agreement bands on each metric whose calibrated
+    scale is the same in both: a band says where people's scores fall around a calibrated score,
+    so it holds as long as that scale does (a background built with the built-in model keeps the
+    built-in band)."""
+    if previous is None or previous.fingerprint != profile.fingerprint:
+        return profile
+    same = {name: old.band for name, old in previous.metrics.items()
+            if old.band is not None and name in profile.metrics
+            and profile.metrics[name].calibrators["calibrated"].to_dict() == old.calibrators["calibrated"].to_dict()}
+    return add_agreement_bands(profile, same, previous.provenance.get("human_band"))
+
+
 def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     """A current profile from a calibsim 0.1 or 0.2 (schema 1 or 2) profile's JSON `d`.
 

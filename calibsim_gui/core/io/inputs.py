@@ -116,6 +116,8 @@ class PairTable:
     label: str | None
     empty_rows: tuple[int, ...]
     notes: tuple[str, ...]
+    document_column: str | None = None   # the text columns were guessed, and the file reads as well
+    #                                      as a document set from this column: ask which it is
 
 
 def load_pairs(
@@ -152,6 +154,9 @@ def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None
             fix="add one pair per row under a header line such as sentence1,sentence2.",
         )
     a, b = _pair_columns(frame, path, text_a, text_b)
+    guessed = text_a is None and text_b is None and not any(
+        _by_key(frame).get(x) == a and _by_key(frame).get(y) == b for x, y in _PAIR_NAMES)
+    documents = next((c for c in (a, b) if str(c).strip().lower() in _DOCUMENT_NAMES), None) if guessed else None
     texts = frame[[a, b]].apply(lambda c: c.str.strip())
     empty = (texts == "").any(axis=1).to_numpy()
     empty_rows = tuple(int(i) for i in empty.nonzero()[0])
@@ -180,7 +185,7 @@ def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None
         unscored = int((frame[label].str.strip() == "").sum())
         if unscored:
             notes.append(f"{_plural(unscored, 'pair')} without a human score")
-    return PairTable(path, frame, a, b, label, empty_rows, tuple(notes))
+    return PairTable(path, frame, a, b, label, empty_rows, tuple(notes), documents)
 
 
 def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:

@@ -62,7 +62,8 @@ def anchors_path(report_path) -> Path:
 def command_path(path, report_path=None) -> str:
     """`path` as a Reproduce command names it: relative to the report's folder when both sit under
     a common folder (other than the file system's root), else absolute, so that two files of one
-    name in different folders are never confused."""
+    name in different folders are never confused. A relative path that begins with "-" is
+    written ``./-q.csv``, so that a command never reads a file name as an option."""
     path = Path(path).resolve()
     if report_path is None:
         return str(path)
@@ -73,7 +74,8 @@ def command_path(path, report_path=None) -> str:
         return str(path)
     if common == Path(common.anchor):
         return str(path)
-    return Path(os.path.relpath(path, folder)).as_posix()
+    relative = Path(os.path.relpath(path, folder)).as_posix()
+    return f"./{relative}" if relative.startswith("-") else relative
 
 
 def _record(role: str, path, sha256: str | None, **extra) -> dict:
