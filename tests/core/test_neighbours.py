@@ -138,6 +138,18 @@ def test_the_approximate_method_is_recorded_with_its_index(profile):
     assert (result.hits != np.arange(3000)[:, None]).all() and len(result.neighbours) == 12_000
 
 
+def test_without_faiss_large_sets_are_exact_and_the_approximate_method_says_what_to_install(monkeypatch):
+    """The desktop bundle leaves faiss out: neighbours are then exact, never refused for it."""
+    from calibsim_gui.core.geometry import knn
+
+    assert knn.choose_method("auto", 1_000_000, 1_000_000, "cosine") == "approximate"
+    monkeypatch.setattr(knn, "index_available", lambda: False)
+    assert knn.choose_method("auto", 1_000_000, 1_000_000, "cosine") == "exact"
+    with pytest.raises(InputError, match="needs faiss") as refused:
+        knn.choose_method("approximate", 10, 1_000, "cosine")
+    assert "pip install faiss-cpu" in refused.value.fix
+
+
 def test_a_set_over_the_memory_budget_is_refused_before_encoding(profile):
     embedder = FakeEmbedder()
     with pytest.raises(InputError, match="memory budget") as refused:

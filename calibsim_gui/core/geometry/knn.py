@@ -9,6 +9,7 @@ find (its own), which is how a document set's neighbours leave each text out of 
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,11 +238,22 @@ def choose_method(method: str, n_queries: int, n_corpus: int, metric: str) -> st
     if method == "approximate" and metric not in APPROXIMATE_METRICS:
         raise InputError(f"the approximate index ranks by {', '.join(APPROXIMATE_METRICS)}, not {metric}.",
                          fix="use the exact method or another metric")
+    if method == "approximate" and not index_available():
+        raise InputError("the approximate index needs faiss, which this installation does not have "
+                         "(the desktop bundle leaves it out to stay small).",
+                         fix="use the exact method, or `pip install faiss-cpu` in a developer install")
     if method != "auto":
         return method
     exact = n_queries * n_corpus * EXACT_PAIR_CPU_S
     indexed = (n_corpus + n_queries) * INDEX_TEXT_CPU_S / 2
-    return "approximate" if exact > max(EXACT_CPU_S, indexed) and metric in APPROXIMATE_METRICS else "exact"
+    return ("approximate" if exact > max(EXACT_CPU_S, indexed) and metric in APPROXIMATE_METRICS
+            and index_available() else "exact")
+
+
+def index_available() -> bool:
+    """Whether faiss (the approximate index) is installed: the developer install has it; the
+    desktop bundle leaves it out (about 66 MB) and computes neighbours exactly."""
+    return importlib.util.find_spec("faiss") is not None
 
 
 def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
