@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from calibsim_gui.core.embedding.file_digests import file_sha256
-from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids
+from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids, record_path
 from calibsim_gui.core.embedding.model_folders import ModelInfo, fingerprint_folder, model_files
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
@@ -194,6 +194,7 @@ def remove_other_int8_graphs(graph) -> list[Path]:
         if other != graph and other.is_file():
             try:
                 other.unlink()
+                record_path(other).unlink(missing_ok=True)
             except OSError:
                 continue
             removed.append(other)
