@@ -398,7 +398,8 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     are measured with `embedder` (the anchors and reference sentences are encoded) and every
     calibrator is refitted. `encode_options` go to `encode_texts`.
     """
-    if not isinstance(d, dict) or d.get("schema_version") not in UPGRADABLE_SCHEMAS:
+    version = d.get("schema_version") if isinstance(d, dict) else None
+    if type(version) is not int or version not in UPGRADABLE_SCHEMAS:
         raise ProfileError("only profiles made by calibsim 0.1 or 0.2 (schema version 1 or 2) need upgrading.")
     try:
         fingerprint = ModelFingerprint.from_dict(d["model"])
