@@ -79,3 +79,25 @@ def test_pairs_that_all_compare_a_text_with_itself_are_scored_with_a_note(tmp_pa
     assert (pd.read_csv(out)["cosine_calibrated"] > 0.99).all()
     notes = json.loads((tmp_path / "scored.csv.provenance.json").read_text())["notes"]
     assert any("compare a text with itself" in note for note in notes)
+
+
+@pytest.mark.parametrize("label", [2.5, 0.0])
+def test_human_fit_on_constant_labels_is_refused_naming_the_file(tmp_path, capsys, label):
+    """#43: it reported "mean absolute error 0.000" with no warning, and every cosine_human was then 0.40."""
+    texts = random_sentences(800, seed=13)
+    pairs, out = tmp_path / "constant.csv", tmp_path / "fit.calibsim-human"
+    pd.DataFrame({"score": [label] * 400, "sentence1": texts[:400], "sentence2": texts[400:]}).to_csv(pairs, index=False)
+    assert cli.main(["human", "fit", str(pairs), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"calibsim: error: {pairs}: all 400 labelled pairs have the same human score {label:g}")
+    assert "Fix: label pairs across the scale" in err and not out.exists()
+
+
+def test_human_fit_on_nearly_one_label_is_warned(tmp_path, capsys):
+    texts = random_sentences(800, seed=14)
+    labels = [5.0 if i % 50 else 0.0 for i in range(400)]            # 98 % score 5
+    pairs, out = tmp_path / "mostly.csv", tmp_path / "fit.calibsim-human"
+    pd.DataFrame({"score": labels, "sentence1": texts[:400], "sentence2": texts[400:]}).to_csv(pairs, index=False)
+    assert cli.main(["human", "fit", str(pairs), "--out", str(out), "--quiet"]) == 0
+    assert "warning: 98% of the labelled pairs have the same human score 5: the map is nearly flat" in \
+        capsys.readouterr().out
