@@ -56,6 +56,7 @@ def load_model(args):
     if args.precision == "int8" and engine == "torch":
         raise InputError("--precision int8 runs on the ONNX engine only, not with --engine torch.",
                          fix="use --engine onnx, or --precision float32")
+    check_cache_folders(args, engine)
     info = resolve_model(args.model)
     prompts = choose_prompts(info, prompt_name=getattr(args, "prompt_name", None),
                              query_prompt=getattr(args, "query_prompt", None),
@@ -72,6 +73,22 @@ def load_model(args):
               + f" in {embedder.precision_note}"
               + ("" if not prompts.symmetric else f", prompt {prompts.describe()}"))
     return embedder
+
+
+def check_cache_folders(args, engine: str) -> None:
+    """Refuse, before a model is loaded (exporting its graph can take a minute), an embedding
+    cache folder (unless --no-cache) or ONNX graph folder that is a file or cannot be written."""
+    from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
+    from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
+
+    folders = [] if getattr(args, "no_cache", False) else [(default_cache_dir(), "embedding cache", "CALIBSIM_CACHE_DIR")]
+    if engine != "torch":
+        folders.append((onnx_cache_dir(), "ONNX graph", ONNX_DIR_ENV))
+    for folder, what, env in folders:
+        problem = folder_problem(folder)
+        if problem:
+            raise InputError(f"Cannot open the {what} folder: {problem}.",
+                             fix=f"make it a writable folder, or set {env} to one")
 
 
 def check_input_memory(args, inputs, *, pairs: int = 0) -> None:

@@ -101,3 +101,27 @@ def test_human_fit_on_nearly_one_label_is_warned(tmp_path, capsys):
     assert cli.main(["human", "fit", str(pairs), "--out", str(out), "--quiet"]) == 0
     assert "warning: 98% of the labelled pairs have the same human score 5: the map is nearly flat" in \
         capsys.readouterr().out
+
+
+def test_one_background_pair_is_refused_naming_pairs_before_anything_is_encoded(tmp_path, capsys, monkeypatch):
+    """#43: `--pairs 1` on 400 sentences said the corpus "needs at least three distinct sentences"."""
+    background = tmp_path / "news.txt"
+    sentences = random_sentences(400, seed=12)
+    background.write_text("\n".join(sentences) + "\n")
+    fake = FakeEmbedder()
+    monkeypatch.setattr(common, "load_model", lambda args: fake)
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1",
+                     "--out", str(tmp_path / "p.calibsim-profile"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "1 background pair cannot make a background: at least 2 are needed (400 distinct sentences" in err
+    assert "Fix: ask for more --pairs" in err and "three distinct" not in err
+    assert not set(sentences) & {text for batch in fake.batches for text in batch}
+
+
+def test_a_pairs_file_whose_cells_are_all_empty_says_so(tmp_path, capsys):
+    """#43: it was blamed on unrecognised columns."""
+    pairs = tmp_path / "empty-cells.csv"
+    pairs.write_text("sentence1,sentence2\n,\n , \n,\n")
+    assert cli.main(["score", str(pairs), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{pairs}: holds no text: every cell of its 3 rows is empty" in err and "recognised" not in err

@@ -105,6 +105,10 @@ def _check_external_data(model, graph: Path, folder: Path) -> None:
             raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, outside the model folder "
                              f"{folder}; calibsim reads a graph's external data only from inside its folder. " + GRAPH_FIX)
         fields = {e.key: e.value for e in tensor.external_data}
+        if os.path.exists(target) and not os.path.isfile(target):      # a FIFO would block its reader
+            raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, which is not a regular "
+                             "file but a folder, named pipe (FIFO), socket or device; calibsim reads external "
+                             f"data only from regular files (in {graph.parent}). " + GRAPH_FIX)
         try:
             needed = int(fields.get("offset") or 0) + int(fields.get("length") or 0)
             size = os.stat(target).st_size if os.path.isfile(target) else None

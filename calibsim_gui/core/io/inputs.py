@@ -143,6 +143,12 @@ def load_pairs(
             "holds no pairs (no data rows).", path=path,
             fix="add one pair per row under a header line such as sentence1,sentence2.",
         )
+    if not frame.apply(lambda c: c.str.strip().ne("").any()).any():     # before columns are guessed (#43)
+        raise InputError(
+            f"holds no text: every cell of its {_plural(len(frame), 'row')} is empty.", path=path,
+            fix="check that the file was saved with its texts (one pair per row under a header line such as "
+                "sentence1,sentence2).",
+        )
     a, b = _pair_columns(frame, path, text_a, text_b)
     texts = frame[[a, b]].apply(lambda c: c.str.strip())
     empty = (texts == "").any(axis=1).to_numpy()
