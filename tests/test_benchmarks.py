@@ -34,6 +34,7 @@ SCRIPTS = {
     "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
     "map_projection": {"runs", "stall_target_ms", "target_met"},
     "score_phases": {"runs", "phases"},
+    "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection"}
 
