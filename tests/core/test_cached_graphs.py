@@ -77,3 +77,23 @@ def test_a_swapped_int8_graph_is_made_again(tiny_pair, monkeypatch):
     again = load_model(str(ours), engine="onnx", precision="int8")
     assert "the cached int8 graph was made again" in again.precision_note
     np.testing.assert_array_equal(again.encode_batch(TEXTS), expected)
+
+
+@pytest.mark.parametrize("note", ["garbage", '{"max_abs_diff": 0.5, "probe_diff": 0.0}'], ids=["garbage", "failed"])
+def test_a_damaged_record_of_a_checked_folder_graph_is_not_taken_for_a_check(tmp_path, monkeypatch, note):
+    """The record that a folder's own graph passed its check against the weights (in the graph
+    cache's checked/ folder) counted by its existence alone; now it must say the graph passed."""
+    from calibsim_gui.core.embedding import onnx_export
+    from tests.core.test_folder_graphs import folder_with_graph
+
+    monkeypatch.setenv("CALIBSIM_ONNX_DIR", str(tmp_path / "graphs"))
+    folder = write_tiny_model(tmp_path / "tiny")
+    graph = onnx_export.export_graph(models.resolve_model(str(folder)), tmp_path / "exported" / "model.onnx")
+    shipped = folder_with_graph((folder, graph), tmp_path)
+    load_model(str(shipped), engine="onnx")                          # checked with torch: a record
+    records = list((tmp_path / "graphs" / "checked").glob("*.json"))
+    assert len(records) == 1
+    records[0].write_text(note)
+    without_torch(monkeypatch)
+    with pytest.raises(ModelError, match="cannot be checked: torch is not installed"):
+        load_model(str(shipped), engine="onnx")
