@@ -35,6 +35,7 @@ def load_model(args):
     else:
         from calibsim_gui.core.embedding.model_folders import resolve_model
 
+        check_cache_folders(args, engine)
         info = resolve_model(args.model)
         say(args, f"loading model {info.name} ({info.source}) ...")
     embedder = open_model(args.model, vectors=vectors, device=args.device, engine=engine,
@@ -62,6 +63,22 @@ def short(text, width: int = 70) -> str:
     """`text` on one line, cut to `width` characters with an ellipsis."""
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def check_cache_folders(args, engine: str) -> None:
+    """Refuse, before a model is loaded (exporting its graph can take a minute), an embedding
+    cache folder (unless --no-cache) or ONNX graph folder that is a file or cannot be written."""
+    from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
+    from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
+
+    folders = [] if getattr(args, "no_cache", False) else [(default_cache_dir(), "embedding cache", "CALIBSIM_CACHE_DIR")]
+    if engine != "torch":
+        folders.append((onnx_cache_dir(), "ONNX graph", ONNX_DIR_ENV))
+    for folder, what, env in folders:
+        problem = folder_problem(folder)
+        if problem:
+            raise InputError(f"Cannot open the {what} folder: {problem}.",
+                             fix=f"make it a writable folder, or set {env} to one")
 
 
 def check_input_memory(args, inputs, *, pairs: int = 0) -> None:

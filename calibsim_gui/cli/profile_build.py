@@ -86,9 +86,12 @@ def build(args, out: Path) -> int:
         raise InputError("--engine ray builds a background: give it files with --background.",
                          fix="add --background FILES, or leave out --engine ray for an anchors-only profile")
     if on_ray:
-        from calibsim_gui.core.calibration.cluster import import_ray
+        from calibsim_gui.core.calibration.cluster import check_reachable, checked_sources, import_ray
 
         import_ray()
+        checked_sources(args.background, args.encoding)     # before the model loads or Ray starts
+        if args.address:
+            check_reachable(args.address)
     elif args.background:
         common.check_input_memory(args, args.background, pairs=args.pairs)
     docs = load_documents(args.background, column=args.column, encoding=args.encoding,

@@ -79,3 +79,49 @@ def test_pairs_that_all_compare_a_text_with_itself_are_scored_with_a_note(tmp_pa
     assert (pd.read_csv(out)["cosine_calibrated"] > 0.99).all()
     notes = json.loads((tmp_path / "scored.csv.provenance.json").read_text())["notes"]
     assert any("compare a text with itself" in note for note in notes)
+
+
+@pytest.mark.parametrize("label", [2.5, 0.0])
+def test_human_fit_on_constant_labels_is_refused_naming_the_file(tmp_path, capsys, label):
+    """#43: it reported "mean absolute error 0.000" with no warning, and every cosine_human was then 0.40."""
+    texts = random_sentences(800, seed=13)
+    pairs, out = tmp_path / "constant.csv", tmp_path / "fit.calibsim-human"
+    pd.DataFrame({"score": [label] * 400, "sentence1": texts[:400], "sentence2": texts[400:]}).to_csv(pairs, index=False)
+    assert cli.main(["human", "fit", str(pairs), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"calibsim: error: {pairs}: all 400 labelled pairs have the same human score {label:g}")
+    assert "Fix: label pairs across the scale" in err and not out.exists()
+
+
+def test_human_fit_on_nearly_one_label_is_warned(tmp_path, capsys):
+    texts = random_sentences(800, seed=14)
+    labels = [5.0 if i % 50 else 0.0 for i in range(400)]            # 98 % score 5
+    pairs, out = tmp_path / "mostly.csv", tmp_path / "fit.calibsim-human"
+    pd.DataFrame({"score": labels, "sentence1": texts[:400], "sentence2": texts[400:]}).to_csv(pairs, index=False)
+    assert cli.main(["human", "fit", str(pairs), "--out", str(out), "--quiet"]) == 0
+    assert "warning: 98% of the labelled pairs have the same human score 5: the map is nearly flat" in \
+        capsys.readouterr().out
+
+
+def test_one_background_pair_is_refused_naming_pairs_before_anything_is_encoded(tmp_path, capsys, monkeypatch):
+    """#43: `--pairs 1` on 400 sentences said the corpus "needs at least three distinct sentences"."""
+    background = tmp_path / "news.txt"
+    sentences = random_sentences(400, seed=12)
+    background.write_text("\n".join(sentences) + "\n")
+    fake = FakeEmbedder()
+    monkeypatch.setattr(common, "load_model", lambda args: fake)
+    assert cli.main(["profile", "build", "--background", str(background), "--pairs", "1",
+                     "--out", str(tmp_path / "p.calibsim-profile"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "1 background pair cannot make a background: at least 2 are needed (400 distinct sentences" in err
+    assert "Fix: ask for more --pairs" in err and "three distinct" not in err
+    assert not set(sentences) & {text for batch in fake.batches for text in batch}
+
+
+def test_a_pairs_file_whose_cells_are_all_empty_says_so(tmp_path, capsys):
+    """#43: it was blamed on unrecognised columns."""
+    pairs = tmp_path / "empty-cells.csv"
+    pairs.write_text("sentence1,sentence2\n,\n , \n,\n")
+    assert cli.main(["score", str(pairs), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{pairs}: holds no text: every cell of its 3 rows is empty" in err and "recognised" not in err

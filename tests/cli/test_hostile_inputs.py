@@ -203,3 +203,29 @@ def test_background_pairs_are_counted_before_reading_and_loading(calibsim, tmp_p
     assert_refused(code, err, names=f"{corpus}: reading", says="and drawing 2,000,000 background pairs",
                    fix="ask for fewer --pairs")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("variable", ["CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR", "read-only cache"])
+def test_a_cache_folder_that_cannot_be_used_is_refused_before_the_model_loads(tmp_path, monkeypatch, capsys, variable):
+    """#43: an empty read-only cache folder, or CALIBSIM_CACHE_DIR / CALIBSIM_ONNX_DIR naming a
+    file, failed only after 26-67 s of exporting the model's graph."""
+    from calibsim_gui import cli
+    from calibsim_gui.core.embedding import models
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    if variable == "read-only cache":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        folder = tmp_path / "readonly"
+        folder.mkdir(mode=0o500)
+        monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(folder))
+        variable, expected = "CALIBSIM_CACHE_DIR", f"{folder} cannot be written to"
+    else:
+        (tmp_path / "a file").write_text("not a folder")
+        monkeypatch.setenv(variable, str(tmp_path / "a file"))
+        expected = f"{tmp_path / 'a file'} is a file, not a folder"
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("sentence1,sentence2\nA cat sat.,A dog ran.\n")
+    assert cli.main(["score", str(pairs), "--engine", "onnx", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and f"set {variable} to one" in err

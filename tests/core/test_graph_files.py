@@ -3,6 +3,7 @@ values, a graph that fails inside ONNX Runtime, external data outside the model 
 a `ModelError` naming the graph, even when the user trusts the folder's graph and torch is absent."""
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -79,6 +80,8 @@ CASES = {
                           "ONNX Runtime failed to run"),
     "external data at /": (_external("/etc/hostname"), "outside the model folder"),
     "external data above": (_external("../../../weights.bin"), "outside the model folder"),
+    "external data a FIFO": (lambda f: (_external("weights.bin")(f), os.mkfifo(f / "onnx" / "weights.bin")),
+                             "not a regular file but a folder, named pipe"),         # #43: said "missing"
     "not a graph": (lambda f: ((f / "onnx").mkdir(), (f / "onnx" / "model.onnx").write_bytes(b"\x00garbage" * 9)),
                     "not a readable ONNX graph"),
 }

@@ -109,6 +109,42 @@ def test_a_module_path_outside_the_folder_is_refused_before_anything_is_read(tmp
         assert str(folder / "modules.json") in str(error.value) and "Fix:" in str(error.value)
 
 
+def _big_tree(root, folders=30, files=30):
+    """A tree of `folders` x `files` json files that a walk would read."""
+    for i in range(folders):
+        (root / f"d{i}").mkdir(parents=True)
+        for j in range(files):
+            (root / f"d{i}" / f"f{j}.json").write_text("{}")
+    return root
+
+
+@pytest.mark.parametrize("where", ["module folder", "folder inside a module"])
+@pytest.mark.parametrize("target", ["/", "/usr", "big tree"])
+def test_a_link_out_of_the_model_folder_is_refused_before_any_walk(tmp_path, monkeypatch, target, where):
+    """#43: a module folder linked to / walked the file system for 54 s and ended on "Permission
+    denied"; linked to /usr, 88 s and a wrong "weights are pickles" refusal."""
+    big = _big_tree(tmp_path / "big") if target == "big tree" else None
+    outside = str(big or target)
+    folder = transformer_in_module_folder(tmp_path / "model", "0_Transformer")
+    if where == "module folder":
+        (folder / "0_Transformer").symlink_to(outside, target_is_directory=True)
+        link = folder / "0_Transformer"
+    else:
+        weights_folder(folder / "0_Transformer", b"weights")
+        link = folder / "1_Pooling" / "extra"
+        link.symlink_to(outside, target_is_directory=True)
+    scanned = []
+    real_scandir = model_folders.os.scandir
+    monkeypatch.setattr(model_folders.os, "scandir", lambda path: scanned.append(str(path)) or real_scandir(path))
+    for call in (lambda: resolve_model(str(folder)), lambda: fingerprint_folder(folder),
+                 lambda: load_model(str(folder), device="cpu")):
+        with pytest.raises(ModelError, match="outside the model folder") as error:
+            call()
+        message = str(error.value)
+        assert str(link) in message and "symbolic link" in message and "Fix: copy the folder" in message
+    assert not [path for path in scanned if path.startswith(str(link)) or (big and path.startswith(str(big)))]
+
+
 def test_a_router_naming_a_sub_module_outside_the_folder_is_refused(tmp_path):
     folder = _router_folder(tmp_path, {"query_0_Dense": "sentence_transformers.models.Dense"})
     (folder / "2_Router" / "router_config.json").write_text(json.dumps(

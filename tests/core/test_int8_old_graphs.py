@@ -4,6 +4,7 @@ calibsim's graph cache when a model is loaded in int8 (#29)."""
 
 from __future__ import annotations
 
+from calibsim_gui.core.embedding.graph_checks import RECORD_SUFFIX
 from calibsim_gui.core.embedding.model_folders import fingerprint_folder
 from calibsim_gui.core.embedding.models import load_model
 from calibsim_gui.core.embedding.onnx_engine import INT8_RECIPE, cached_graph
@@ -23,7 +24,8 @@ def test_int8_graphs_of_earlier_recipes_are_removed_and_the_rest_kept(tmp_path, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"\0" * 1000)
     int8 = load_model(str(model), engine="onnx", precision="int8")
-    assert sorted(p.name for p in folder.iterdir()) == sorted([fp32.graph.name, int8.graph.name])
+    kept = [fp32.graph.name, int8.graph.name]                   # and the digest recorded for each (#43)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(kept + [name + RECORD_SUFFIX for name in kept])
     assert other_model.exists()                                 # another model's folder is its own
     old[0].write_bytes(b"\0")                                   # left by an older calibsim since
     again = load_model(str(model), engine="onnx", precision="int8")

@@ -123,13 +123,15 @@ def weights_folder(folder: Path, weights: bytes) -> Path:
 
 
 def test_fingerprint_follows_a_linked_module_folder_and_sees_its_weights_change(tmp_path):
-    """A Transformer folder that is a link: its weights are fingerprinted through the link, so
-    changed weights give a new fingerprint (and a new embedding cache key), never the old one."""
-    weights = weights_folder(tmp_path / "store" / "transformer", bytes(range(256)))
+    """A Transformer folder that is a link inside the model folder (links out are refused, #43):
+    its weights are fingerprinted through the link, so changed weights give a new fingerprint
+    (and a new embedding cache key), never the old one."""
     linked = transformer_in_module_folder(tmp_path / "linked", "0_Transformer")
+    weights = weights_folder(linked / "store" / "transformer", bytes(range(256)))
     (linked / "0_Transformer").symlink_to(weights, target_is_directory=True)
     copied = transformer_in_module_folder(tmp_path / "copied", "0_Transformer")
     shutil.copytree(weights, copied / "0_Transformer")
+    shutil.copytree(weights, copied / "store" / "transformer")
     before = fingerprint_folder(linked, name="m")
     assert before == fingerprint_folder(copied, name="m")         # linked or copied: the same files
     assert {rel for rel, _ in model_folders.model_files(linked)} >= {"0_Transformer/model.safetensors",

@@ -241,7 +241,8 @@ def iter_score_pairs(table, embedder, profile: ReferenceProfile, *, metrics=None
              else np.ones(n_texts, dtype=np.int64))
     starts = np.cumsum(sizes) - sizes              # each text's first piece among all pieces
     steps = iter_encode(embedder, [p for text_pieces in pieces for p in text_pieces] if chunked else distinct,
-                        batch_size=batch_size, cache=cache, should_stop=should_stop)
+                        batch_size=batch_size, cache=cache, should_stop=should_stop, memory_budget=memory_budget,
+                        run_bytes=run_bytes, path=table.path)
     step = next(steps)                             # the plan: after which batch each piece is ready
     # new texts' scales are computed at the end (`_assemble`): what they need is imported once the
     # first batch is encoded (ONNX Runtime's session, opened for it, loses to an import beside it)

@@ -59,7 +59,7 @@ from calibsim_gui.core.geometry.background import (
 )
 from calibsim_gui.core.geometry.transforms import FIXES, embedding_moments, fit_geometries_from_moments
 from calibsim_gui.core.io.inputs import document_column, folder_files
-from calibsim_gui.core.io.tables import TABLE_SEPARATORS, TEXT_SUFFIXES
+from calibsim_gui.core.io.tables import TABLE_SEPARATORS, TEXT_SUFFIXES, check_text_source
 from calibsim_gui.core.provenance import file_digest
 
 BLOCK_ROWS = 4096
@@ -77,6 +77,29 @@ def import_ray():
     except ImportError:
         raise InputError("the ray engine needs Ray, which is not installed.", fix=INSTALL_HINT) from None
     return ray
+
+
+REACH_SECONDS = 5.0
+"""How long the address of a Ray cluster may take to accept a connection before the build is
+refused (Ray's own client waits minutes on an address nobody listens at)."""
+
+
+def check_reachable(address: str, timeout: float = REACH_SECONDS) -> None:
+    """Refuse (InputError) a ``host:port`` or ``ray://host:port`` address that does not accept
+    a TCP connection within `timeout` seconds; ``auto`` and other forms are left to Ray."""
+    import socket
+
+    match = re.fullmatch(r"(?:ray://)?\[?([^\]\s]+?)\]?:(\d{1,5})", address.strip())
+    if not match:
+        return
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
+    except OSError as exc:
+        why = "it did not answer within {:g} s".format(timeout) if isinstance(exc, TimeoutError) \
+            else (exc.strerror or str(exc))
+        raise InputError(f"cannot reach a Ray cluster at {address}: {why}.",
+                         fix="start the cluster (ray start --head) and give the address it prints, or leave "
+                             "out --address to start a local Ray instance") from None
 
 
 # --------------------------------------------------------------------------- reading
@@ -111,6 +134,19 @@ def expand_sources(paths) -> list[str]:
             else:
                 raise InputError("no such file or folder.", path=match, fix="check the path.")
     return list(dict.fromkeys(files))
+
+
+def checked_sources(sources, encoding: str | None = None) -> list[str]:
+    """`expand_sources`, each local file then given the local engine's checks on this machine
+    (`tables.check_text_source`: no FIFO, size limit, no NUL byte, at most 1,000 columns), streamed,
+    before Ray starts: Ray's readers built a profile from a file with NUL bytes and ran for
+    minutes on a CSV of 100,000 columns."""
+    files = expand_sources(sources)
+    for path in files:
+        if not _is_uri(path):
+            _kind(path)
+            check_text_source(path, encoding)
+    return files
 
 
 def _kind(path: str) -> str:
@@ -371,8 +407,10 @@ def build_background_on_ray(sources, *, embedder, model=None, device: str = "aut
     ray = import_ray()
     progress = progress or (lambda done, total, message: None)
     should_stop = should_stop or (lambda: False)
-    files = expand_sources(sources)
+    files = checked_sources(sources, encoding)
     started = not ray.is_initialized()
+    if started and address:
+        check_reachable(address)
     if started:
         import logging
 

@@ -96,7 +96,8 @@ class HumanCalibrator(Calibrator):
             raise InputError(f"only {len(scores)} labelled pairs; a human calibration needs at "
                              f"least {MIN_HUMAN_PAIRS} (a few hundred for a stable map).",
                              fix="label more pairs")
-        self.warnings_ = []
+        low, high = _check_scale(self.scale)
+        self.warnings_ = label_warnings(low + targets * (high - low), refuse_from=None)
         if len(scores) < FEW_HUMAN_PAIRS:
             self.warnings_.append(f"only {len(scores)} labelled pairs (< {FEW_HUMAN_PAIRS}); the "
                                   "map is coarse and its steps follow individual pairs")
@@ -342,8 +343,31 @@ def human_pairs(table: PairTable, *, scale=(0.0, 5.0)) -> HumanPairs:
                          f"declared scale {low:g}-{high:g}.", path=table.path,
                          fix="declare the scale the pairs were labelled on, e.g. --scale 0,5 or --scale 1,5")
     rows = np.flatnonzero(usable)
+    label_warnings(human[rows], refuse_from=table.path)
     notes = table.notes + (f"{len(rows)} labelled pairs on the scale {low:g}-{high:g}",)
     return HumanPairs(table, rows, human[rows], (low, high), notes)
+
+
+MOSTLY_ONE_LABEL = 0.95
+"""Share of pairs with one human score above which a fitted map is warned to be nearly flat."""
+
+
+def label_warnings(human, *, refuse_from) -> list[str]:
+    """Warnings about the spread of the `human` scores of labelled pairs: one score for all is
+    refused (InputError naming `refuse_from`, the pairs file, if any): the map would give every
+    pair that score and its cross-validated error would be 0; one score for nearly all is warned.
+    """
+    values, counts = np.unique(np.asarray(human, dtype=np.float64), return_counts=True)
+    if len(values) == 1:
+        raise InputError(f"all {counts[0]:,} labelled pairs have the same human score {values[0]:g}, so a map "
+                         "fitted to them gives every pair that score (its error of 0 would mean nothing).",
+                         path=refuse_from, fix="label pairs across the scale, from unrelated to identical "
+                         "(or check that --label names the column of human scores)")
+    share = counts.max() / counts.sum() if len(values) else 0.0
+    if share >= MOSTLY_ONE_LABEL:
+        return [f"{share:.0%} of the labelled pairs have the same human score {values[counts.argmax()]:g}: the "
+                "map is nearly flat and its error says little; label more pairs across the scale"]
+    return []
 
 
 HUMAN_FORMAT = "calibsim-human-calibration"

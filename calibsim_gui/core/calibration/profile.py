@@ -50,6 +50,12 @@ from calibsim_gui.core.calibration.calibrators import (
     is_finite_number,
     is_finite_vector,
 )
+from calibsim_gui.core.calibration.profile_values import (
+    background_problem,
+    orientation_problem,
+    query_reference_problem,
+    schema_problem,
+)
 from calibsim_gui.core.calibration.sketch import ScoreSketch
 from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.errors import ProfileError
@@ -199,6 +205,9 @@ class MetricReference:
         self._check_curve(anchors)
         if self.background is not None and not self.calibrators["bg_surprise"].matches(self.background):
             raise ValueError("the bg_surprise form was not fitted on the profile's own background")
+        bg = self.background
+        if bg is not None and (problem := background_problem(self.calibrators["bg_surprise"], bg)):
+            raise ValueError(problem)
         grid = self._probe_grid()
         for form in forms:
             try:
@@ -425,6 +434,8 @@ class ReferenceProfile:
             raise ProfileError(f"{where}not a calibsim profile (a JSON {type(d).__name__}, not an object).")
         if d.get("format") != FORMAT:
             raise ProfileError(f"{where}not a calibsim profile (format is {d.get('format')!r}).")
+        if problem := schema_problem(d.get("schema_version"), SCHEMA_VERSION):
+            raise ProfileError(f"{where}{problem}" + ("." if "Fix:" in problem else f". Fix: {REBUILD}"))
         if d.get("schema_version") in UPGRADABLE_SCHEMAS:
             raise ProfileError(f"{where}profile was made by calibsim 0.{d['schema_version']}, whose calibrated "
                                "scale is retired; upgrade it in seconds (backgrounds kept) with `calibsim "
@@ -471,6 +482,10 @@ class ReferenceProfile:
             raise ProfileError(f"{where}profile has unknown geometry fixes or fixes for another "
                                f"dimension ({', '.join(bad)}); rebuild it with `calibsim profile build`.")
         if not checked:
+            turned = [f"{name}: {problem}" for part in [d, *d.get("geometries", {}).values()]
+                      for name, m in part["metrics"].items() if (problem := orientation_problem(name, m))]
+            if turned:
+                raise ProfileError(f"{where}profile is damaged or hand-edited: {turned[0]}. Fix: {REBUILD}")
             profile._check_meaning(where)
         return profile
 
@@ -485,6 +500,8 @@ class ReferenceProfile:
                 except (ValueError, TypeError) as exc:
                     raise ProfileError(f"{where}profile is damaged or hand-edited: {name}{suffix}: {exc}. "
                                        f"Fix: {REBUILD}") from None
+        if problem := query_reference_problem(self.query_reference, self.geometries):
+            raise ProfileError(f"{where}profile is damaged or hand-edited: {problem}. Fix: {REBUILD}")
         try:
             self.warnings()
         except (TypeError, AttributeError, ValueError) as exc:

@@ -284,11 +284,16 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                      what=f"a background of {len(texts):,} sentences and {pairs:,} pairs",
                      fix="use a sample of the corpus or fewer pairs (--pairs), or build on several "
                          "machines with --engine ray")
-        encoding = encode_texts(embedder, texts, progress=progress, **options)
         keys = text_keys(texts, seed)
         first, second = key_pairs(keys, n_pairs)
-        if len(first) < 2:
+        if len(texts) < 3:
             raise ProfileError("the background corpus needs at least three distinct sentences.")
+        if len(first) < 2:      # before anything is encoded
+            raise InputError(f"{n_pairs:,} background pair{'s' * (n_pairs != 1)} cannot make a background: at least "
+                             f"2 are needed ({len(texts):,} distinct sentences are there to draw them from).",
+                             fix="ask for more --pairs (the default is 20,000; the upper tail is fitted on the "
+                                 "top 5 %, at least 20 pairs)")
+        encoding = encode_texts(embedder, texts, progress=progress, **options)
         emb = encoding.embeddings
         transforms = fit_geometries_from_moments(embedding_moments(emb), fixes, geometry_settings)
         background = BackgroundStatistics(
@@ -424,7 +429,8 @@ def upgrade_profile(d: dict, embedder, **encode_options) -> ReferenceProfile:
     are measured with `embedder` (the anchors and reference sentences are encoded) and every
     calibrator is refitted. `encode_options` go to `encode_texts`.
     """
-    if not isinstance(d, dict) or d.get("schema_version") not in UPGRADABLE_SCHEMAS:
+    version = d.get("schema_version") if isinstance(d, dict) else None
+    if type(version) is not int or version not in UPGRADABLE_SCHEMAS:
         raise ProfileError("only profiles made by calibsim 0.1 or 0.2 (schema version 1 or 2) need upgrading.")
     try:
         fingerprint = ModelFingerprint.from_dict(d["model"])

@@ -25,8 +25,9 @@ from calibsim_gui.core.embedding.cache import default_cache_dir
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io.atomic import atomic_path
 
-TAG = f"calibsim {__version__} checked profile 1"
-"""Names the version whose checks an entry passed: a newer calibsim checks its profiles again."""
+TAG = f"calibsim {__version__} checked profile 2"
+"""Names the version (and round of checks: 2 added `profile_values`, #43) whose checks an entry
+passed: a newer calibsim checks its profiles again."""
 _MARK = "\0"
 """Key of a placeholder for a moved list (``{"\\0": [kind, start, stop]}``); documents holding a
 key that starts with it are not cached."""

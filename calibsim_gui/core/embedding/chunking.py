@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts, over_limit
+from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts, over_limit, seen_parts
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ModelError
 from calibsim_gui.core.geometry.metrics import METRICS, pair_scores
@@ -60,6 +60,11 @@ def check_long_texts(long_texts: str, aggregate: str = DEFAULT_CHUNK_AGGREGATE,
             or not 0 <= overlap <= MAX_CHUNK_OVERLAP:
         raise InputError(f"the chunk overlap {overlap!r} is not a whole number of tokens from 0 to "
                          f"{MAX_CHUNK_OVERLAP}.", fix=f"use e.g. --chunk-overlap {DEFAULT_CHUNK_OVERLAP}")
+
+
+TOKEN_SPAN_BYTES = 800
+"""Bytes held per token while a text is tokenised with its character spans (the tokenizer's
+encoding and the spans as Python tuples; measured as peak RSS growth over a 2 MB STS-B text)."""
 
 
 def chunk_window(embedder) -> int | None:
@@ -114,14 +119,21 @@ def split_texts(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_
     if token_spans is None:
         raise ModelError("This model cannot map tokens back to the text, so long texts cannot be "
                          "split into chunks. Fix: score with --long-texts truncate.")
+    what = (f"--long-texts chunk cuts {len(long):,} long text{'s' * (len(long) > 1)} into {{}} chunks of up to "
+            f"{window} tokens ({overlap} shared by neighbours), which")
+    fix = "score with --long-texts truncate, or a smaller --chunk-overlap, or split the long texts into parts"
+    # before the texts are tokenised whole: their tokens guessed from the part the model reads
+    counts, parts = seen_parts(embedder, [texts[i] for i in long])
+    tokens = sum(int(c * len(texts[i]) / max(len(p), 1)) for c, p, i in zip(counts, parts, long))
+    guess = -(-tokens // max(window - overlap, 1))
+    check_budget(run_bytes + tokens * TOKEN_SPAN_BYTES + chunk_bytes(guess, sum(len(texts[i]) for i in long),
+                                                                     embedder.dimension),
+                 memory_budget, path=path, what=what.format(f"about {guess:,}"), fix=fix)
     cuts = {i: chunk_spans(spans, window, overlap) for i, spans in zip(long, token_spans([texts[i] for i in long]))}
     n_chunks = sum(map(len, cuts.values()))
     n_chars = sum(end - start for spans in cuts.values() for start, end in spans)
     check_budget(run_bytes + chunk_bytes(n_chunks, n_chars, embedder.dimension), memory_budget, path=path,
-                 what=f"--long-texts chunk cuts {len(long):,} long text{'s' * (len(long) > 1)} into {n_chunks:,} chunks of up to "
-                      f"{window} tokens ({overlap} shared by neighbours), which",
-                 fix="score with --long-texts truncate, or a smaller --chunk-overlap, or split the long "
-                     "texts into parts")
+                 what=what.format(f"{n_chunks:,}"), fix=fix)
     for i, spans in cuts.items():
         out[i] = [texts[i][start:end] for start, end in spans] or [texts[i]]
     return out

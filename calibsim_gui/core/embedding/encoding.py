@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from calibsim_gui.core.embedding.cache import cache_key
+from calibsim_gui.core.embedding.encoder_memory import check_encoder_memory
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.progress import Progress, ShouldStop
@@ -61,6 +62,47 @@ def check_batch_size(batch_size) -> int:
     return int(batch_size)
 
 
+def seen_parts(embedder, texts: Sequence[str], prompt: str = "") -> tuple[np.ndarray, list[str]]:
+    """Each text's token count (with `prompt` before it) up to the model's max length, and the
+    part of the text the model reads: a text longer than that is cut, at a space, once a prefix
+    gives more tokens than the model reads (`CUT_CHARS_PER_TOKEN` x max length characters first,
+    then 8 times more each round), so an 8 M-word text is never tokenised whole (it took minutes
+    and gigabytes). A count above the max length only says the text is over it.
+
+    Returns
+    -------
+    counts : ndarray of shape (len(texts),), int64
+    parts : list of str, the texts as cut (the model's tokens of a part are the text's own)
+    """
+    parts = [str(t) for t in texts]
+    counts = np.zeros(len(parts), dtype=np.int64)
+    limit = embedder.max_seq_length
+    todo, size = np.arange(len(parts)), (limit or 0) * CUT_CHARS_PER_TOKEN
+    while len(todo):
+        cut = [_prefix(parts[i], size) if limit else parts[i] for i in todo]
+        got = np.asarray(embedder.token_counts([prompt + c for c in cut]), dtype=np.int64)
+        counts[todo] = got
+        whole = np.array([len(c) == len(parts[i]) for c, i in zip(cut, todo)], dtype=bool)
+        enough = ~whole & (got > limit + SPECIAL_TOKEN_ROOM) if limit else whole
+        for c, i in zip(np.asarray(cut, dtype=object)[enough], todo[enough]):
+            parts[i] = c
+        todo, size = todo[~(whole | enough)], size * 8
+    return counts, parts
+
+
+CUT_CHARS_PER_TOKEN = 16
+"""Characters per token of the model's max length in the first prefix `seen_parts` tokenises."""
+
+
+def _prefix(text: str, size: int) -> str:
+    """`text` up to the last space, tab or line end before character `size`; the whole text when
+    it is no longer, or has no such break there (a cut inside a word could change its tokens)."""
+    if len(text) <= size:
+        return text
+    end = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size), text.rfind("\t", 0, size))
+    return text[:end] if end > 0 else text
+
+
 def over_limit(embedder, texts: Sequence[str]) -> np.ndarray:
     """Which `texts` are longer than the model's max length (the model would see only their start).
 
@@ -75,7 +117,7 @@ def over_limit(embedder, texts: Sequence[str]) -> np.ndarray:
         may_exceed = [i for i, t in enumerate(texts)
                       if not (t.isascii() and len(t) + SPECIAL_TOKEN_ROOM <= limit)]
         if may_exceed:
-            out[may_exceed] = np.asarray(embedder.token_counts([texts[i] for i in may_exceed])) > limit
+            out[may_exceed] = seen_parts(embedder, [texts[i] for i in may_exceed])[0] > limit
     return out
 
 
@@ -117,9 +159,12 @@ def token_batches(counts: np.ndarray, batch_size: int) -> list[np.ndarray]:
 
 
 def iter_encode(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=None,
-                should_stop: ShouldStop | None = None, prompt: str | None = None):
+                should_stop: ShouldStop | None = None, prompt: str | None = None,
+                memory_budget: int | None = None, run_bytes: int = 0, path=None):
     """`encode_texts` as a generator: yields an `EncodingStep` before the first batch and after
-    each batch, and returns the `EncodingResult`.
+    each batch, and returns the `EncodingResult`. Before the first step the encoder's memory for
+    the planned batches, with `run_bytes` of the rest of the run, is checked against
+    `memory_budget` (`encoder_memory.check_encoder_memory`; InputError naming `path`).
 
     The first step already says when each distinct text will be ready (`EncodingStep.ready_after`),
     so a caller can tell which of its results become computable after each batch.
@@ -138,8 +183,10 @@ def iter_encode(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=N
         table[positions[text]] = vector
     missing = [t for t in unique if t not in found]
     shown = [prompt + t for t in unique] if prompt else unique       # what the model reads
-    # one tokenizer pass over the texts to encode serves both their order and their truncation flags
-    counts = np.asarray(embedder.token_counts([shown[positions[t]] for t in missing]), dtype=np.int64)
+    # one tokenizer pass over the texts to encode serves their order, their truncation flags and
+    # the parts the model reads (a long text is tokenised only as far as the model reads it)
+    counts, seen = seen_parts(embedder, missing, prompt)
+    seen = dict(zip(missing, seen))
     too_long = np.zeros(len(unique), dtype=bool)
     limit = embedder.max_seq_length
     if limit:
@@ -147,6 +194,8 @@ def iter_encode(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=N
         too_long[[positions[t] for t in found]] = over_limit(embedder, [shown[positions[t]] for t in found])
         counts = np.minimum(counts, limit)          # the model reads (and pads to) at most `limit`
     planned = token_batches(counts, batch_size)
+    check_encoder_memory(embedder, planned, counts, batch_size=batch_size, memory_budget=memory_budget,
+                         run_bytes=run_bytes, path=path)
     batches = [[missing[i] for i in batch] for batch in planned]
     # a batch costs its texts padded to its longest one
     cost = np.cumsum([len(batch) * int(counts[batch].max()) for batch in planned], dtype=np.float64)
@@ -162,7 +211,8 @@ def iter_encode(embedder, texts: Sequence[str], *, batch_size: int = 64, cache=N
         if should_stop():
             raise Cancelled(f"encoding stopped after {done} of {total} texts")
         # Encoders without prompts (test doubles, plug-ins) keep `encode_batch(texts)`.
-        vectors = embedder.encode_batch(batch, prompt=prompt) if prompt else embedder.encode_batch(batch)
+        parts = [seen[t] for t in batch]
+        vectors = embedder.encode_batch(parts, prompt=prompt) if prompt else embedder.encode_batch(parts)
         vectors = np.asarray(vectors, dtype=np.float32)
         table[[positions[t] for t in batch]] = vectors
         if cache is not None:

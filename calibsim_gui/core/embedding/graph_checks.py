@@ -9,12 +9,15 @@ before it compares outputs.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path, PureWindowsPath
 
 import numpy as np
 
+from calibsim_gui.core.embedding.file_digests import file_sha256s
 from calibsim_gui.core.errors import ModelError
+from calibsim_gui.core.io.atomic import write_text_atomic
 
 GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 TOKEN_OUTPUTS = ("token_embeddings", "last_hidden_state")
@@ -102,6 +105,10 @@ def _check_external_data(model, graph: Path, folder: Path) -> None:
             raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, outside the model folder "
                              f"{folder}; calibsim reads a graph's external data only from inside its folder. " + GRAPH_FIX)
         fields = {e.key: e.value for e in tensor.external_data}
+        if os.path.exists(target) and not os.path.isfile(target):      # a FIFO would block its reader
+            raise ModelError(f"{graph}: the weights of {tensor.name} are in {location!r}, which is not a regular "
+                             "file but a folder, named pipe (FIFO), socket or device; calibsim reads external "
+                             f"data only from regular files (in {graph.parent}). " + GRAPH_FIX)
         try:
             needed = int(fields.get("offset") or 0) + int(fields.get("length") or 0)
             size = os.stat(target).st_size if os.path.isfile(target) else None
@@ -128,10 +135,7 @@ def graph_digest(graph) -> str:
     graph = Path(graph)
     digest = hashlib.sha256()
     try:
-        model = onnx.load(str(graph), load_external_data=False)
-        locations = sorted({next((e.value for e in t.external_data if e.key == "location"), "")
-                            for t in _all_tensors(model.graph) if t.data_location == 1})
-        for path in [graph] + [graph.parent / location for location in locations]:
+        for path in [graph] + [graph.parent / location for location in external_locations(graph)]:
             digest.update(path.name.encode("utf-8") + b"\0")
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
@@ -139,6 +143,66 @@ def graph_digest(graph) -> str:
     except Exception as exc:
         raise ModelError(f"Cannot read the ONNX graph {graph} ({type(exc).__name__}: {exc}). " + GRAPH_FIX) from exc
     return digest.hexdigest()
+
+
+def external_locations(graph) -> list[str]:
+    """The external-data files the ONNX file `graph` names, relative to its folder, sorted."""
+    import onnx
+
+    model = onnx.load(str(graph), load_external_data=False)
+    return sorted({next((e.value for e in t.external_data if e.key == "location"), "")
+                   for t in _all_tensors(model.graph) if t.data_location == 1})
+
+
+RECORD_SUFFIX = ".sha256.json"
+"""Beside a graph calibsim wrote into its graph cache: the sha256 of the graph and of its
+external-data files, recorded when it was written (`record_graph`) and checked before each load
+(`recorded_graph_problem`)."""
+_RECORD_TAG = "calibsim graph digest 1"
+
+
+def record_path(graph) -> Path:
+    return Path(str(graph) + RECORD_SUFFIX)
+
+
+def record_graph(graph) -> None:
+    """Record the sha256 of `graph` and its external-data files, which calibsim just wrote.
+
+    Raises
+    ------
+    WriteError
+        When the record cannot be written (the graph would be refused at its next load).
+    """
+    graph = Path(graph)
+    names = [graph.name, *external_locations(graph)]
+    digests = file_sha256s([graph.parent / name for name in names])
+    write_text_atomic(record_path(graph), json.dumps({"tag": _RECORD_TAG, "files": dict(zip(names, digests))}) + "\n")
+
+
+def recorded_graph_problem(graph) -> str | None:
+    """Why the cached `graph` is not the one calibsim wrote (missing, no record of its digest,
+    or bytes that differ from the record), or None when its files are the ones recorded. The
+    digests come from `file_digests` (a file whose stat data is unchanged is not read again)."""
+    graph = Path(graph)
+    if not graph.is_file():
+        return "it is missing"
+    try:
+        entry = json.loads(record_path(graph).read_text(encoding="utf-8"))
+        files = entry["files"] if entry.get("tag") == _RECORD_TAG else None
+        names = [str(name) for name in files]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return f"no digest of it was recorded when it was written ({record_path(graph).name} is missing or unreadable)"
+    if graph.name not in names or any("/" in n or "\\" in n or n.startswith(".") for n in names):
+        return f"its record {record_path(graph).name} is not one calibsim writes"
+    try:
+        digests = file_sha256s([graph.parent / name for name in names])
+    except OSError as exc:
+        return f"its files cannot be read ({exc})"
+    changed = [name for name, digest in zip(names, digests) if files[name] != digest]
+    if changed:
+        return (f"its bytes ({', '.join(changed)}) differ from the sha256 recorded when calibsim wrote it "
+                "(swapped or damaged)")
+    return None
 
 
 def initializer_mismatches(graph, weights: dict) -> list[str]:

@@ -67,10 +67,12 @@ def model_files(folder: Path) -> list[tuple[str, Path]]:
     ModelError
         When modules.json names a module path outside the folder (`module_tree`).
     """
-    found = dict(_walk_model_files(folder))
-    for rel, _ in module_tree(folder):
+    tree = module_tree(folder)              # refuses module folders that lead out, before any walk
+    root = os.path.realpath(folder)
+    found = dict(_walk_model_files(folder, root=root))
+    for rel, _ in tree:
         if rel and (folder / rel).is_dir():         # a Normalize module has no folder
-            for name, path in _walk_model_files(folder / rel, rel + "/"):
+            for name, path in _walk_model_files(folder / rel, rel + "/", root=root):
                 found.setdefault(name, path)
     return sorted(found.items())
 
@@ -93,9 +95,11 @@ def module_tree(folder: Path) -> list[tuple[str, str]]:
         raise ModelError(f"{folder / 'modules.json'} is not a list of modules.")
     found: list[tuple[str, str]] = []
     pending = [(folder / "modules.json", "", m.get("path", ""), m.get("type", "")) for m in modules]
+    root = os.path.realpath(folder)
     while pending:
         source, parent, rel, kind = pending.pop(0)
         rel = _inside(source, parent, rel)
+        _refuse_link_out(folder / rel, root)
         found.append((rel, str(kind)))
         if len(found) > _MAX_MODULES:
             raise ModelError(f"{folder} nests more than {_MAX_MODULES} modules; calibsim refuses it.")
@@ -117,6 +121,17 @@ def _inside(source: Path, parent: str, rel) -> str:
                          "calibsim reads module files only from inside the folder. Fix: move the module "
                          "into the folder and give its path relative to it.")
     return "/".join(part for part in (parent, *Path(rel).parts) if part and part != ".")
+
+
+def _refuse_link_out(path: Path, root: str) -> None:
+    """Refuse `path` when links make it a folder outside `root` (the model folder's real path):
+    calibsim would otherwise walk whatever it leads to (``/`` took 54 s before failing). Links
+    to files (the Hugging Face cache's blobs) are followed."""
+    real = os.path.realpath(path)
+    if os.path.isdir(real) and os.path.commonpath([root, real]) != root:
+        raise ModelError(f"{path} leads to the folder {real}, which is outside the model folder {root} (through a "
+                         "symbolic link); calibsim reads module folders only from inside the model folder. Fix: "
+                         "copy the folder into the model folder, or link its files one by one instead of the folder.")
 
 
 def transformer_folder(folder: Path, tree: list | None = None) -> Path:
@@ -152,9 +167,10 @@ def remote_code_refusal(info) -> str:
             "model made of sentence-transformers modules only (Transformer, Pooling, Normalize, Dense, ...).")
 
 
-def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = frozenset()):
+def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = frozenset(), *, root: str):
     """Yield (`prefix` + relative posix path, path) of the fingerprinted files under `folder`,
-    following links; a folder that links back to one of its ancestors is not entered again."""
+    following links to files and to folders inside `root` (`_refuse_link_out`); a folder that
+    links back to one of its ancestors is not entered again."""
     real = os.path.realpath(folder)
     if real in ancestors:
         return
@@ -167,7 +183,10 @@ def _walk_model_files(folder: Path, prefix: str = "", ancestors: frozenset = fro
             continue
         if entry.is_dir():
             if prefix or entry.name not in _OTHER_BACKEND_DIRS:
-                yield from _walk_model_files(Path(entry.path), f"{prefix}{entry.name}/", ancestors | {real})
+                if entry.is_symlink():
+                    _refuse_link_out(Path(entry.path), root)
+                yield from _walk_model_files(Path(entry.path), f"{prefix}{entry.name}/", ancestors | {real},
+                                             root=root)
         elif (Path(entry.name).suffix in _FINGERPRINT_SUFFIXES or entry.name in _FINGERPRINT_NAMES) \
                 and entry.is_file():
             yield prefix + entry.name, Path(entry.path)

@@ -13,7 +13,12 @@ from calibsim_gui.core.embedding import devices, onnx_engine
 from calibsim_gui.core.embedding.devices import DEFAULT_PRECISION, ENGINES, PRECISIONS
 from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.folder_checks import check_model_folder
-from calibsim_gui.core.embedding.graph_checks import check_graph_file, graph_digest
+from calibsim_gui.core.embedding.graph_checks import (
+    check_graph_file,
+    graph_digest,
+    record_graph,
+    recorded_graph_problem,
+)
 from calibsim_gui.core.embedding.model_folders import (
     ModelFingerprint,
     ModelInfo,
@@ -153,7 +158,9 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
     """The ONNX engine for `info`'s model, exporting (and quantising) its graph on first use.
 
     Without a graph in the folder, the graph exported by `onnx_export.export_graph` into
-    `onnx_cache_dir` (torch needed once) runs under the folder's fingerprint. A graph that came
+    `onnx_cache_dir` (torch needed once) runs under the folder's fingerprint, once its bytes are
+    the ones recorded when it was written (`graph_checks.recorded_graph_problem`); a swapped or
+    damaged one is exported again (its precision note says so), or refused without torch. A graph that came
     with the folder (`FOLDER_GRAPHS`) is first checked as a file (`graph_checks.check_graph_file`);
     it runs under the folder's fingerprint only once checked against the folder's torch weights
     (`onnx_export.check_folder_graph`), or for the built-in model shipped without weights
@@ -178,12 +185,20 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
         raise ModelError(remote_code_refusal(info))
     stack = read_module_stack(info.path)
     graph = folder_graph(info.path)
-    unverified = ""
+    unverified, remade = "", ""
     if graph is None:
         fingerprint = fingerprint_folder(info.path, info.name)
         graph = cached_graph(fingerprint)
-        if not graph.is_file():
+        problem = recorded_graph_problem(graph)
+        if problem is not None:
+            if graph.is_file() and importlib.util.find_spec("torch") is None:
+                raise ModelError(f"The cached ONNX graph {graph} cannot be used: {problem}, and torch is not "
+                                 "installed to export it again. Fix: delete the graph and run once where torch "
+                                 "is installed (pip install torch), or point CALIBSIM_ONNX_DIR at a folder of "
+                                 "graphs calibsim exported.")
             export_graph(info, graph, allow_pickle=allow_pickle)
+            record_graph(graph)
+            remade = "" if problem == "it is missing" else f"; the cached graph was exported again: {problem}"
     else:
         check_graph_file(graph, info.path)
         fingerprint = shipped_fingerprint(info)
@@ -194,15 +209,18 @@ def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: Pro
                 if not trust_folder_graph:
                     raise ModelError(_unchecked_graph(graph, weights))
                 fingerprint, unverified = unverified_fingerprint(info, graph), UNVERIFIED_NOTE
-    note = f"float32 (ONNX Runtime; {unverified or 'equal to torch float32 within 1e-5'})"
+    note = f"float32 (ONNX Runtime; {unverified or 'equal to torch float32 within 1e-5'}{remade})"
     if precision == "int8":
         # keyed by the float32 graph's bytes too: a folder's own graph is not in the fingerprint
         source, graph = graph, cached_graph(fingerprint, f"int8-{INT8_RECIPE}-{file_sha256(graph)[:16]}")
-        if not graph.is_file():
+        problem = recorded_graph_problem(graph)
+        if problem is not None:
             quantize_int8(source, graph)
+            record_graph(graph)
+            remade += "" if problem == "it is missing" else f"; the cached int8 graph was made again: {problem}"
         remove_other_int8_graphs(graph)     # of earlier recipes or float32 graphs: never loaded again
         note = ("int8 (ONNX Runtime, dynamically quantised, text by text: scores move by up to ~0.06"
-                + (f"; {unverified})" if unverified else ")"))
+                + (f"; {unverified}" if unverified else "") + f"{remade})")
     return OnnxEmbedder(graph, info, fingerprint, stack=stack, precision=precision, precision_note=note,
                         prompts=prompts)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from calibsim_gui.core.embedding.file_digests import file_sha256
-from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids
+from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids, record_path
 from calibsim_gui.core.embedding.model_folders import ModelInfo, fingerprint_folder, model_files
 from calibsim_gui.core.embedding.onnx_engine import (
     EXPORT_MANIFEST,
@@ -194,6 +194,7 @@ def remove_other_int8_graphs(graph) -> list[Path]:
         if other != graph and other.is_file():
             try:
                 other.unlink()
+                record_path(other).unlink(missing_ok=True)
             except OSError:
                 continue
             removed.append(other)
@@ -252,7 +253,7 @@ def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: boo
         When the graph's weights or numbers are not the model's.
     """
     note = onnx_cache_dir() / "checked" / f"{fingerprint.digest[:32]}-{file_sha256(Path(graph))[:32]}.json"
-    if note.is_file():
+    if _passed(note):
         return True
     if importlib.util.find_spec("torch") is None:
         return False
@@ -275,6 +276,17 @@ def check_folder_graph(info: ModelInfo, graph, fingerprint, *, allow_pickle: boo
                          f"up to {diff:.2g} (more than {MAX_EXPORT_DIFF}). " + fix)
     write_text_atomic(note, json.dumps({"graph": str(graph), "max_abs_diff": diff, "probe_diff": probe}) + "\n")
     return True
+
+
+def _passed(note: Path) -> bool:
+    """Whether `note` is the record `check_folder_graph` writes of a graph that passed (a damaged
+    or hand-made one is not: the graph is checked again, #43)."""
+    try:
+        found = json.loads(note.read_text(encoding="utf-8"))
+        return (found["max_abs_diff"] <= MAX_EXPORT_DIFF and found["probe_diff"] <= MAX_PROBE_DIFF
+                and type(found["max_abs_diff"]) is float and type(found["probe_diff"]) is float)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def quantize_int8(source, target) -> Path:

@@ -153,6 +153,12 @@ def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None
             "holds no pairs (no data rows).", path=path,
             fix="add one pair per row under a header line such as sentence1,sentence2.",
         )
+    if not frame.apply(lambda c: c.str.strip().ne("").any()).any():     # before columns are guessed (#43)
+        raise InputError(
+            f"holds no text: every cell of its {_plural(len(frame), 'row')} is empty.", path=path,
+            fix="check that the file was saved with its texts (one pair per row under a header line such as "
+                "sentence1,sentence2).",
+        )
     a, b = _pair_columns(frame, path, text_a, text_b)
     guessed = text_a is None and text_b is None and not any(
         _by_key(frame).get(x) == a and _by_key(frame).get(y) == b for x, y in _PAIR_NAMES)

@@ -128,6 +128,37 @@ def _refuse_binary(path: Path, head: bytes) -> None:
         )
 
 
+def check_text_source(path, encoding: str | None = None, *, block: int = 1 << 20) -> None:
+    """The checks `read_text_file` (and `read_table`'s header) make, streamed in `block`-byte
+    blocks so that a corpus read elsewhere (on Ray) is never held here whole: a regular file
+    within `MAX_TEXT_BYTES`, no binary signature or NUL byte (unless UTF-16/32), and for a CSV
+    or TSV at most `MAX_TABLE_COLUMNS` columns in its header line. InputError as those give."""
+    path = Path(path)
+    text_file_size(path)                             # a FIFO or device is refused unopened
+    line, header, wide = 1, b"", _is_wide(encoding)
+    table = bool(TABLE_SEPARATORS.get(path.suffix.lower()))
+    with open(path, "rb") as f:
+        head = f.read(block)
+        wide = wide or any(head.startswith(bom) for bom, _ in _BOMS if bom != b"\xef\xbb\xbf")
+        if not wide:
+            _refuse_binary(path, head[:_SNIFF_BYTES])
+        data = head
+        while data:
+            if not wide and (at := data.find(b"\x00")) >= 0:
+                before = b"\n" * (line - 1) + data[:at]          # for the line number only
+                _refuse_nul(path, len(before), before)
+            if table and not header.endswith(b"\n") and len(header) < 64 * block:
+                header += data[:data.find(b"\n") + 1] if b"\n" in data else data
+            line += data.count(b"\n")
+            data = f.read(block)
+    sep = TABLE_SEPARATORS.get(path.suffix.lower())
+    if table and sep and not wide:
+        first = header.decode(encoding or "utf-8", errors="replace").removeprefix("\ufeff").rstrip("\r\n")
+        if sep == "," and "," not in first:
+            sep = "\t" if "\t" in first else ";" if ";" in first else ","
+        _check_columns(path, len(next(csv.reader([first], delimiter=sep), [])))
+
+
 # --------------------------------------------------------------------------- tables
 
 
