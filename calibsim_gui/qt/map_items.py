@@ -148,7 +148,8 @@ class PointCloud(pg.GraphicsObject):
         return self._bounds.adjusted(-2 * pixel[0], -2 * pixel[1], 2 * pixel[0], 2 * pixel[1])
 
     def viewTransformChanged(self) -> None:
-        self.prepareGeometryChange()                   # the padding is in pixels
+        super().viewTransformChanged()                 # forgets the cached view rectangle: without it,
+        self.prepareGeometryChange()                   # a new projection was drawn where the old view was
         if self.sharpen.isActive():
             self.sharpen.start()                       # still zooming: not at rest yet
 
@@ -204,6 +205,18 @@ class PointCloud(pg.GraphicsObject):
         image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
         self.renders += 1
         return area, scale, image, out
+
+    def drawn(self) -> np.ndarray:
+        """Per point: is its pixel lit in the image drawn last (False before the first draw)?
+        For tests and pictures: points are drawn where their coordinates are."""
+        if self._image is None:
+            return np.zeros(len(self.coords), dtype=bool)
+        area, scale, _, out = self._image
+        pixels = np.floor((self.coords - (area.left(), area.top())) * scale).astype(np.int64)
+        inside = ((pixels >= 0) & (pixels < (out.shape[1], out.shape[0]))).all(axis=1)
+        lit = np.zeros(len(self.coords), dtype=bool)
+        lit[inside] = out[pixels[inside, 1], pixels[inside, 0]] != 0
+        return lit
 
     def point_at(self, pos) -> int | None:
         """The point nearest `pos` (item coordinates) within `HOVER_PIXELS`, or None."""

@@ -1,0 +1,57 @@
+"""Maps of more than `MANY_POINTS` texts (drawn as one image): points drawn where they were
+computed, at every stage (#39)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from calibsim_gui.core.analysis import projection
+from calibsim_gui.core.analysis.clusters import cluster_texts
+from calibsim_gui.core.analysis.projection import TextMap, pca_2d
+from calibsim_gui.qt import map_stages
+from calibsim_gui.qt.map_view import MANY_POINTS, MapView
+from calibsim_gui.qt.state import AppState
+
+
+@pytest.fixture
+def large_view(qtbot):
+    """A Map of MANY_POINTS + 1,500 texts in three blobs, drawn by PCA and clustered."""
+    n = MANY_POINTS + 1500
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((3, 16)) * 0.5
+    vectors = (centres[np.arange(n) % 3] + 0.2 * rng.standard_normal((n, 16))).astype(np.float32)
+    texts = [f"text {i}" for i in range(n)]
+    text_map = TextMap(texts, [f"d{i}" for i in range(n)], vectors, pca_2d(vectors), sources=["a.txt"] * n)
+    view = MapView(AppState())
+    qtbot.addWidget(view)
+    view.resize(900, 650)
+    view.show()
+    view._mapped((text_map, cluster_texts(texts, vectors, 3)))
+    view._stale = False                           # as when `refresh` mapped the current input
+    return view
+
+
+def test_a_t_sne_map_of_many_texts_is_drawn_where_it_was_computed(large_view, qtbot, monkeypatch):
+    view = large_view
+    view.plot_widget.grab()                                  # the PCA map, drawn
+    assert view.cloud.drawn().all()
+    # a real t-SNE, on a small sample so that the test is quick; the rest placed by neighbours
+    monkeypatch.setattr(map_stages, "tsne_2d", functools.partial(projection.tsne_2d, sample=300))
+    with qtbot.waitSignal(view.runner.finished, timeout=60_000):
+        view.projection_combo.setCurrentIndex(view.projection_combo.findData("t-SNE"))
+        view._projection_chosen(view.projection_combo.currentIndex())
+    coords = view.text_map.projection.coords
+    assert view.text_map.projection.method == "t-SNE"
+    assert np.ptp(coords) > 4 * np.ptp(pca_2d(view.text_map.vectors).coords)     # another scale
+    view.plot_widget.grab()
+    np.testing.assert_array_equal(view.cloud.coords, coords)
+    assert view.cloud.drawn().all()                           # every point where t-SNE put it
+    assert view.view_box.viewRect().contains(view.cloud.boundingRect())
+    # the density shade spans the same points
+    left, top, width, height = view.density.mapRectToParent(view.density.boundingRect()).getRect()
+    assert np.allclose([left, top, left + width, top + height],
+                       [*coords.min(axis=0), *coords.max(axis=0)], atol=1e-3)
+    view.grab().save("/tmp/appdocs/tsne_large.png")
