@@ -20,9 +20,10 @@ from calibsim_gui.core.embedding import models  # a module: a load_model replace
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there is the one used
-from calibsim_gui.core.io.inputs import ColumnsNotFound, PairTable, load_documents
+from calibsim_gui.core.io.inputs import ColumnsNotFound, DocumentSet, PairTable, load_documents
 from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
 from calibsim_gui.core.resources import resource_path
+from calibsim_gui.qt.document_sets import document_refusal
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
 
@@ -83,6 +84,7 @@ class Session(QObject):
         self.awaiting_profile = False                 # a project's references are on their way
         self.pending_labels = None                    # a project's label column and scale, for its input
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
+        self.score_failure = ""                       # why the input on screen could not be scored
         self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
@@ -345,6 +347,11 @@ class Session(QObject):
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return
+        if isinstance(value, DocumentSet) and (refusal := document_refusal(
+                value, self.state.embedder, self.window.memory_budget())):
+            kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
+            self.window.show_error("Cannot score the documents", refusal + kept)
+            return                                       # the input and results on screen stay
         self.input_spec = self.incoming_input           # only an accepted input is the session's
         self.state.set_input(value)
         labels, self.pending_labels = self.pending_labels, None
@@ -374,6 +381,7 @@ class Session(QObject):
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         budget = window.memory_budget()
         self.scored_chunks = []
+        self.score_failure = ""
         if (distributions := window.panels.view("distributions", build=False)) is not None:
             distributions.reset()
         geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
@@ -414,6 +422,11 @@ class Session(QObject):
         self.scored_chunks = []
         self.state.set_results(results)
 
+    def score_failed(self, message: str) -> None:
+        """Scoring stopped with `message` (shown by the task status): the placeholder says why."""
+        self.score_failure = for_the_app(message.partition("\n\nTraceback")[0])
+        self.update_results_hint()
+
     def update_results_hint(self, _busy: bool = False) -> None:
         """The Results placeholder says what happens: scoring a file, or what to drop (a view not
         built yet is told when it is built)."""
@@ -425,6 +438,8 @@ class Session(QObject):
             hint.setText(f"Scoring {self.scoring_name}…")
         elif window.input_runner.running and self.incoming_input:
             hint.setText(f"Reading {Path(self.incoming_input['paths'][0]).name}…")
+        elif self.state.input is not None and self.state.results is None and self.score_failure:
+            hint.setText(f"{self.scoring_name or 'The input'} could not be scored: {self.score_failure}")
         elif self.state.input is not None and self.state.results is None:
             hint.setText(f"{self.scoring_name or 'The input'} is not scored yet: it is scored as soon as "
                          "the model and references are ready.")
