@@ -18,6 +18,7 @@ CATEGORY_COLOURS = [QColor(c) for c in ("#4c78a8", "#f58518", "#54a24b", "#e4575
                                         "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac",
                                         "#1f3c88", "#8cd17d")]
 MAX_CATEGORIES = len(CATEGORY_COLOURS)
+CHOSEN_COLOUR = QColor("#ff00ff")     # the map's chosen points and lasso: a magenta no colour above is near
 MISSING = QColor(150, 150, 150, 120)
 SHADES = 16                 # steps of a numeric colour scale: one scatter layer each (pyqtgraph's fast path)
 SIDE = "side of the pair"

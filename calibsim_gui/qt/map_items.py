@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QFont, QImage
+
+from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
 
 MODES = ("Pan and zoom", "Rectangle", "Lasso")
 DENSITY_BINS = 160
@@ -29,7 +31,7 @@ class SelectionViewBox(pg.ViewBox):
         super().__init__(*args, **kwargs)
         self.mode = MODES[0]
         self._path: list = []
-        self.outline = pg.PlotCurveItem(pen=pg.mkPen((230, 120, 20), width=1.5, style=Qt.PenStyle.DashLine))
+        self.outline = pg.PlotCurveItem(pen=pg.mkPen(CHOSEN_COLOUR, width=1.5, style=Qt.PenStyle.DashLine))
         self.outline.setZValue(10)
         self.addItem(self.outline, ignoreBounds=True)
 
@@ -236,3 +238,48 @@ class PointCloud(pg.GraphicsObject):
         if point is not None:
             event.accept()
             self.clicked.emit(point)
+
+
+class ClusterLabels:
+    """Each cluster's name (its most typical words) drawn on the map at the cluster's centre (the
+    median of its points), framed in its colour: one `pg.TextItem` per cluster, made once, then
+    renamed and moved as clusters and projections change."""
+
+    def __init__(self, plot):
+        self.plot = plot
+        self.items: list[pg.TextItem] = []
+        self.count = 0                              # how many of `items` name a cluster now
+        self.shown = True
+
+    def show(self, coords, clusters, text: QColor, fill: QColor) -> None:
+        """Name `clusters` (None: none) at their centres in `coords` (n, 2), in `text` on `fill`."""
+        count = self.count = 0 if clusters is None or len(clusters.labels) != len(coords) else len(clusters.sizes)
+        font = QFont()
+        font.setBold(True)
+        while len(self.items) < count:
+            item = pg.TextItem(anchor=(0.5, 0.5))
+            item.setFont(font)
+            item.setZValue(12)                      # above the points and the marks
+            self.plot.addItem(item, ignoreBounds=True)
+            self.items.append(item)
+        background = QColor(fill)
+        background.setAlpha(210)
+        for cluster, item in enumerate(self.items):
+            item.setVisible(self.shown and cluster < count)
+            if cluster >= count:
+                continue
+            inside = coords[clusters.labels == cluster]
+            x, y = np.median(inside, axis=0) if len(inside) else (0.0, 0.0)
+            item.setText(clusters.names[cluster], color=text)
+            item.fill = pg.mkBrush(background)
+            item.border = pg.mkPen(CATEGORY_COLOURS[cluster % len(CATEGORY_COLOURS)], width=2)
+            item.setPos(float(x), float(y))
+
+    def set_shown(self, shown: bool) -> None:
+        self.shown = shown
+        for cluster, item in enumerate(self.items):
+            item.setVisible(shown and cluster < self.count)
+
+    def labels(self) -> list[tuple[str, float, float]]:
+        """The names shown and where: (text, x, y) per visible label."""
+        return [(item.toPlainText(), item.pos().x(), item.pos().y()) for item in self.items if item.isVisible()]

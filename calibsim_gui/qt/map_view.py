@@ -35,12 +35,13 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
 from calibsim_gui.qt.map_colours import (
     CATEGORY_COLOURS,
+    CHOSEN_COLOUR,
     cluster_column,
     colour_groups,
     point_columns,
     publish_clusters,
 )
-from calibsim_gui.qt.map_items import MODES, DensityImage, PointCloud, SelectionViewBox
+from calibsim_gui.qt.map_items import MODES, ClusterLabels, DensityImage, PointCloud, SelectionViewBox
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
@@ -118,6 +119,8 @@ class MapView(QWidget):
         self.segments_box = QCheckBox("Draw pairs as segments")
         self.segments_box.setToolTip("A line between the two texts of every pair")
         self.segments_box.toggled.connect(self._draw_segments)
+        self.names_box = QCheckBox("Cluster names", checked=True)
+        self.names_box.setToolTip("Each cluster's most typical words, drawn at its centre")
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
         self.clear_button.setEnabled(False)
@@ -151,7 +154,7 @@ class MapView(QWidget):
         self.cloud.clicked.connect(self.show_neighbours)
         self.cloud.setZValue(-1)                        # under the rings and marks
         self.plot.addItem(self.cloud)
-        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
+        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen(CHOSEN_COLOUR, width=2))
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
         self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
@@ -159,6 +162,8 @@ class MapView(QWidget):
                                           symbol="d")
         for item in (self.segments, self.marks, self.picked, self.origin, self.current):
             self.plot.addItem(item)
+        self.cluster_names = ClusterLabels(self.plot)
+        self.names_box.toggled.connect(self.cluster_names.set_shown)
 
         self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
         self.neighbour_title.setWordWrap(True)
@@ -194,6 +199,7 @@ class MapView(QWidget):
         tools.addWidget(QLabel("Mouse:"))
         tools.addWidget(self.mode_combo)
         tools.addWidget(self.segments_box)
+        tools.addWidget(self.names_box)
         tools.addWidget(self.clear_button)
         tools.addStretch(1)
         top = QHBoxLayout()
@@ -213,13 +219,15 @@ class MapView(QWidget):
         self._apply_palette()
 
     def _apply_palette(self) -> None:
-        """Plot colours follow the window's palette (light or dark)."""
+        """Plot colours follow the window's palette (light or dark), the cluster names too."""
         self.plot_widget.setBackground(self.palette().color(QPalette.ColorRole.Base))
         text = self.palette().color(QPalette.ColorRole.Text)
         for side in ("left", "bottom"):
             self.plot.getAxis(side).setPen(pg.mkPen(text))
             self.plot.getAxis(side).setTextPen(pg.mkPen(text))
             self.plot.getAxis(side).enableAutoSIPrefix(False)
+        if hasattr(self, "cluster_names"):
+            self._show_cluster_names()
 
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.PaletteChange:
@@ -328,6 +336,7 @@ class MapView(QWidget):
         self.segments.setData([], [])
         self.chosen = np.zeros(0, dtype=np.int64)
         self._show_marks()
+        self._show_cluster_names()
         self.summary.setText(text)
 
     def _mapped(self, result) -> None:
@@ -351,6 +360,7 @@ class MapView(QWidget):
             self._mark_current([])
         self._fill_columns()
         self._show_marks()
+        self._show_cluster_names()
         self._selection_changed()
         self._sync_controls()
         method = text_map.projection.method
@@ -361,6 +371,12 @@ class MapView(QWidget):
         self.summary.setText(self.describe() + (" · clustering…" if self.clusters is None else ""))
         if moved:
             self.plot.autoRange()
+
+    def _show_cluster_names(self) -> None:
+        palette = self.palette()
+        self.cluster_names.show(self.text_map.projection.coords if self.text_map is not None else np.zeros((0, 2)),
+                                self.clusters, palette.color(QPalette.ColorRole.Text),
+                                palette.color(QPalette.ColorRole.Base))
 
     def describe(self) -> str:
         """What the map shows: its texts, projection and clusters."""

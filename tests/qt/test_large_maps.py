@@ -12,8 +12,12 @@ from calibsim_gui.core.analysis import projection
 from calibsim_gui.core.analysis.clusters import cluster_texts
 from calibsim_gui.core.analysis.projection import TextMap, pca_2d
 from calibsim_gui.qt import map_stages
+from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
 from calibsim_gui.qt.map_view import MANY_POINTS, MapView
 from calibsim_gui.qt.state import AppState
+
+
+TOPICS = ("apple pear plum", "boat ship sail", "rain snow wind")
 
 
 @pytest.fixture
@@ -23,7 +27,7 @@ def large_view(qtbot):
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((3, 16)) * 0.5
     vectors = (centres[np.arange(n) % 3] + 0.2 * rng.standard_normal((n, 16))).astype(np.float32)
-    texts = [f"text {i}" for i in range(n)]
+    texts = [f"{TOPICS[i % 3]} {i}" for i in range(n)]
     text_map = TextMap(texts, [f"d{i}" for i in range(n)], vectors, pca_2d(vectors), sources=["a.txt"] * n)
     view = MapView(AppState())
     qtbot.addWidget(view)
@@ -54,4 +58,28 @@ def test_a_t_sne_map_of_many_texts_is_drawn_where_it_was_computed(large_view, qt
     left, top, width, height = view.density.mapRectToParent(view.density.boundingRect()).getRect()
     assert np.allclose([left, top, left + width, top + height],
                        [*coords.min(axis=0), *coords.max(axis=0)], atol=1e-3)
-    view.grab().save("/tmp/appdocs/tsne_large.png")
+    for name, x, y in view.cluster_names.labels():            # the names moved with their clusters
+        cluster = int(name.split(":")[0]) - 1
+        assert np.allclose((x, y), np.median(coords[view.clusters.labels == cluster], axis=0))
+
+
+def test_clusters_are_named_on_the_map_and_chosen_points_in_a_colour_no_cluster_has(large_view):
+    view = large_view
+    names = view.cluster_names.labels()
+    assert sorted(name for name, _, _ in names) == sorted(view.clusters.names)
+    assert {frozenset(name.split(": ")[1].split(", ")) for name, _, _ in names} == {frozenset(t.split()) for t in TOPICS}
+    coords = view.text_map.projection.coords
+    for name, x, y in names:                                  # each at its cluster's centre
+        cluster = int(name.split(":")[0]) - 1
+        assert np.allclose((x, y), np.median(coords[view.clusters.labels == cluster], axis=0))
+    view.names_box.setChecked(False)
+    assert view.cluster_names.labels() == []
+    view.names_box.setChecked(True)
+    # chosen points are ringed in a colour far from every cluster colour (orange was cluster 2's)
+    view.choose(np.flatnonzero(view.clusters.labels == 1)[:50])
+    ring = view.marks.opts["pen"].color()
+    assert ring == CHOSEN_COLOUR == view.view_box.outline.opts["pen"].color()
+    rgb = np.array(ring.getRgb()[:3])
+    assert min(np.linalg.norm(rgb - np.array(c.getRgb()[:3])) for c in CATEGORY_COLOURS) > 120
+    view.colour_combo.setCurrentText("cluster")
+    view.grab().save("/tmp/appdocs/map_names.png")
