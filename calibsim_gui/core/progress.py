@@ -11,3 +11,12 @@ Progress = Callable[[int, int, str], None]
 """``progress(done, total, message)``."""
 ShouldStop = Callable[[], bool]
 """``should_stop()``: True once the user asked to cancel."""
+
+
+def progress_stage(progress: Progress | None, name: str, share: float, offset: float) -> Progress | None:
+    """A stage's own progress callback that reports into `progress` as the share
+    ``[offset, offset + share]`` of one whole (``total`` 1.0), its messages prefixed with `name`."""
+    if progress is None:
+        return None
+    return lambda done, total, message: progress(offset + share * done / max(total, 1), 1.0,
+                                                 f"{name}: {message}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import calibsim_gui
 
 RESULT_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "torch",
-                    "sentence-transformers", "transformers", "onnxruntime", "tokenizers")
+                    "sentence-transformers", "transformers", "onnxruntime", "tokenizers", "faiss-cpu")
 """The libraries that shape a result's numbers: their versions go into every provenance."""
 TORCH_ENGINE_LIBRARIES = ("torch", "sentence-transformers", "transformers")
 """The torch engine's libraries: absent from the desktop bundle, which runs ONNX Runtime only."""

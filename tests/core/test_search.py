@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis import search as search_module
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.io.inputs import Document, DocumentSet
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.core.analysis.search import search, top_hits
+from calibsim_gui.core.analysis.search import search
+from calibsim_gui.core.geometry import knn
+from calibsim_gui.core.geometry.knn import top_hits
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -24,11 +25,11 @@ def documents(texts, prefix="d"):
 
 
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
-def test_top_hits_match_a_full_sort_in_every_block(monkeypatch, metric):
+def test_top_hits_match_a_full_sort_in_every_block(metric):
     rng = np.random.default_rng(0)
     queries, corpus = rng.standard_normal((37, 8)), rng.standard_normal((300, 8))
-    monkeypatch.setattr(search_module, "BLOCK_BYTES", 4 * 300 * 5)          # 5 queries a block
-    hits, raw, lowest, highest = top_hits(queries, corpus, metric, 7)
+    hits, raw, lowest, highest = top_hits(queries, corpus, metric, 7,
+                                          block_bytes=knn.SCORE_BYTES * 300 * 5)   # 5 queries a block
     from calibsim_gui.core.geometry.metrics import METRICS
 
     full = METRICS[metric].as_similarity(METRICS[metric].matrix(queries, corpus))

@@ -16,14 +16,15 @@ from calibsim_gui.core.analysis.pairs import run_provenance
 from calibsim_gui.core.calibration.query_scale import reference_stats
 from calibsim_gui.core.embedding.encoding import EncodingResult, encode_texts
 from calibsim_gui.core.embedding.prompts import embedder_prompt
-from calibsim_gui.core.errors import Cancelled, InputError
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.geometry.knn import BLOCK_BYTES, ApproximateIndex, choose_method, index_bytes, top_hits
 from calibsim_gui.core.geometry.metrics import get_metrics
 from calibsim_gui.core.io.memory import WORKING_BYTES, check_budget
+from calibsim_gui.core.progress import progress_stage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-BLOCK_BYTES = 64_000_000      # one block of the query x corpus score matrix, float32
 QUERY_ZSCORE = ("standard deviations above the query's mean similarity to the profile's background "
                 "texts, (s - mean_q) / sd_q, query side only (higher = more similar)")
 LOCAL_MINMAX = ("0 = this query's least similar document of the corpus, 1 = its most similar; local "
@@ -40,60 +41,19 @@ class SearchHits:
 
 
 
-def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int) -> int:
+def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int, method: str = "exact") -> int:
     """Peak estimate for a search: float32 vectors of corpus and queries with their
-    geometry-fixed float64 copies, one block of the score matrix, and the hits table.
-
-    A block's rows are sized for float32 scores but the scores are float64 (2 x BLOCK_BYTES), and
-    the ranking holds about five arrays of that size at once (scores, their negation, the
-    partition's indices and its copies): measured 9.5 x BLOCK_BYTES over 20,000 documents
-    (benchmarks/search_scale.py)."""
+    geometry-fixed float64 copies, one block of the score matrix (`knn.BLOCK_BYTES`, its
+    temporaries included: measured 9.5 x 64 MB over 20,000 documents, benchmarks/search_scale.py),
+    the approximate index where there is one, and the hits table."""
     vectors = (n_queries + n_docs) * dim * (4 + 8)
-    return int(vectors + 10 * BLOCK_BYTES + n_queries * top_k * 8 * 16 + WORKING_BYTES)
-
-def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, progress=None,
-             should_stop=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each query's `k` most similar corpus rows.
-
-    Parameters
-    ----------
-    queries : ndarray of shape (n_queries, dim)
-    corpus : ndarray of shape (n_docs, dim)
-
-    Returns
-    -------
-    hits : ndarray of int of shape (n_queries, min(k, n_docs)), best first (ties: lower row first)
-    raw : ndarray of shape like `hits`, the metric's raw scores of those hits
-    lowest, highest : ndarray of shape (n_queries,), each query's least and most similar score
-        over the whole corpus, in the "higher = more similar" view
-    """
-    metric_ = get_metrics([metric])[0]
-    k = min(k, len(corpus))
-    rows = max(1, BLOCK_BYTES // (4 * max(len(corpus), 1)))
-    hits = np.empty((len(queries), k), dtype=np.int64)
-    raw = np.empty((len(queries), k))
-    lowest, highest = np.empty(len(queries)), np.empty(len(queries))
-    for start in range(0, len(queries), rows):
-        if should_stop is not None and should_stop():
-            raise Cancelled(f"search stopped after {start} of {len(queries)} queries")
-        block = slice(start, start + rows)
-        scores = metric_.matrix(queries[block], corpus)
-        similarity = metric_.as_similarity(scores)
-        best = np.argpartition(-similarity, k - 1, axis=1)[:, :k] if k < len(corpus) else \
-            np.broadcast_to(np.arange(len(corpus)), (len(similarity), len(corpus)))
-        order = np.lexsort((best, -np.take_along_axis(similarity, best, axis=1)), axis=1)
-        hits[block] = np.take_along_axis(best, order, axis=1)
-        raw[block] = np.take_along_axis(scores, hits[block], axis=1)
-        lowest[block], highest[block] = similarity.min(axis=1), similarity.max(axis=1)
-        if progress is not None:
-            done = min(start + rows, len(queries))
-            progress(done, len(queries), f"searched {done} of {len(queries)} queries")
-    return hits, raw, lowest, highest
+    index = index_bytes(n_docs, dim) if method == "approximate" else 0
+    return int(vectors + BLOCK_BYTES + index + n_queries * top_k * 8 * 16 + WORKING_BYTES)
 
 
 def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k: int = 10,
            geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
-           should_stop=None, memory_budget: int | None = None) -> SearchHits:
+           should_stop=None, memory_budget: int | None = None, method: str = "auto") -> SearchHits:
     """Rank the documents of `corpus` for every query of `queries` (both `DocumentSet`s).
 
     Columns: ``query_id, query, rank, doc_id, document``, then ``<metric>_raw``, each calibrated
@@ -101,7 +61,8 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
     scores against the profile's background texts: ``(s - mean_q) / sd_q``, query side only;
     needs a background sample) and ``<metric>_local_minmax`` (0 = this query's least similar
     document of the corpus, 1 = its most similar: local to one query, not comparable across
-    queries or corpora).
+    queries or corpora). `method`: how hits are found (`calibsim_gui.core.geometry.knn`): "exact"
+    row blocks, an "approximate" index, or "auto" (approximate only where exact blocks are slow).
     """
     import pandas as pd
 
@@ -114,27 +75,29 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
                          fix=f"choose --metric {next(iter(references))}")
     n_q, n_docs = len(queries.texts), len(corpus.texts)
     k = min(top_k, n_docs)
-    check_budget(search_run_bytes(n_q, n_docs, embedder.dimension, k), memory_budget,
+    chosen = choose_method(method, n_q, n_docs, metric)
+    check_budget(search_run_bytes(n_q, n_docs, embedder.dimension, k, chosen), memory_budget,
                  what=f"searching {n_docs:,} documents for {n_q:,} queries",
                  fix="search fewer queries or a smaller corpus at a time, or lower --top-k")
 
-    def stage(name, share, offset):
-        if progress is None:
-            return None
-        return lambda done, total, message: progress(offset + share * done / max(total, 1), 1.0,
-                                                     f"{name}: {message}")
-
     docs = encode_texts(embedder, corpus.texts, batch_size=batch_size, cache=cache,
-                        progress=stage("corpus", 0.7, 0.0), should_stop=should_stop,
+                        progress=progress_stage(progress, "corpus", 0.7, 0.0), should_stop=should_stop,
                         prompt=str(getattr(embedder, "document_prompt", "") or ""))
     asked = encode_texts(embedder, queries.texts, batch_size=batch_size, cache=cache,
-                         progress=stage("queries", 0.1, 0.7), should_stop=should_stop,
+                         progress=progress_stage(progress, "queries", 0.1, 0.7), should_stop=should_stop,
                          prompt=str(getattr(embedder, "query_prompt", "") or ""))
     doc_vectors = profile.transformed(docs.embeddings, geometry)
     query_vectors = profile.transformed(asked.embeddings, geometry)
-    hits, raw, lowest, highest = top_hits(query_vectors, doc_vectors, metric, k,
-                                          progress=stage("ranking", 0.2, 0.8),
-                                          should_stop=should_stop)
+    ranking = progress_stage(progress, "ranking", 0.2, 0.8)
+    if chosen == "exact":
+        hits, raw, lowest, highest = top_hits(query_vectors, doc_vectors, metric, k,
+                                              progress=ranking, should_stop=should_stop)
+        index = {"method": "exact"}
+    else:
+        built = ApproximateIndex(doc_vectors, metric, should_stop=should_stop)
+        hits, raw = built.search(query_vectors, k, progress=ranking, should_stop=should_stop)
+        _, _, lowest, highest = top_hits(query_vectors, doc_vectors, metric, 0, should_stop=should_stop)
+        index = {"method": "approximate", **built.settings.to_dict()}
     metric_ = get_metrics([metric])[0]
     similarity = metric_.as_similarity(raw)
     columns = {f"{metric}_raw": raw.ravel()}
@@ -149,14 +112,15 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
     with np.errstate(divide="ignore", invalid="ignore"):
         local = np.where(span[:, None] > 0, (similarity - lowest[:, None]) / span[:, None], 1.0)
     columns[f"{metric}_local_minmax"] = local.ravel()
-    query_rows = np.repeat(np.arange(n_q), k)
+    found = hits.ravel() >= 0                     # an approximate index may find fewer than k
+    query_rows = np.repeat(np.arange(n_q), k)[found]
     frame = pd.DataFrame({
         "query_id": np.asarray(queries.ids, dtype=object)[query_rows],
         "query": np.asarray(queries.texts, dtype=object)[query_rows],
-        "rank": np.tile(np.arange(1, k + 1), n_q),
-        "doc_id": np.asarray(corpus.ids, dtype=object)[hits.ravel()],
-        "document": np.asarray(corpus.texts, dtype=object)[hits.ravel()],
-        **columns,
+        "rank": np.tile(np.arange(1, k + 1), n_q)[found],
+        "doc_id": np.asarray(corpus.ids, dtype=object)[hits.ravel()[found]],
+        "document": np.asarray(corpus.texts, dtype=object)[hits.ravel()[found]],
+        **{name: values[found] for name, values in columns.items()},
     })
     notes = list(queries.notes) + list(corpus.notes)
     truncated = docs.n_truncated + asked.n_truncated
@@ -170,7 +134,7 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
     provenance["columns"]["local_minmax"] = LOCAL_MINMAX
     if f"{metric}_query_zscore" in columns:
         provenance["columns"]["query_zscore"] = QUERY_ZSCORE
-    provenance["search"] = {"metric": metric, "geometry": geometry, "top_k": k,
+    provenance["search"] = {"metric": metric, "geometry": geometry, "top_k": k, **index,
                             "queries": {"files": [str(f) for f in queries.files], "count": n_q},
                             "corpus": {"files": [str(f) for f in corpus.files], "count": n_docs}}
     provenance["notes"] = notes

@@ -1,0 +1,230 @@
+"""Top-k neighbours in bounded memory: exact row blocks of the score matrix, or an approximate
+inverted-file index (faiss IVF) for corpora where the exact blocks take too long.
+
+Both ways return each query's hits best first with the metric's raw scores recomputed in float64
+for exactly those pairs (`pair_scores`), so a score never depends on the way its hit was found.
+`queries` may be rows of `corpus` itself: `exclude` names the corpus row each query must not
+find (its own), which is how a document set's neighbours leave each text out of its own list.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibsim_gui.core.errors import Cancelled, InputError
+from calibsim_gui.core.geometry.metrics import Metric, Rows, get_metrics, pair_scores
+
+BLOCK_BYTES = 640_000_000      # what one block of the score matrix holds at once, temporaries included
+SCORE_BYTES = 40               # bytes held per score of a block (float64 scores, their negation, indices)
+MIN_BLOCK_BYTES = 4_000_000
+CHUNK = 64                     # columns whose maximum screens them before the exact top-k
+EXACT_WORK = 6e9               # queries x corpus rows above which method "auto" goes approximate
+APPROXIMATE_METRICS = ("cosine", "angular", "dot", "euclidean")   # orders faiss can rank by
+METHODS = ("auto", "exact", "approximate")
+TRAIN_PER_LIST = 64            # k-means training vectors per inverted list
+INDEX_SEED = 1234
+
+
+def block_rows(n_corpus: int, block_bytes: int = BLOCK_BYTES) -> int:
+    """Query rows per block so that a block's scores and their temporaries stay in `block_bytes`."""
+    return max(1, int(block_bytes) // (SCORE_BYTES * max(n_corpus, 1)))
+
+
+def neighbour_count(k: int, n_corpus: int, exclude) -> int:
+    """`k`, or fewer when the corpus (less each query's own row) has fewer rows."""
+    return max(0, min(k, n_corpus - (exclude is not None)))
+
+
+def _top_columns(similarity: np.ndarray, k: int) -> np.ndarray:
+    """Columns of each row's `k` largest values, unordered: the `k` chunks of `CHUNK` columns with
+    the largest maxima hold them, so only those chunks are ranked (6x faster than a full
+    argpartition at 20,000 columns)."""
+    rows, n = similarity.shape
+    whole = n // CHUNK * CHUNK
+    if k >= n or whole < 4 * k * CHUNK:
+        return np.argpartition(-similarity, k - 1, axis=1)[:, :k] if k < n else \
+            np.broadcast_to(np.arange(n), (rows, n))
+    maxima = similarity[:, :whole].reshape(rows, -1, CHUNK).max(axis=2)
+    chunks = np.argpartition(-maxima, k - 1, axis=1)[:, :k]
+    columns = (chunks[:, :, None] * CHUNK + np.arange(CHUNK)).reshape(rows, -1)
+    if whole < n:
+        columns = np.concatenate([columns, np.broadcast_to(np.arange(whole, n), (rows, n - whole))], axis=1)
+    candidates = np.take_along_axis(similarity, columns, axis=1)
+    best = np.argpartition(-candidates, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(columns, best, axis=1)
+
+
+def rank_hits(queries, corpus, metric: Metric, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`hits` (corpus rows, -1 for none) of each query re-scored in float64 and sorted best first
+    (ties: lower row first; missing hits last). Returns (hits, raw)."""
+    n_q, k = hits.shape
+    raw = np.full((n_q, k), np.nan)
+    found = hits >= 0
+    rows, columns = np.nonzero(found)
+    raw[rows, columns] = pair_scores(queries[rows], corpus[hits[rows, columns]], [metric.name])[metric.name]
+    similarity = np.where(found, metric.as_similarity(raw), -np.inf)
+    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)
+    return np.take_along_axis(hits, order, axis=1), np.take_along_axis(raw, order, axis=1)
+
+
+def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, exclude=None,
+             block_bytes: int = BLOCK_BYTES, ranges: bool = True, progress=None, should_stop=None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each query's `k` most similar corpus rows, exactly, in row blocks of `block_bytes`.
+
+    Parameters
+    ----------
+    queries : ndarray of shape (n_queries, dim)
+    corpus : ndarray of shape (n_docs, dim)
+    exclude : ndarray of int of shape (n_queries,), optional
+        The corpus row each query must not find (its own row; -1: none).
+
+    Returns
+    -------
+    hits : ndarray of int of shape (n_queries, neighbour_count(k, n_docs, exclude)), best first
+        (ties: lower row first)
+    raw : ndarray of shape like `hits`, the metric's raw scores of those hits (float64)
+    lowest, highest : ndarray of shape (n_queries,), each query's least and most similar score
+        over the whole corpus (its excluded row left out), in the "higher = more similar" view;
+        NaN with ``ranges=False`` (a pass over each block saved)
+    """
+    metric_ = get_metrics([metric])[0]
+    k = neighbour_count(k, len(corpus), exclude)
+    rows = block_rows(len(corpus), block_bytes)
+    hits = np.empty((len(queries), k), dtype=np.int64)
+    raw = np.empty((len(queries), k))
+    lowest, highest = np.full(len(queries), np.nan), np.full(len(queries), np.nan)
+    reference = Rows(corpus)
+    exclude = None if exclude is None else np.asarray(exclude)
+    for start in range(0, len(queries), rows):
+        if should_stop is not None and should_stop():
+            raise Cancelled(f"stopped after {start:,} of {len(queries):,} rows")
+        block = slice(start, start + rows)
+        scores = metric_.matrix(queries[block], reference)
+        similarity = scores if metric_.higher_is_similar else np.negative(scores, out=scores)
+        own = np.empty(0, dtype=np.int64) if exclude is None else np.nonzero(exclude[block] >= 0)[0]
+        own_column = own if exclude is None else exclude[block][own]
+        if ranges:
+            similarity[own, own_column] = np.inf
+            lowest[block] = similarity.min(axis=1)
+        similarity[own, own_column] = -np.inf
+        if ranges:
+            highest[block] = similarity.max(axis=1)
+        del scores
+        if k:
+            hits[block], raw[block] = rank_hits(queries[block], corpus, metric_,
+                                                _top_columns(similarity, k))
+            if ranges:
+                highest[block] = metric_.as_similarity(raw[block, 0])     # the best, in float64
+        del similarity
+        if progress is not None:
+            done = min(start + rows, len(queries))
+            progress(done, len(queries), f"ranked {done:,} of {len(queries):,}")
+    return hits, raw, lowest, highest
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """An inverted-file index's size: `lists` k-means cells, `probes` of them searched a query."""
+
+    lists: int
+    probes: int
+
+    @classmethod
+    def for_size(cls, n_corpus: int, k: int = 10) -> "IndexSettings":
+        """Cells of ~4·sqrt(n) vectors searched 8·sqrt(lists) at a time, the sizes that kept
+        recall@10 >= 0.95 on clustered and real sentence vectors (benchmarks/corpus_scale.py)."""
+        lists = max(1, min(int(2 * math.sqrt(n_corpus)), n_corpus // 40 or 1))
+        probes = min(lists, max(8, int(round(1.5 * math.sqrt(lists))), 2 * k))
+        return cls(lists, probes)
+
+    def to_dict(self) -> dict:
+        return {"kind": "faiss IndexIVFFlat", "lists": self.lists, "probes": self.probes,
+                "train_per_list": TRAIN_PER_LIST, "seed": INDEX_SEED}
+
+
+def index_bytes(n_corpus: int, dim: int) -> int:
+    """An IVF index's own copy of the vectors (float32), their ids and the training sample."""
+    return int(n_corpus * (4 * dim + 8) * 1.1 + 4 * dim * TRAIN_PER_LIST * math.sqrt(n_corpus) * 2)
+
+
+def _faiss_view(vectors, metric: str) -> np.ndarray:
+    """Vectors as faiss ranks them for `metric`: unit vectors for cosine and angular, float32."""
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    if metric in ("cosine", "angular"):
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x / np.where(norms == 0, 1.0, norms)
+    return x
+
+
+class ApproximateIndex:
+    """A faiss inverted-file index over `corpus` for `metric` (one of `APPROXIMATE_METRICS`)."""
+
+    def __init__(self, corpus: np.ndarray, metric: str, *, settings: IndexSettings | None = None,
+                 should_stop=None):
+        import faiss
+
+        if metric not in APPROXIMATE_METRICS:
+            raise InputError(f"the approximate index ranks by {', '.join(APPROXIMATE_METRICS)}, not {metric}.",
+                             fix="use the exact method (--method exact) or another --metric")
+        self.metric, self.corpus = metric, corpus
+        self.settings = settings or IndexSettings.for_size(len(corpus))
+        kind = faiss.METRIC_L2 if metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
+        quantizer = faiss.IndexFlat(corpus.shape[1], kind)
+        self.index = faiss.IndexIVFFlat(quantizer, corpus.shape[1], self.settings.lists, kind)
+        self.index.cp.seed = INDEX_SEED
+        sample = np.random.default_rng(INDEX_SEED).permutation(len(corpus))[
+            :TRAIN_PER_LIST * self.settings.lists]
+        self.index.train(_faiss_view(corpus[np.sort(sample)], metric))
+        for start in range(0, len(corpus), 100_000):
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"indexing stopped after {start:,} of {len(corpus):,} vectors")
+            self.index.add(_faiss_view(corpus[start:start + 100_000], metric))
+        self.index.nprobe = self.settings.probes
+
+    def search(self, queries: np.ndarray, k: int, *, exclude=None, progress=None, should_stop=None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's `k` approximate best corpus rows, best first, and their float64 raw scores."""
+        k = neighbour_count(k, len(self.corpus), exclude)
+        extra = exclude is not None
+        hits = np.empty((len(queries), k), dtype=np.int64)
+        raw = np.empty((len(queries), k))
+        metric_ = get_metrics([self.metric])[0]
+        step = 4096
+        for start in range(0, len(queries), step):
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"stopped after {start:,} of {len(queries):,} rows")
+            block = slice(start, start + step)
+            _, found = self.index.search(_faiss_view(queries[block], self.metric), k + extra)
+            if extra:
+                own = found == np.asarray(exclude[block])[:, None]
+                own[~own.any(axis=1), -1] = True          # not found itself: drop its last hit
+                found = found[~own].reshape(len(found), k)
+            hits[block], raw[block] = rank_hits(queries[block], self.corpus, metric_, found)
+            if progress is not None:
+                done = min(start + step, len(queries))
+                progress(done, len(queries), f"searched {done:,} of {len(queries):,}")
+        return hits, raw
+
+
+def choose_method(method: str, n_queries: int, n_corpus: int, metric: str) -> str:
+    """"exact" or "approximate" for `method` ("auto": exact while queries x corpus <= `EXACT_WORK`
+    or the metric has no approximate index)."""
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}.", fix=f"choose from {', '.join(METHODS)}")
+    if method == "approximate" and metric not in APPROXIMATE_METRICS:
+        raise InputError(f"the approximate index ranks by {', '.join(APPROXIMATE_METRICS)}, not {metric}.",
+                         fix="use the exact method or another metric")
+    if method != "auto":
+        return method
+    return "approximate" if (n_queries * n_corpus > EXACT_WORK and metric in APPROXIMATE_METRICS) else "exact"
+
+
+def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
+    """Share of the exact top-k rows (-1: none) that `found` also holds, over all queries."""
+    hit = sum(len(np.intersect1d(f[f >= 0], e[e >= 0])) for f, e in zip(found, exact))
+    total = int((exact >= 0).sum())
+    return hit / total if total else 1.0
