@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.matrices import DocumentMatrix, score_matrix
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import iter_score_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile, default_profile, with_anchors
@@ -23,7 +23,7 @@ from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there
 from calibsim_gui.core.io.inputs import ColumnsNotFound, DocumentSet, PairTable, load_documents
 from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt.document_sets import document_refusal
+from calibsim_gui.qt.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
 
@@ -348,7 +348,7 @@ class Session(QObject):
             self.ask_columns(value)
             return
         if isinstance(value, DocumentSet) and (refusal := document_refusal(
-                value, self.state.embedder, self.window.memory_budget())):
+                value, self.state.embedder, self.state.profile, self.state.metric, self.window.memory_budget())):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
             self.window.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
@@ -399,14 +399,13 @@ class Session(QObject):
             files = getattr(table, "files", None) or []
             self.scoring_name = (Path(files[0]).name if len(files) == 1
                                  else plural(len(files), "document file") if files else "the documents")
-            window.score_runner.start(lambda progress, should_stop: score_matrix(
-                table, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
-                cache=cache, progress=progress, should_stop=should_stop, memory_budget=budget))
+            window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
+                                      geometry=geometry, cache=cache, budget=budget)
 
     def view_changed(self) -> None:
-        """A document matrix holds one metric: compute it again when another is chosen."""
+        """A document set's results hold one metric: compute them again when another is chosen."""
         results = self.state.results
-        if isinstance(results, DocumentMatrix) and results.metric != self.state.metric:
+        if isinstance(results, (DocumentMatrix, NeighbourPairs)) and results.metric != self.state.metric:
             self.rescore()
 
     def scored_chunk(self, chunk) -> None:

@@ -3,8 +3,10 @@ before it replaces anything, with why and what to do (#39 item 6, #42 item 5).""
 
 from __future__ import annotations
 
-from calibsim_gui.core.io.memory import file_read_bytes
+from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS
 from calibsim_gui.core.io.inputs import PairTable
+from calibsim_gui.core.io.memory import file_read_bytes
+from calibsim_gui.qt.document_sets import GROUP_COLUMN, NeighbourPairs
 from tests.fakes import random_sentences
 from tests.qt.conftest import drop, shown_error
 
@@ -25,3 +27,43 @@ def test_a_refused_document_set_leaves_the_results_on_screen_and_says_why(window
     assert window.results.model.rowCount() == 30                 # still shown
     assert not window.score_runner.running and not window.input_runner.running
     assert not window.results.hint.isVisible()                   # no "not scored yet" placeholder
+
+
+def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(window, qtbot, tmp_path):
+    texts = random_sentences(100_000, seed=6)
+    near = [text + " again" for text in texts[:20]]           # 20 near-duplicates of the first texts
+    corpus = tmp_path / "large.txt"
+    corpus.write_text("\n".join(texts + near))
+    with qtbot.waitSignal(window.results_shown, timeout=600_000):
+        window.open_inputs([corpus], per_file=False)
+        qtbot.waitUntil(lambda: window.score_runner.running, timeout=120_000)
+        assert window.task_status.cancel_button.isEnabled()           # long work: a worker with Cancel
+    results = window.state.results
+    assert isinstance(results, NeighbourPairs) and len(results.neighbours.ids) == 100_020
+    # Results: the most similar pairs, near-duplicates first, raw and calibrated, in groups
+    model = window.results.model
+    assert model.rowCount() == len(results.frame) == MAX_PAIRS
+    for name in ("document", "neighbour", "cosine_raw", "cosine_calibrated", GROUP_COLUMN):
+        assert model.column_of(name) >= 0
+    top = results.frame.head(20)
+    assert {frozenset(p) for p in zip(top["document"], top["neighbour"])} == \
+        {frozenset((t, t + " again")) for t in texts[:20]}
+    assert top["cosine_calibrated"].is_monotonic_decreasing
+    grouped = results.frame[results.frame[GROUP_COLUMN] != ""]        # calibrated 0.9 or more
+    assert len(grouped) and (grouped["cosine_calibrated"] >= DEFAULT_DUPLICATE_THRESHOLD).all()
+    # Heatmap: says why there is none, and lists a document's nearest texts
+    window.tabs.setCurrentWidget(window.heatmap)
+    page = window.heatmap.neighbour_list
+    assert window.heatmap.stack.currentWidget() is page
+    assert "heatmap is kept for document sets" in page.explanation.text() and "100,020 documents" in \
+        page.explanation.text()
+    assert page.table.rowCount() == 10
+    window.state.select_row(3)
+    assert page.title.text().startswith(f"Nearest texts to {results.frame['doc_id'].iloc[3]}")
+    # the Map: every text, drawn as one image
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=600_000)
+    assert len(window.map.text_map) == 100_020 and len(window.map.cloud.coords) == 100_020
+    window.map.plot_widget.grab()
+    assert window.map.cloud.drawn().all()
+    window.grab().save("/tmp/appdocs/large_set_map.png")
