@@ -106,6 +106,7 @@ class PointCloud(pg.GraphicsObject):
         self.coords = np.zeros((0, 2))
         self.groups = np.zeros(0, dtype=np.int64)    # each point's colour: an index into `colours`
         self.colours = np.zeros((0, 4), dtype=np.uint8)   # RGBA of each colour group
+        self._drawn = np.zeros((0, 2), dtype=np.float32), np.zeros(0, dtype=np.int16)   # by colour group
         self._bounds = QRectF()
         self._image = None                             # (area, scale, QImage, its pixels)
         self.renders = 0                               # how many times the image was rendered
@@ -119,6 +120,8 @@ class PointCloud(pg.GraphicsObject):
         self.coords = np.asarray(coords, dtype=float).reshape(-1, 2)
         self.groups = np.asarray(groups, dtype=np.int64)
         self.colours = np.asarray(colours, dtype=np.uint8).reshape(-1, 4)
+        order = np.argsort(self.groups, kind="stable")                # drawn in this order: the last group on top
+        self._drawn = self.coords[order].astype(np.float32), self.groups[order].astype(np.int16)
         if len(self.coords):
             (x0, y0), (x1, y1) = self.coords.min(axis=0), self.coords.max(axis=0)
             self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
@@ -183,27 +186,37 @@ class PointCloud(pg.GraphicsObject):
         self.update()
 
     def _render(self, area: QRectF, scale) -> tuple:
-        """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit."""
+        """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit.
+
+        Each point lights one pixel of a padded grid (its count and its colour group, the last
+        group on top); the disc is then stamped by adding the grid shifted by each of `STAMP`'s
+        offsets: a dozen passes over the image, whatever the number of points."""
         width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
         area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
-        pixels = np.floor(np.clip((self.coords - (area.left(), area.top())) * scale, -8,
-                                  max(width, height) + 8)).astype(np.int32)     # far points: off the image
-        order = np.argsort(self.groups, kind="stable")             # the last colour group on top
-        x = (pixels[order, None, 0] + STAMP[None, :, 0]).ravel()
-        y = (pixels[order, None, 1] + STAMP[None, :, 1]).ravel()
-        groups = np.repeat(self.groups[order], len(STAMP))
-        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
-        cells = y[inside] * width + x[inside]
-        count = np.bincount(cells, minlength=width * height)
-        top = np.zeros(width * height, dtype=np.min_scalar_type(len(self.colours)))
-        top[cells] = groups[inside]
-        shaded = np.flatnonzero(count)
+        pad = 1 - STAMP.min(axis=0)                                   # a point this far outside still shows
+        padded = (height + pad[1] + STAMP[:, 1].max(), width + pad[0] + STAMP[:, 0].max())
+        coords, groups = self._drawn
+        origin = np.array([area.left(), area.top()], dtype=np.float32) - (pad - 1) / np.asarray(scale, dtype=np.float32)
+        pixels = np.floor((coords - origin) * np.asarray(scale, dtype=np.float32)).astype(np.int32)
+        inside = ((pixels >= 0) & (pixels < (padded[1], padded[0]))).all(axis=1)
+        cells = pixels[inside, 1].astype(np.int64) * padded[1] + pixels[inside, 0]
+        count = np.bincount(cells, minlength=padded[0] * padded[1]).reshape(padded).astype(np.int32)
+        top = np.full(padded[0] * padded[1], -1, dtype=np.int16)
+        top[cells] = groups[inside]                                   # sorted by group: the last on top
+        top = top.reshape(padded)
+        stamped = np.zeros((height, width), dtype=np.int32)
+        shown = np.full((height, width), -1, dtype=np.int16)
+        for dx, dy in STAMP:
+            rows, columns = slice(pad[1] - 1 - dy, pad[1] - 1 - dy + height), slice(pad[0] - 1 - dx, pad[0] - 1 - dx + width)
+            stamped += count[rows, columns]
+            np.maximum(shown, top[rows, columns], out=shown)
         alpha = 1 - (1 - self.colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
         rgb = (self.colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
         argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
                 | (rgb[..., 1] << 8) | rgb[..., 2])
         out = np.zeros((height, width), dtype=np.uint32)
-        out.reshape(-1)[shaded] = argb[top[shaded], np.minimum(count[shaded], MAX_COUNT)]
+        lit = shown >= 0
+        out[lit] = argb[shown[lit], np.minimum(stamped[lit], MAX_COUNT)]
         image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
         self.renders += 1
         return area, scale, image, out
