@@ -48,6 +48,11 @@ class NeighbourPairs(ScoredPairs):
         return {name: (int(end - count), int(end)) for name, end, count
                 in zip(self.neighbours.ids, ends, (self.neighbours.hits >= 0).sum(axis=1))}
 
+    def rows_touching(self, doc_ids) -> np.ndarray:
+        """The rows of `frame` (listed pairs) with one of `doc_ids` on either side."""
+        ids = set(doc_ids)
+        return np.flatnonzero(self.frame["doc_id"].isin(ids).to_numpy() | self.frame["neighbour_id"].isin(ids).to_numpy())
+
     def neighbours_of(self, doc_id: str):
         """The rows of the neighbours table of the document `doc_id`, best first."""
         start, end = self._table_rows.get(doc_id, (0, 0))

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
+from calibsim_gui.qt.document_sets import NeighbourPairs
 from calibsim_gui.qt.map_colours import (
     CATEGORY_COLOURS,
     CHOSEN_COLOUR,
@@ -78,7 +79,7 @@ class MapView(QWidget):
         self._query = ""                    # the typed text being encoded
         self._colour = ""                   # the colour column the user chose (kept across runs)
         self._method = "PCA"                # the projection the user chose
-        self._k = 0                         # the number of clusters the user chose (0: chosen by silhouette)
+        self._k = 0                         # the number of clusters the user chose (0: chosen at the elbow)
         self._replacing = False             # True while a new run replaces the running one
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
@@ -113,8 +114,8 @@ class MapView(QWidget):
         self.cluster_combo.addItem("auto", 0)
         for k in range(2, MAX_CLUSTERS + 1):
             self.cluster_combo.addItem(str(k), k)
-        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: the number "
-                                      "whose clusters are best separated); each is named by its typical words")
+        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: where more "
+                                      "clusters stop gathering the texts much closer); each is named by its typical words")
         self.cluster_combo.activated.connect(self._clusters_chosen)
         self.segments_box = QCheckBox("Draw pairs as segments")
         self.segments_box.setToolTip("A line between the two texts of every pair")
@@ -509,15 +510,21 @@ class MapView(QWidget):
 
     def choose(self, points) -> None:
         """Choose these points: ringed here; the Results table shows only the pairs touching them
-        (a document set: the pairs between two chosen documents)."""
+        (a document set: the pairs between two chosen documents; scored by neighbours: the listed
+        pairs of a chosen document)."""
         self.chosen = np.asarray(points, dtype=np.int64)
         self._show_marks()
         self.clear_button.setEnabled(len(self.chosen) > 0)
         text_map, results = self.text_map, self.state.results
         documents = isinstance(results, DocumentMatrix) and len(results.ids) == len(text_map or ())
-        if text_map is None or not (len(text_map.segments) or documents):
+        listed = isinstance(results, NeighbourPairs)
+        if text_map is None or not (len(text_map.segments) or documents or listed):
             return
-        if len(self.chosen) and documents:            # a point is a document: the pairs between them
+        if len(self.chosen) and listed:
+            rows = results.rows_touching(np.asarray(text_map.ids, dtype=object)[self.chosen])
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'listed pair')} of "
+                                             f"{plural(len(self.chosen), 'document')} chosen on the Map")
+        elif len(self.chosen) and documents:            # a point is a document: the pairs between them
             rows = pairs_among(len(results.ids), self.chosen)
             self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} between "
                                              f"{plural(len(self.chosen), 'document')} chosen on the Map")

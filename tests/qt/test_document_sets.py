@@ -66,4 +66,9 @@ def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(wi
     assert len(window.map.text_map) == 100_020 and len(window.map.cloud.coords) == 100_020
     window.map.plot_widget.grab()
     assert window.map.cloud.drawn().all()
+    first = window.map.text_map.texts.index(texts[0])            # chosen on the map: its listed pairs
+    window.map.choose([first])
+    assert model.rowCount() >= 1 and all(
+        texts[0] in (model.index(row, model.column_of("document")).data(),
+                     model.index(row, model.column_of("neighbour")).data()) for row in range(model.rowCount()))
     window.grab().save("/tmp/appdocs/large_set_map.png")
