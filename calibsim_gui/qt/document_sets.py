@@ -51,7 +51,8 @@ class NeighbourPairs(ScoredPairs):
     def rows_touching(self, doc_ids) -> np.ndarray:
         """The rows of `frame` (listed pairs) with one of `doc_ids` on either side."""
         ids = set(doc_ids)
-        return np.flatnonzero(self.frame["doc_id"].isin(ids).to_numpy() | self.frame["neighbour_id"].isin(ids).to_numpy())
+        frame = self.frame
+        return np.flatnonzero(frame["doc_id"].isin(ids).to_numpy() | frame["neighbour_id"].isin(ids).to_numpy())
 
     def neighbours_of(self, doc_id: str):
         """The rows of the neighbours table of the document `doc_id`, best first."""

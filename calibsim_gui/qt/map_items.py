@@ -207,7 +207,8 @@ class PointCloud(pg.GraphicsObject):
         stamped = np.zeros((height, width), dtype=np.int32)
         shown = np.full((height, width), -1, dtype=np.int16)
         for dx, dy in STAMP:
-            rows, columns = slice(pad[1] - 1 - dy, pad[1] - 1 - dy + height), slice(pad[0] - 1 - dx, pad[0] - 1 - dx + width)
+            top_row, left = pad[1] - 1 - dy, pad[0] - 1 - dx                # the grid cell that lands on (0, 0)
+            rows, columns = slice(top_row, top_row + height), slice(left, left + width)
             stamped += count[rows, columns]
             np.maximum(shown, top[rows, columns], out=shown)
         alpha = 1 - (1 - self.colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)

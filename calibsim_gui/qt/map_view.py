@@ -115,7 +115,8 @@ class MapView(QWidget):
         for k in range(2, MAX_CLUSTERS + 1):
             self.cluster_combo.addItem(str(k), k)
         self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: where more "
-                                      "clusters stop gathering the texts much closer); each is named by its typical words")
+                                      "clusters stop gathering the texts much closer); each is named by "
+                                      "its typical words")
         self.cluster_combo.activated.connect(self._clusters_chosen)
         self.segments_box = QCheckBox("Draw pairs as segments")
         self.segments_box.setToolTip("A line between the two texts of every pair")

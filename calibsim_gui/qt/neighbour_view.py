@@ -4,7 +4,15 @@ the nearest texts of the document selected in Results, with raw and calibrated s
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from calibsim_gui.core.analysis.pairs import split_score_column
 from calibsim_gui.qt.document_sets import NeighbourPairs

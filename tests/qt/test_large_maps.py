@@ -67,7 +67,8 @@ def test_clusters_are_named_on_the_map_and_chosen_points_in_a_colour_no_cluster_
     view = large_view
     names = view.cluster_names.labels()
     assert sorted(name for name, _, _ in names) == sorted(view.clusters.names)
-    assert {frozenset(name.split(": ")[1].split(", ")) for name, _, _ in names} == {frozenset(t.split()) for t in TOPICS}
+    words = {frozenset(name.split(": ")[1].split(", ")) for name, _, _ in names}
+    assert words == {frozenset(t.split()) for t in TOPICS}
     coords = view.text_map.projection.coords
     for name, x, y in names:                                  # each at its cluster's centre
         cluster = int(name.split(":")[0]) - 1
