@@ -71,9 +71,10 @@ def matrix_fits(n_docs: int, dim: int, budget: int) -> bool:
 
 def largest_heatmap(dim: int, budget: int) -> int:
     """The most documents whose heatmap fits `budget` (for the Heatmap tab's message)."""
-    low, high = 2, 2
-    while matrix_fits(high * 2, dim, budget) and high < 10**8:
-        high *= 2
+    low = 2
+    while matrix_fits(low * 2, dim, budget) and low < 10**8:
+        low *= 2
+    high = low * 2 - 1                                     # low fits, low * 2 does not
     while low < high:
         middle = (low + high + 1) // 2
         low, high = (middle, high) if matrix_fits(middle, dim, budget) else (low, middle - 1)

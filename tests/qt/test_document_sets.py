@@ -6,7 +6,7 @@ from __future__ import annotations
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS
 from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.core.io.memory import file_read_bytes
-from calibsim_gui.qt.document_sets import GROUP_COLUMN, NeighbourPairs
+from calibsim_gui.qt.document_sets import GROUP_COLUMN, NeighbourPairs, largest_heatmap, matrix_fits
 from tests.fakes import random_sentences
 from tests.qt.conftest import drop, shown_error
 
@@ -72,3 +72,9 @@ def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(wi
         texts[0] in (model.index(row, model.column_of("document")).data(),
                      model.index(row, model.column_of("neighbour")).data()) for row in range(model.rowCount()))
     window.grab().save("/tmp/appdocs/large_set_map.png")
+
+
+def test_the_heatmap_tab_names_the_largest_set_whose_heatmap_fits():
+    n = largest_heatmap(384, 12_600_000_000)
+    assert matrix_fits(n, 384, 12_600_000_000) and not matrix_fits(n + 1, 384, 12_600_000_000)
+    assert 30_000 < n < 43_853                          # AG News' 43,853 texts do not fit 12.6 GB
