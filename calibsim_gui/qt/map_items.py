@@ -9,7 +9,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QImage
 
+from calibsim_gui.core.analysis.projection import stop_if_asked
 from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
+from calibsim_gui.qt.workers import TaskRunner
 
 MODES = ("Pan and zoom", "Rectangle", "Lasso")
 DENSITY_BINS = 160
@@ -19,6 +21,7 @@ STAMP = np.array([(dx, dy) for dy in range(-2, 2) for dx in range(-2, 2)    # a 
 SHARPEN_MS = 150                  # a stretched (zoomed-in) image is rendered again after this rest
 MAX_STRETCH = 2.0                 # zoomed in more than this: rendered again at once
 MAX_COUNT = 64                    # overlaps counted up to this many (alpha is then nearly opaque)
+RENDER_IN_WORKER = 200_000        # more points than this: a new image is rendered in a worker
 
 
 class SelectionViewBox(pg.ViewBox):
@@ -112,6 +115,10 @@ class PointCloud(pg.GraphicsObject):
         self.renders = 0                               # how many times the image was rendered
         self.sharpen = QTimer(self, singleShot=True, interval=SHARPEN_MS)
         self.sharpen.timeout.connect(self._sharpen)
+        self._blurred = False                          # the image is stretched: render it sharp
+        self._pending = (QRectF(), (0.0, 0.0))         # the area and scale the worker renders
+        self.renderer = TaskRunner("drawing the map", self)     # many points: rendered in a worker
+        self.renderer.finished.connect(self._rendered)
         self.setAcceptHoverEvents(True)
 
     def set_points(self, coords, groups, colours) -> None:
@@ -128,6 +135,7 @@ class PointCloud(pg.GraphicsObject):
         else:
             self._bounds = QRectF()
         self._image = None
+        self.renderer.cancel()                         # an image of the points before is dropped
         self.update()
 
     def clear(self) -> None:
@@ -159,6 +167,9 @@ class PointCloud(pg.GraphicsObject):
             self.sharpen.start()                       # still zooming: not at rest yet
 
     def paint(self, painter, option, widget) -> None:
+        """Draw the cached image; render a new one when the view left it, zoomed out, zoomed in
+        more than `MAX_STRETCH` or rests after zooming in: at once for up to `RENDER_IN_WORKER`
+        points (or the first time), otherwise in `renderer` while the old image stays drawn."""
         if not len(self.coords):
             return
         transform = painter.transform()
@@ -172,55 +183,31 @@ class PointCloud(pg.GraphicsObject):
             return
         cached = self._image
         stretch = 0.0 if cached is None else min(scale[0] / cached[1][0], scale[1] / cached[1][1])
-        if cached is None or not cached[0].contains(visible) or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
+        if (cached is None or self._blurred or not cached[0].contains(visible)
+                or not 1 - 1e-6 <= stretch <= MAX_STRETCH):
             view = self.viewRect()
             area = view.adjusted(-view.width() / 2, -view.height() / 2, view.width() / 2,
                                  view.height() / 2).intersected(data)
-            cached = self._image = self._render(area, scale)
+            self._blurred = False
+            if cached is None or len(self.coords) <= RENDER_IN_WORKER:
+                cached = self._image = render_points(self._drawn, self.colours, area, scale)
+                self.renders += 1
+            elif not (self.renderer.running and self._pending[1] == scale and self._pending[0].contains(visible)):
+                self._pending = (area, scale)          # (one render at a time: the latest view's)
+                self.renderer.start(render_points, self._drawn, self.colours, area, scale)
         elif stretch > 1 + 1e-6 and not self.sharpen.isActive():
             self.sharpen.start()                       # zooming in: stretched now, sharp at rest
         painter.drawImage(cached[0], cached[2])
 
     def _sharpen(self) -> None:
-        self._image = None
+        self._blurred = True
         self.update()
 
-    def _render(self, area: QRectF, scale) -> tuple:
-        """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit.
-
-        Each point lights one pixel of a padded grid (its count and its colour group, the last
-        group on top); the disc is then stamped by adding the grid shifted by each of `STAMP`'s
-        offsets: a dozen passes over the image, whatever the number of points."""
-        width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
-        area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
-        pad = 1 - STAMP.min(axis=0)                                   # a point this far outside still shows
-        padded = (height + pad[1] + STAMP[:, 1].max(), width + pad[0] + STAMP[:, 0].max())
-        coords, groups = self._drawn
-        origin = np.array([area.left(), area.top()], dtype=np.float32) - (pad - 1) / np.asarray(scale, dtype=np.float32)
-        pixels = np.floor((coords - origin) * np.asarray(scale, dtype=np.float32)).astype(np.int32)
-        inside = ((pixels >= 0) & (pixels < (padded[1], padded[0]))).all(axis=1)
-        cells = pixels[inside, 1].astype(np.int64) * padded[1] + pixels[inside, 0]
-        count = np.bincount(cells, minlength=padded[0] * padded[1]).reshape(padded).astype(np.int32)
-        top = np.full(padded[0] * padded[1], -1, dtype=np.int16)
-        top[cells] = groups[inside]                                   # sorted by group: the last on top
-        top = top.reshape(padded)
-        stamped = np.zeros((height, width), dtype=np.int32)
-        shown = np.full((height, width), -1, dtype=np.int16)
-        for dx, dy in STAMP:
-            top_row, left = pad[1] - 1 - dy, pad[0] - 1 - dx                # the grid cell that lands on (0, 0)
-            rows, columns = slice(top_row, top_row + height), slice(left, left + width)
-            stamped += count[rows, columns]
-            np.maximum(shown, top[rows, columns], out=shown)
-        alpha = 1 - (1 - self.colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
-        rgb = (self.colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
-        argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
-                | (rgb[..., 1] << 8) | rgb[..., 2])
-        out = np.zeros((height, width), dtype=np.uint32)
-        lit = shown >= 0
-        out[lit] = argb[shown[lit], np.minimum(stamped[lit], MAX_COUNT)]
-        image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
+    def _rendered(self, image) -> None:
+        """A worker's image of the current points: drawn from now on."""
+        self._image = image
         self.renders += 1
-        return area, scale, image, out
+        self.update()
 
     def drawn(self) -> np.ndarray:
         """Per point: is its pixel lit in the image drawn last (False before the first draw)?
@@ -297,3 +284,45 @@ class ClusterLabels:
     def labels(self) -> list[tuple[str, float, float]]:
         """The names shown and where: (text, x, y) per visible label."""
         return [(item.toPlainText(), item.pos().x(), item.pos().y()) for item in self.items if item.isVisible()]
+
+
+def render_points(drawn, colours, area: QRectF, scale, *, progress=None, should_stop=None) -> tuple:
+    """The points `drawn` (coordinates and colour groups, sorted by group) inside `area` as a
+    premultiplied ARGB image at `scale` pixels per unit, ``(area, scale, image, pixels)``; each
+    group's colour is a row of `colours` (RGBA). A plain function: `PointCloud` runs it on the GUI
+    thread, or for many points in a worker (`should_stop` is checked between stages).
+
+
+    Each point lights one pixel of a padded grid (its count and its colour group, the last
+    group on top); the disc is then stamped by adding the grid shifted by each of `STAMP`'s
+    offsets: a dozen passes over the image, whatever the number of points."""
+    width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
+    area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
+    pad = 1 - STAMP.min(axis=0)                                   # a point this far outside still shows
+    padded = (height + pad[1] + STAMP[:, 1].max(), width + pad[0] + STAMP[:, 0].max())
+    coords, groups = drawn
+    origin = np.array([area.left(), area.top()], dtype=np.float32) - (pad - 1) / np.asarray(scale, dtype=np.float32)
+    pixels = np.floor((coords - origin) * np.asarray(scale, dtype=np.float32)).astype(np.int32)
+    inside = ((pixels >= 0) & (pixels < (padded[1], padded[0]))).all(axis=1)
+    cells = pixels[inside, 1].astype(np.int64) * padded[1] + pixels[inside, 0]
+    count = np.bincount(cells, minlength=padded[0] * padded[1]).reshape(padded).astype(np.int32)
+    top = np.full(padded[0] * padded[1], -1, dtype=np.int16)
+    top[cells] = groups[inside]                                   # sorted by group: the last on top
+    top = top.reshape(padded)
+    stop_if_asked(should_stop)
+    stamped = np.zeros((height, width), dtype=np.int32)
+    shown = np.full((height, width), -1, dtype=np.int16)
+    for dx, dy in STAMP:
+        top_row, left = pad[1] - 1 - dy, pad[0] - 1 - dx                # the grid cell that lands on (0, 0)
+        rows, columns = slice(top_row, top_row + height), slice(left, left + width)
+        stamped += count[rows, columns]
+        np.maximum(shown, top[rows, columns], out=shown)
+    alpha = 1 - (1 - colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
+    rgb = (colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
+    argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
+            | (rgb[..., 1] << 8) | rgb[..., 2])
+    out = np.zeros((height, width), dtype=np.uint32)
+    lit = shown >= 0
+    out[lit] = argb[shown[lit], np.minimum(stamped[lit], MAX_COUNT)]
+    image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
+    return area, scale, image, out

@@ -11,7 +11,7 @@ import pytest
 from calibsim_gui.core.analysis import projection
 from calibsim_gui.core.analysis.clusters import cluster_texts
 from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-from calibsim_gui.qt import map_stages
+from calibsim_gui.qt import map_items, map_stages
 from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
 from calibsim_gui.qt.map_view import MANY_POINTS, MapView
 from calibsim_gui.qt.state import AppState
@@ -84,3 +84,20 @@ def test_clusters_are_named_on_the_map_and_chosen_points_in_a_colour_no_cluster_
     assert min(np.linalg.norm(rgb - np.array(c.getRgb()[:3])) for c in CATEGORY_COLOURS) > 120
     view.colour_combo.setCurrentText("cluster")
     view.grab().save("/tmp/appdocs/map_names.png")
+
+
+def test_a_very_large_map_is_rendered_again_in_a_worker_while_the_old_image_stays(large_view, qtbot, monkeypatch):
+    view = large_view
+    monkeypatch.setattr(map_items, "RENDER_IN_WORKER", 1000)      # as if the 6,500 points were millions
+    view.plot_widget.grab()                                      # the first image: at once
+    renders, first = view.cloud.renders, view.cloud._image
+    with qtbot.waitSignal(view.cloud.renderer.finished, timeout=60_000):
+        view.view_box.scaleBy((3, 3))                            # zoomed out: the old image is drawn,
+        view.plot_widget.grab()                                  # the new one rendered in the worker
+        assert view.cloud.renders == renders and view.cloud._image is first
+    view.plot_widget.grab()
+    assert view.cloud.renders == renders + 1 and view.cloud.drawn().all()
+    with qtbot.waitSignal(view.cloud.renderer.finished, timeout=60_000):
+        view.view_box.scaleBy((0.5, 0.5))                        # zoomed in: stretched, sharp at rest
+        view.plot_widget.grab()
+    assert view.cloud.renders == renders + 2
