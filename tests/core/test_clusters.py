@@ -96,3 +96,18 @@ def test_the_number_of_clusters_is_at_the_elbow_of_their_spread():
     points = np.vstack([c + rng.standard_normal((size, 50)) for c, size in zip(centres, sizes)])
     assert choose_k(points.astype(np.float32)) == 4
     assert choose_k(points[:1200].astype(np.float32)) == 2          # the first two topics only
+
+
+@pytest.mark.slow
+def test_ag_news_four_topics_make_four_clusters(real_embedder):
+    """2,000 AG News descriptions (world, sports, business, sci/tech) with the built-in model: the
+    elbow gives 4 clusters; silhouette gave 12 (and 8, 8, 11 on three samples of 4,000) (#42)."""
+    import pandas as pd
+
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from tests.conftest import DATA
+
+    frame = pd.read_csv(DATA / "agnews" / "train.csv").drop_duplicates("description").head(2000)
+    texts = frame["description"].astype(str).tolist()
+    clusters = cluster_texts(texts, encode_texts(real_embedder, texts).embeddings)
+    assert clusters.chosen and len(clusters.sizes) == 4
