@@ -35,6 +35,7 @@ SCRIPTS = {
     "map_projection": {"runs", "stall_target_ms", "target_met"},
     "map_scale": {"runs", "stall_target_ms", "target_met"},
     "score_phases": {"runs", "phases"},
+    "corpus_scale": {"runs", "real_vectors", "k", "targets"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale"}
 

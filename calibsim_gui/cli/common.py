@@ -74,6 +74,12 @@ def load_model(args):
     return embedder
 
 
+def short(text, width: int = 70) -> str:
+    """`text` on one line, cut to `width` characters with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def check_input_memory(args, inputs, *, pairs: int = 0) -> None:
     """Refuse inputs (and `pairs` background pairs) over the memory budget from the files' sizes
     alone, before any file is read or a model loaded."""

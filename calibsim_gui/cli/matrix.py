@@ -33,6 +33,18 @@ def add_parser(sub) -> None:
     options.add_model_options(p)
 
 
+def check_matrix_memory(args, n_docs: int, dim: int) -> None:
+    """Refuse, before any text is encoded, a matrix over the memory budget, pointing to
+    `calibsim neighbours`, which needs no N x N matrix."""
+    from calibsim_gui.core.io.memory import check_budget, matrix_run_bytes
+
+    check_budget(matrix_run_bytes(n_docs, dim, 2), args.memory_budget,
+                 what=f"the {n_docs:,} x {n_docs:,} matrix",
+                 fix="find each document's nearest documents, the near-duplicate pairs and the "
+                     "duplicate groups with `calibsim neighbours` (no N x N matrix, any set size), "
+                     "or score fewer documents at a time")
+
+
 def run(args) -> int:
     from calibsim_gui.core.analysis.matrices import score_matrix
     from calibsim_gui.core.io.inputs import load_documents
@@ -47,6 +59,7 @@ def run(args) -> int:
     for note in docs.notes:
         common.say(args, f"documents: {note}")
     embedder, cache, profile = common.model_and_references(args)
+    check_matrix_memory(args, len(docs.documents), embedder.dimension)
     progress = common.Progress(args.quiet)
     try:
         result = score_matrix(docs, embedder, profile, metric=args.metric, forms=(args.form,),

@@ -13,6 +13,7 @@ from calibsim_gui.cli import (
     human,
     matrix,
     models,
+    neighbours,
     options,
     profile,
     score,
@@ -23,7 +24,7 @@ from calibsim_gui.cli import (
 # Each command's module has add_parser(sub) and run(args); the parser lists them in this order.
 COMMANDS = {"doctor": doctor, "models": models, "profile": profile, "score": score, "human": human,
             "compare": compare, "evaluate": evaluate, "diagnose": diagnose, "matrix": matrix,
-            "search": search, "threshold": threshold}
+            "neighbours": neighbours, "search": search, "threshold": threshold}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,10 @@ def add_parser(sub) -> None:
                    help="documents to search: text files (one per line), folders, or CSV/JSONL files")
     p.add_argument("--top-k", type=options.whole_number(1, 10_000), default=10, metavar="K",
                    help="hits kept per query, 1 to 10,000 (default 10)")
+    p.add_argument("--method", default="auto", choices=["auto", "exact", "approximate"],
+                   help="exact: every query against every document, in blocks; approximate: a graph "
+                        "index of the corpus (faiss HNSW); auto (default): exact unless an index is "
+                        "faster (tens of thousands of queries over a large corpus)")
     p.add_argument("--profile", help="reference profile (default: the built-in reference)")
     p.add_argument("--metric", type=options.metric, default="cosine")
     p.add_argument("--geometry", type=options.geometry, default="none", metavar="FIX",
@@ -48,7 +52,7 @@ def run(args) -> int:
     try:
         hits = search(queries, corpus, embedder, profile, metric=args.metric, top_k=args.top_k,
                       geometry=args.geometry, cache=cache, batch_size=args.batch_size,
-                      progress=progress, memory_budget=args.memory_budget)
+                      progress=progress, memory_budget=args.memory_budget, method=args.method)
     finally:
         progress.close()
     if not args.out:
@@ -73,14 +77,9 @@ def _print_search_summary(hits, *, per_query: int = 3, queries: int = 10) -> Non
         if n == queries:
             print(f"... and {search['queries']['count'] - queries:,} more queries (add --out to save all)")
             break
-        print(f"\nquery {group['query_id'].iloc[0]}: {_short(group['query'].iloc[0])}")
+        print(f"\nquery {group['query_id'].iloc[0]}: {common.short(group['query'].iloc[0])}")
         for _, row in group.head(per_query).iterrows():
             zscore = f"  z {row[z]:+6.2f}" if z in row else ""
             print(f"  {row['rank']:>3}. raw {row[f'{metric}_raw']:.4f}  calibrated "
-                  f"{row[f'{metric}_calibrated']:.3f}{zscore}  {_short(row['document'], 60)}")
+                  f"{row[f'{metric}_calibrated']:.3f}{zscore}  {common.short(row['document'], 60)}")
     print(f"\n{metric}_local_minmax (in --out) is local to each query: not comparable across queries")
-
-
-def _short(text, width: int = 70) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[:width - 1] + "…"

@@ -31,7 +31,7 @@ def test_search_finds_each_query_first_and_writes_every_hit(corpus, tmp_path, ca
     queries, docs, texts = corpus
     out = tmp_path / "hits.csv"
     assert cli.main(["search", str(queries), "--query-column", "question", "--corpus", str(docs),
-                     "--top-k", "4", "--out", str(out), "-q"]) == 0
+                     "--top-k", "4", "--out", str(out), "-q", "--method", "approximate"]) == 0
     frame = pd.read_csv(out)
     assert len(frame) == 3 * 4
     assert list(frame.columns[:5]) == ["query_id", "query", "rank", "doc_id", "document"]
@@ -43,6 +43,7 @@ def test_search_finds_each_query_first_and_writes_every_hit(corpus, tmp_path, ca
     assert (first["cosine_local_minmax"] == 1).all()                   # local: the top is always 1
     sidecar = json.loads((tmp_path / "hits.csv.provenance.json").read_text())
     assert sidecar["search"]["top_k"] == 4 and sidecar["search"]["corpus"]["count"] == 120
+    assert sidecar["search"]["method"] == "approximate" and sidecar["search"]["kind"] == "faiss IndexHNSWFlat"
 
 
 def test_search_without_out_prints_the_top_hits(corpus, capsys):

@@ -57,14 +57,6 @@ def cache_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ray_instance():
-    ray = pytest.importorskip("ray", reason="the ray engine needs `pip install 'calibsim[cluster]'`")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def local_profile(embedder, corpus, cache_dir):
     texts = load_documents(corpus, column="title").texts
     return build_profile(embedder, texts, n_pairs=PAIRS, seed=SEED,

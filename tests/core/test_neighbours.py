@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis.neighbours import DocumentNeighbours, document_neighbours
+from calibsim_gui.core.analysis.neighbours import DocumentNeighbours, document_neighbours, vector_neighbours
 from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.errors import Cancelled, InputError
@@ -66,6 +66,9 @@ def test_document_neighbours_are_the_brute_force_neighbours_with_calibrated_scor
                                profile.calibrate("cosine", frame["cosine_raw"].to_numpy())["calibrated"])
     assert result.provenance["neighbours"]["method"] == "exact"
     assert result.provenance["neighbours"]["k"] == 5 and result.provenance["documents"]["count"] == 120
+    again = vector_neighbours(result.vectors, result.ids, result.texts, profile, k=5)     # vectors at hand
+    np.testing.assert_array_equal(again.hits, result.hits)
+    assert again.neighbours.equals(result.neighbours) and again.pairs.equals(result.pairs)
 
 
 def test_near_duplicates_come_first_and_form_groups_above_the_threshold(profile):
@@ -129,7 +132,8 @@ def test_the_approximate_method_is_recorded_with_its_index(profile):
     texts = random_sentences(3000, seed=8)
     result = document_neighbours(documents(texts), FakeEmbedder(), profile, k=4, method="approximate")
     index = result.provenance["neighbours"]
-    assert index["method"] == "approximate" and index["lists"] >= 1 and index["probes"] >= 1
+    assert index["method"] == "approximate" and index["kind"] == "faiss IndexHNSWFlat"
+    assert index["search_candidates"] >= 4 * 4
     assert any("approximate index" in note for note in result.notes)
     assert (result.hits != np.arange(3000)[:, None]).all() and len(result.neighbours) == 12_000
 

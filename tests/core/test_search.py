@@ -83,3 +83,15 @@ def test_a_search_over_the_memory_budget_is_refused_before_encoding(profile):
     with pytest.raises(InputError, match="memory budget"):
         search(docs, docs, embedder, profile, memory_budget=1000)
     assert embedder.calls == 0
+
+
+def test_an_approximate_search_finds_what_the_exact_one_finds_and_says_so(profile):
+    corpus_texts = random_sentences(600, seed=9)
+    queries, corpus = documents(corpus_texts[:20], "q"), documents(corpus_texts)
+    exact = search(queries, corpus, FakeEmbedder(), profile, top_k=3, method="exact")
+    approximate = search(queries, corpus, FakeEmbedder(), profile, top_k=3, method="approximate")
+    assert approximate.provenance["search"]["method"] == "approximate"
+    assert exact.provenance["search"]["method"] == "exact"
+    first = approximate.frame[approximate.frame["rank"] == 1]
+    assert list(first["doc_id"]) == [f"d{i}" for i in range(20)]          # each query is in the corpus
+    assert (first["cosine_local_minmax"] == 1).all()

@@ -147,66 +147,61 @@ def duplicate_groups(first: np.ndarray, second: np.ndarray, n_docs: int) -> tupl
     return members[order], number[labels][order]
 
 
-def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: int = DEFAULT_K,
-                        metric: str = "cosine", geometry: str = "none",
-                        duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD,
-                        max_pairs: int | None = MAX_PAIRS, cache=None, batch_size: int = 64,
-                        progress=None, should_stop=None, memory_budget: int | None = None,
-                        method: str = "auto") -> DocumentNeighbours:
-    """Each document's `k` nearest other documents of a `DocumentSet`, the set's most similar
-    pairs and its duplicate groups, in blocks inside `memory_budget` (bytes; None: the default).
-
-    `method`: "exact" (row blocks of the score matrix), "approximate" (a faiss inverted-file
-    index; cosine, angular, dot and euclidean) or "auto" (exact while that is fast enough,
-    `calibsim_gui.core.geometry.knn.EXACT_WORK`). Pairs are the distinct unordered pairs of the
-    neighbour graph, at most `max_pairs` (None: all); groups join texts whose calibrated score
-    is at least `duplicate_threshold` (None: no groups). A run that would not fit raises
-    InputError before any text is encoded.
-    """
-    import pandas as pd
-
+def plan_neighbours(n_docs: int, dim: int, profile: ReferenceProfile, *, k: int = DEFAULT_K,
+                    metric: str = "cosine", geometry: str = "none", method: str = "auto",
+                    max_pairs: int | None = MAX_PAIRS, memory_budget: int | None = None
+                    ) -> tuple[str, int, int]:
+    """Check a neighbours run before any work: its options, and its memory against the budget.
+    Returns (method, k, block bytes): "exact" or "approximate", `k` less where the set is
+    smaller, and the bytes of one score block (0 for the approximate index)."""
     if k < 1:
         raise InputError(f"k must be at least 1, not {k}.", fix="ask for 1 or more neighbours")
-    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
     references = profile.references(geometry)
     if metric not in references:
         raise InputError(f"geometry {geometry!r} has references only for {', '.join(references)}, "
                          f"not {metric}.", fix=f"choose --metric {next(iter(references))}")
-    texts, ids = documents.texts, documents.ids
-    n_docs = len(texts)
     if n_docs < 2:
         raise InputError(f"a document set needs at least 2 documents for neighbours, not {n_docs}.",
                          fix="add documents (one per line, or --per-file)")
     chosen = choose_method(method, n_docs, n_docs, metric)
     k = min(k, n_docs - 1)
     n_columns = 2 + len(profile.forms()) + (4 if references[metric].band is not None else 0)
-    fixed = neighbours_run_bytes(n_docs, embedder.dimension, k, n_columns, method=chosen,
-                                 geometry=geometry, max_pairs=max_pairs)
+    fixed = neighbours_run_bytes(n_docs, dim, k, n_columns, method=chosen, geometry=geometry,
+                                 max_pairs=max_pairs)
     block = block_budget(fixed, memory_budget) if chosen == "exact" else 0
     check_budget(fixed + block, memory_budget,
                  what=f"the {k} nearest neighbours of {n_docs:,} documents ({chosen})",
                  fix="lower --k, keep fewer pairs (--max-pairs)"
                      + (", use --method approximate" if chosen == "exact" else "")
                      + " or split the set")
-    encoding = encode_texts(embedder, texts, batch_size=batch_size, cache=cache,
-                            progress=progress_stage(progress, "encoding", 0.7, 0.0),
-                            should_stop=should_stop)
-    vectors = profile.transformed(encoding.embeddings, geometry)
+    return chosen, k, block
+
+
+def vector_neighbours(vectors: np.ndarray, ids, texts, profile: ReferenceProfile, *, k: int = DEFAULT_K,
+                      metric: str = "cosine", geometry: str = "none",
+                      duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD,
+                      max_pairs: int | None = MAX_PAIRS, method: str = "auto",
+                      memory_budget: int | None = None, progress=None, should_stop=None
+                      ) -> DocumentNeighbours:
+    """`document_neighbours` of texts already encoded: `vectors` (under `geometry`, one row per
+    id and text), e.g. the vectors of a map. Its provenance holds ``neighbours`` only."""
+    import pandas as pd
+
+    n_docs = len(vectors)
+    chosen, k, block = plan_neighbours(n_docs, vectors.shape[1], profile, k=k, metric=metric,
+                                       geometry=geometry, method=method, max_pairs=max_pairs,
+                                       memory_budget=memory_budget)
     rows = np.arange(n_docs)
-    ranking = progress_stage(progress, "neighbours", 0.3, 0.7)
     if chosen == "exact":
         hits, raw, _, _ = top_hits(vectors, vectors, metric, k, exclude=rows, block_bytes=block,
-                                   ranges=False,
-                                   progress=ranking, should_stop=should_stop)
+                                   ranges=False, progress=progress, should_stop=should_stop)
         index = {"method": "exact", "block_bytes": block}
     else:
         built = ApproximateIndex(vectors, metric, should_stop=should_stop)
-        hits, raw = built.search(vectors, k, exclude=rows, progress=ranking, should_stop=should_stop)
+        hits, raw = built.search(vectors, k, exclude=rows, progress=progress, should_stop=should_stop)
         index = {"method": "approximate", **built.settings.to_dict()}
         del built
     found = (hits >= 0).ravel()
-    doc_rows = np.repeat(rows, k)[found]
-    hit_rows = hits.ravel()[found]
     id_array, text_array = np.asarray(ids, dtype=object), np.asarray(texts, dtype=object)
 
     def table(first, second, scores, **extra):
@@ -214,11 +209,9 @@ def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: in
                              "neighbour_id": id_array[second], "neighbour": text_array[second],
                              **_score_columns(profile, metric, geometry, scores)})
 
-    neighbours = table(doc_rows, hit_rows, raw.ravel()[found],
+    neighbours = table(np.repeat(rows, k)[found], hits.ravel()[found], raw.ravel()[found],
                        rank=np.tile(np.arange(1, k + 1), n_docs)[found])
     first, second, pair_raw = distinct_pairs(hits, raw, metric)
-    n_graph_pairs = len(first)
-    calibrated = score_column(metric, "calibrated", geometry)
     groups = pd.DataFrame({"group": pd.Series(dtype=np.int64), "size": pd.Series(dtype=np.int64),
                            "doc_id": pd.Series(dtype=object), "document": pd.Series(dtype=object)})
     if duplicate_threshold is not None:
@@ -228,35 +221,70 @@ def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: in
                                "doc_id": id_array[members], "document": text_array[members]})
     keep = slice(None) if max_pairs is None else slice(0, max_pairs)
     pairs = table(first[keep], second[keep], pair_raw[keep])
+    notes = []
+    if chosen == "approximate":
+        notes.append("neighbours were found with an approximate index (faiss HNSW, "
+                     f"{index['search_candidates']} candidates per text): a few true neighbours may "
+                     "be missing (recall@10 in benchmarks/README.md); use the exact method for every one")
+    if max_pairs is not None and len(first) > max_pairs:
+        notes.append(f"the {max_pairs:,} most similar of {len(first):,} neighbour pairs are listed")
+    provenance = {"neighbours": {
+        "k": k, "metric": metric, "geometry": geometry, **index,
+        "graph_pairs": len(first), "pairs_kept": len(pairs),
+        "duplicate_threshold": duplicate_threshold,
+        "duplicate_column": score_column(metric, "calibrated", geometry)
+        if duplicate_threshold is not None else None,
+        "duplicate_groups": int(groups["group"].max()) if len(groups) else 0,
+        "duplicate_texts": len(groups)}}
+    return DocumentNeighbours(list(ids), list(texts), vectors, hits, neighbours, pairs, groups,
+                              provenance, notes, metric, geometry)
 
+
+def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: int = DEFAULT_K,
+                        metric: str = "cosine", geometry: str = "none",
+                        duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD,
+                        max_pairs: int | None = MAX_PAIRS, cache=None, batch_size: int = 64,
+                        progress=None, should_stop=None, memory_budget: int | None = None,
+                        method: str = "auto") -> DocumentNeighbours:
+    """Each document's `k` nearest other documents of a `DocumentSet`, the set's most similar
+    pairs and its duplicate groups, in blocks inside `memory_budget` (bytes; None: the default).
+
+    `method`: "exact" (row blocks of the score matrix), "approximate" (a faiss HNSW graph
+    index; cosine, angular, dot and euclidean) or "auto" (exact while that is fast enough,
+    `calibsim_gui.core.geometry.knn.choose_method`). Pairs are the distinct unordered pairs of the
+    neighbour graph, at most `max_pairs` (None: all); groups join texts whose calibrated score
+    is at least `duplicate_threshold` (None: no groups). A run that would not fit raises
+    InputError before any text is encoded.
+    """
+    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
+    texts, ids = documents.texts, documents.ids
+    options = {"k": k, "metric": metric, "geometry": geometry, "method": method,
+               "max_pairs": max_pairs, "memory_budget": memory_budget}
+    plan_neighbours(len(texts), embedder.dimension, profile, **options)
+    encoding = encode_texts(embedder, texts, batch_size=batch_size, cache=cache,
+                            progress=progress_stage(progress, "encoding", 0.7, 0.0),
+                            should_stop=should_stop)
+    result = vector_neighbours(profile.transformed(encoding.embeddings, geometry), ids, texts, profile,
+                               duplicate_threshold=duplicate_threshold, **options,
+                               progress=progress_stage(progress, "neighbours", 0.3, 0.7),
+                               should_stop=should_stop)
     provenance = run_provenance(embedder, profile, encoding, (geometry,))
-    provenance["documents"] = {"files": [str(f) for f in documents.files], "count": n_docs,
+    provenance["documents"] = {"files": [str(f) for f in documents.files], "count": len(texts),
                                "empty_dropped": documents.n_empty,
                                "duplicates_dropped": documents.n_duplicates}
     provenance["metric"] = metric
-    provenance["neighbours"] = {
-        "k": k, "metric": metric, "geometry": geometry, **index,
-        "graph_pairs": n_graph_pairs, "pairs_kept": len(pairs),
-        "duplicate_threshold": duplicate_threshold,
-        "duplicate_column": calibrated if duplicate_threshold is not None else None,
-        "duplicate_groups": int(groups["group"].max()) if len(groups) else 0,
-        "duplicate_texts": len(groups)}
-    if references[metric].band is not None:
+    provenance.update(result.provenance)
+    if profile.references(geometry)[metric].band is not None:
         provenance["columns"].update({f: FORM_DESCRIPTIONS[f] for f in FORM_DESCRIPTIONS
                                       if f.startswith("calibrated_band")})
     notes = list(documents.notes) + profile.warnings(precision=embedder_precision(embedder))
     if encoding.n_truncated:
         notes.append(f"{encoding.n_truncated} texts are longer than the model's max length "
                      f"({embedder.max_seq_length} tokens); only their beginning was scored")
-    if chosen == "approximate":
-        notes.append(f"neighbours were found with an approximate index ({index['lists']} lists, "
-                     f"{index['probes']} searched per text): a few true neighbours may be missing; "
-                     "use the exact method for every one")
-    if max_pairs is not None and n_graph_pairs > max_pairs:
-        notes.append(f"the {max_pairs:,} most similar of {n_graph_pairs:,} neighbour pairs are listed")
+    notes += result.notes
     provenance["languages"], language_notes = run_languages(
         texts, profile.provenance, model_folder=getattr(getattr(embedder, "info", None), "path", None))
     notes += language_notes
     provenance["notes"] = notes
-    return DocumentNeighbours(list(ids), list(texts), vectors, hits, neighbours, pairs, groups,
-                              provenance, notes, metric, geometry)
+    result.provenance, result.notes = provenance, notes
+    return result

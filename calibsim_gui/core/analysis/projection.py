@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibsim_gui.core.analysis.search import top_hits
+from calibsim_gui.core.geometry.knn import top_hits
 from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.errors import Cancelled, InputError
 

@@ -96,7 +96,8 @@ def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k:
     else:
         built = ApproximateIndex(doc_vectors, metric, should_stop=should_stop)
         hits, raw = built.search(query_vectors, k, progress=ranking, should_stop=should_stop)
-        _, _, lowest, highest = top_hits(query_vectors, doc_vectors, metric, 0, should_stop=should_stop)
+        # each query's lowest and (float64, as its hits') highest score over the whole corpus
+        _, _, lowest, highest = top_hits(query_vectors, doc_vectors, metric, 1, should_stop=should_stop)
         index = {"method": "approximate", **built.settings.to_dict()}
     metric_ = get_metrics([metric])[0]
     similarity = metric_.as_similarity(raw)

@@ -1,5 +1,5 @@
 """Top-k neighbours in bounded memory: exact row blocks of the score matrix, or an approximate
-inverted-file index (faiss IVF) for corpora where the exact blocks take too long.
+graph index (faiss HNSW) for corpora where the exact blocks take too long.
 
 Both ways return each query's hits best first with the metric's raw scores recomputed in float64
 for exactly those pairs (`pair_scores`), so a score never depends on the way its hit was found.
@@ -9,7 +9,6 @@ find (its own), which is how a document set's neighbours leave each text out of 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,11 +20,15 @@ BLOCK_BYTES = 640_000_000      # what one block of the score matrix holds at onc
 SCORE_BYTES = 40               # bytes held per score of a block (float64 scores, their negation, indices)
 MIN_BLOCK_BYTES = 4_000_000
 CHUNK = 64                     # columns whose maximum screens them before the exact top-k
-EXACT_WORK = 6e9               # queries x corpus rows above which method "auto" goes approximate
+# CPU seconds, measured at 384 dimensions on 2 cores (benchmarks/corpus_scale.py, real sentence
+# vectors): exact top-k per query-corpus pair (matrix product and selection), and the graph index
+# per text (built, then searched once; at 100 k texts)
+EXACT_PAIR_CPU_S = 2.9e-8
+INDEX_TEXT_CPU_S = 6e-4
+EXACT_CPU_S = 60               # method "auto" stays exact while that takes at most this long
 APPROXIMATE_METRICS = ("cosine", "angular", "dot", "euclidean")   # orders faiss can rank by
 METHODS = ("auto", "exact", "approximate")
-TRAIN_PER_LIST = 64            # k-means training vectors per inverted list
-INDEX_SEED = 1234
+ADD_ROWS = 50_000               # vectors added to an index at a time (a Cancel is heard between)
 
 
 def block_rows(n_corpus: int, block_bytes: int = BLOCK_BYTES) -> int:
@@ -65,8 +68,16 @@ def rank_hits(queries, corpus, metric: Metric, hits: np.ndarray) -> tuple[np.nda
     found = hits >= 0
     rows, columns = np.nonzero(found)
     raw[rows, columns] = pair_scores(queries[rows], corpus[hits[rows, columns]], [metric.name])[metric.name]
+    return best_first(hits, raw, metric)
+
+
+def best_first(hits: np.ndarray, raw: np.ndarray, metric: Metric, k: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's hits and raw scores sorted best first (ties: lower row first; missing hits,
+    -1, last), the first `k` kept (None: all)."""
+    found = hits >= 0
     similarity = np.where(found, metric.as_similarity(raw), -np.inf)
-    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)
+    order = np.lexsort((np.where(found, hits, np.iinfo(np.int64).max), -similarity), axis=1)[:, :k]
     return np.take_along_axis(hits, order, axis=1), np.take_along_axis(raw, order, axis=1)
 
 
@@ -128,27 +139,29 @@ def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, ex
 
 @dataclass(frozen=True)
 class IndexSettings:
-    """An inverted-file index's size: `lists` k-means cells, `probes` of them searched a query."""
+    """A graph index's settings (HNSW): `links` per text, the candidate lists kept while the graph
+    is built (`build_candidates`) and while it is searched (`search_candidates`)."""
 
-    lists: int
-    probes: int
+    links: int = 16
+    build_candidates: int = 40
+    search_candidates: int = 128
 
     @classmethod
-    def for_size(cls, n_corpus: int, k: int = 10) -> "IndexSettings":
-        """Cells of ~4·sqrt(n) vectors searched 8·sqrt(lists) at a time, the sizes that kept
-        recall@10 >= 0.95 on clustered and real sentence vectors (benchmarks/corpus_scale.py)."""
-        lists = max(1, min(int(2 * math.sqrt(n_corpus)), n_corpus // 40 or 1))
-        probes = min(lists, max(8, int(round(1.5 * math.sqrt(lists))), 2 * k))
-        return cls(lists, probes)
+    def for_k(cls, k: int = 10) -> "IndexSettings":
+        """The settings that kept recall@10 >= 0.95 on real sentence vectors (benchmarks/
+        corpus_scale.py: 64 candidates found 0.93 of new queries' neighbours at 100 k texts, 128
+        0.96), the search's candidates at least 4·k."""
+        return cls(search_candidates=max(128, 4 * k))
 
     def to_dict(self) -> dict:
-        return {"kind": "faiss IndexIVFFlat", "lists": self.lists, "probes": self.probes,
-                "train_per_list": TRAIN_PER_LIST, "seed": INDEX_SEED}
+        return {"kind": "faiss IndexHNSWFlat", "links": self.links,
+                "build_candidates": self.build_candidates, "search_candidates": self.search_candidates}
 
 
-def index_bytes(n_corpus: int, dim: int) -> int:
-    """An IVF index's own copy of the vectors (float32), their ids and the training sample."""
-    return int(n_corpus * (4 * dim + 8) * 1.1 + 4 * dim * TRAIN_PER_LIST * math.sqrt(n_corpus) * 2)
+def index_bytes(n_corpus: int, dim: int, settings: IndexSettings = IndexSettings()) -> int:
+    """A graph index's own float32 copy of the vectors and its links (2 x `links` on the ground
+    level, a few more above), and one block of unit vectors being added."""
+    return int(n_corpus * (4 * dim + 4 * 2.2 * settings.links + 16) + ADD_ROWS * dim * 8)
 
 
 def _faiss_view(vectors, metric: str) -> np.ndarray:
@@ -161,29 +174,33 @@ def _faiss_view(vectors, metric: str) -> np.ndarray:
 
 
 class ApproximateIndex:
-    """A faiss inverted-file index over `corpus` for `metric` (one of `APPROXIMATE_METRICS`)."""
+    """A faiss HNSW graph over `corpus` for `metric` (one of `APPROXIMATE_METRICS`), built once
+    and searched as often as needed (a typed query: a millisecond at 1 M texts).
+
+    The graph is built on all cores, so which near-tie neighbours it finds can differ slightly
+    from run to run; the scores of what it finds never do (`rank_hits`).
+    """
 
     def __init__(self, corpus: np.ndarray, metric: str, *, settings: IndexSettings | None = None,
-                 should_stop=None):
+                 progress=None, should_stop=None):
         import faiss
 
         if metric not in APPROXIMATE_METRICS:
             raise InputError(f"the approximate index ranks by {', '.join(APPROXIMATE_METRICS)}, not {metric}.",
                              fix="use the exact method (--method exact) or another --metric")
         self.metric, self.corpus = metric, corpus
-        self.settings = settings or IndexSettings.for_size(len(corpus))
+        self.settings = settings or IndexSettings.for_k()
         kind = faiss.METRIC_L2 if metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
-        quantizer = faiss.IndexFlat(corpus.shape[1], kind)
-        self.index = faiss.IndexIVFFlat(quantizer, corpus.shape[1], self.settings.lists, kind)
-        self.index.cp.seed = INDEX_SEED
-        sample = np.random.default_rng(INDEX_SEED).permutation(len(corpus))[
-            :TRAIN_PER_LIST * self.settings.lists]
-        self.index.train(_faiss_view(corpus[np.sort(sample)], metric))
-        for start in range(0, len(corpus), 100_000):
+        self.index = faiss.IndexHNSWFlat(corpus.shape[1], self.settings.links, kind)
+        self.index.hnsw.efConstruction = self.settings.build_candidates
+        for start in range(0, len(corpus), ADD_ROWS):
             if should_stop is not None and should_stop():
                 raise Cancelled(f"indexing stopped after {start:,} of {len(corpus):,} vectors")
-            self.index.add(_faiss_view(corpus[start:start + 100_000], metric))
-        self.index.nprobe = self.settings.probes
+            self.index.add(_faiss_view(corpus[start:start + ADD_ROWS], metric))
+            if progress is not None:
+                done = min(start + ADD_ROWS, len(corpus))
+                progress(done, len(corpus), f"indexed {done:,} of {len(corpus):,}")
+        self.index.hnsw.efSearch = self.settings.search_candidates
 
     def search(self, queries: np.ndarray, k: int, *, exclude=None, progress=None, should_stop=None
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -193,6 +210,7 @@ class ApproximateIndex:
         hits = np.empty((len(queries), k), dtype=np.int64)
         raw = np.empty((len(queries), k))
         metric_ = get_metrics([self.metric])[0]
+        self.index.hnsw.efSearch = max(self.settings.search_candidates, 2 * (k + extra))
         step = 4096
         for start in range(0, len(queries), step):
             if should_stop is not None and should_stop():
@@ -211,8 +229,9 @@ class ApproximateIndex:
 
 
 def choose_method(method: str, n_queries: int, n_corpus: int, metric: str) -> str:
-    """"exact" or "approximate" for `method` ("auto": exact while queries x corpus <= `EXACT_WORK`
-    or the metric has no approximate index)."""
+    """"exact" or "approximate" for `method`. "auto" is exact while that takes at most
+    `EXACT_CPU_S` or less than building and searching an index (about 45,000 texts for a set's
+    neighbours; 100 queries stay exact over millions of texts), or the metric has no index."""
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}.", fix=f"choose from {', '.join(METHODS)}")
     if method == "approximate" and metric not in APPROXIMATE_METRICS:
@@ -220,7 +239,9 @@ def choose_method(method: str, n_queries: int, n_corpus: int, metric: str) -> st
                          fix="use the exact method or another metric")
     if method != "auto":
         return method
-    return "approximate" if (n_queries * n_corpus > EXACT_WORK and metric in APPROXIMATE_METRICS) else "exact"
+    exact = n_queries * n_corpus * EXACT_PAIR_CPU_S
+    indexed = (n_corpus + n_queries) * INDEX_TEXT_CPU_S / 2
+    return "approximate" if exact > max(EXACT_CPU_S, indexed) and metric in APPROXIMATE_METRICS else "exact"
 
 
 def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:

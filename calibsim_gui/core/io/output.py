@@ -155,13 +155,18 @@ def _write_table(frame, provenance: dict, path: Path, *, keep_formulas: bool, **
     return path
 
 
-def write_scored_pairs(scored, path, *, keep_formulas: bool = False) -> Path:
-    """Write a `ScoredPairs` as a CSV/TSV table plus ``<out>.provenance.json``.
+def write_frame(frame, provenance: dict, path, *, keep_formulas: bool = False) -> Path:
+    """Write a table of rows as CSV/TSV plus ``<out>.provenance.json``, replaced together.
 
     Formula-like texts are defused (see `protect_formulas`) unless `keep_formulas`.
     """
-    return _write_table(scored.frame, scored.provenance, Path(path), keep_formulas=keep_formulas,
-                        index=False, float_format="%.10g")
+    return _write_table(frame, provenance, Path(path), keep_formulas=keep_formulas, index=False,
+                        float_format="%.10g")
+
+
+def write_scored_pairs(scored, path, *, keep_formulas: bool = False) -> Path:
+    """Write a `ScoredPairs` (or `SearchHits`) as a CSV/TSV table plus ``<out>.provenance.json``."""
+    return write_frame(scored.frame, scored.provenance, path, keep_formulas=keep_formulas)
 
 
 def write_matrix(result, path, *, form: str = "calibrated", keep_formulas: bool = False) -> Path:

@@ -137,8 +137,13 @@ def write_xlsx(report, path) -> None:
 
     A failed write is an `OSError`, also where openpyxl writes through lxml ("IO_ENOSPC").
     """
+    _as_os_errors(_write_sheets, report, path)
+
+
+def _as_os_errors(write, *args) -> None:
+    """`write(*args)`, a failed write of openpyxl through lxml raised as the `OSError` it is."""
     try:
-        _write_sheets(report, path)
+        write(*args)
     except _serialisation_errors() as exc:
         code = getattr(errno, str(exc).removeprefix("IO_"), errno.EIO)
         _close_quietly(exc)
@@ -172,13 +177,35 @@ def _write_sheets(report, path) -> None:
         _cell_safe(provenance_frame(report)).to_excel(writer, sheet_name="provenance", index=False)
         report.anchors_table().to_excel(writer, sheet_name="anchors", index=False)
         calibrators_frame(report).to_excel(writer, sheet_name="calibrators", index=False)
-        for sheet in writer.book.worksheets:          # a text such as "=HYPERLINK(...)" stays text
-            for row in sheet.iter_rows():
-                for cell in row:
-                    if cell.data_type == "f":
-                        cell.data_type = "s"
-            _freeze_and_filter(sheet, matrix=report.kind == "matrix" and sheet.title.startswith(
-                f"{report.metric}_"))
+        _finish_sheets(writer, matrix=f"{report.metric}_" if report.kind == "matrix" else None)
+
+
+def _finish_sheets(writer, *, matrix: str | None = None) -> None:
+    """Every sheet's formula-like texts kept as text, its header frozen and filtered (a sheet
+    whose title starts with `matrix` is a matrix)."""
+    for sheet in writer.book.worksheets:          # a text such as "=HYPERLINK(...)" stays text
+        for row in sheet.iter_rows():
+            for cell in row:
+                if cell.data_type == "f":
+                    cell.data_type = "s"
+        _freeze_and_filter(sheet, matrix=matrix is not None and sheet.title.startswith(matrix))
+
+
+def write_table_sheets(frames: dict[str, pd.DataFrame], provenance: dict, path) -> None:
+    """Each table of `frames` on its own sheet at full precision, then the provenance flattened
+    to (key, value) rows; a failed write is an `OSError`, as in `write_xlsx`."""
+    _as_os_errors(_write_frames, frames, provenance, path)
+
+
+def _write_frames(frames: dict[str, pd.DataFrame], provenance: dict, path) -> None:
+    rows: list = []
+    _flatten("provenance", provenance, rows)
+    with pd.ExcelWriter(path, engine="openpyxl") as writer:
+        for name, frame in frames.items():
+            _cell_safe(frame).to_excel(writer, sheet_name=name[:31], index=False)
+        _cell_safe(pd.DataFrame(rows, columns=["key", "value"])).to_excel(
+            writer, sheet_name="provenance", index=False)
+        _finish_sheets(writer)
 
 
 def _freeze_and_filter(sheet, *, matrix: bool) -> None:
