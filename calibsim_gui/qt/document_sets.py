@@ -13,15 +13,13 @@ import numpy as np
 
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.neighbours import (
-    DEFAULT_K,
     MAX_PAIRS,
     DocumentNeighbours,
     document_neighbours,
-    neighbours_run_bytes,
+    plan_neighbours,
 )
 from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.core.errors import InputError
-from calibsim_gui.core.geometry.knn import MIN_BLOCK_BYTES, choose_method
 from calibsim_gui.core.io.memory import check_budget, matrix_run_bytes
 from calibsim_gui.qt.messages import failure_message
 
@@ -81,23 +79,17 @@ def largest_heatmap(dim: int, budget: int) -> int:
     return low
 
 
-def document_refusal(documents, embedder, profile, metric: str, budget: int) -> str | None:
-    """Why `documents` cannot be scored inside `budget` (bytes) even by neighbours, worded for the
-    window, or None when they can (or when the model or references are not there yet: scoring
-    checks again)."""
+def document_refusal(documents, embedder, profile, metric: str, geometry: str, budget: int) -> str | None:
+    """Why `documents` cannot be scored inside `budget` (bytes) even by neighbours
+    (`plan_neighbours`), worded for the window, or None when they can (or when the model or
+    references are not there yet: scoring checks again)."""
     if embedder is None or profile is None:
         return None
     n = len(documents.documents)
-    if matrix_fits(n, embedder.dimension, budget) or metric not in profile.references():
+    if matrix_fits(n, embedder.dimension, budget):
         return None
-    band = profile.references()[metric].band is not None
-    method = choose_method("auto", n, n, metric)
-    k = min(DEFAULT_K, max(n - 1, 1))
-    needed = neighbours_run_bytes(n, embedder.dimension, k, 2 + len(profile.forms()) + 4 * band,
-                                  method=method) + (MIN_BLOCK_BYTES if method == "exact" else 0)
     try:
-        check_budget(needed, budget, what=f"the {k} nearest neighbours of {n:,} documents",
-                     fix="score fewer documents at a time")
+        plan_neighbours(n, embedder.dimension, profile, metric=metric, geometry=geometry, memory_budget=budget)
     except InputError as exc:
         return failure_message(exc)
     return None

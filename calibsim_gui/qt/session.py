@@ -347,8 +347,10 @@ class Session(QObject):
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return
+        state = self.state
         if isinstance(value, DocumentSet) and (refusal := document_refusal(
-                value, self.state.embedder, self.state.profile, self.state.metric, self.window.memory_budget())):
+                value, state.embedder, state.profile, state.metric, self.scoring_geometry(),
+                self.window.memory_budget())):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
             self.window.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
@@ -384,7 +386,7 @@ class Session(QObject):
         self.score_failure = ""
         if (distributions := window.panels.view("distributions", build=False)) is not None:
             distributions.reset()
-        geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
+        geometry = self.scoring_geometry()
         if isinstance(table, PairTable):
             human = [state.human.calibrator] if state.human is not None else []
             geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
@@ -401,6 +403,12 @@ class Session(QObject):
                                  else plural(len(files), "document file") if files else "the documents")
             window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
                                       geometry=geometry, cache=cache, budget=budget)
+
+    def scoring_geometry(self) -> str:
+        """The geometry fix scores are computed under: the one chosen, when the references have it."""
+        state = self.state
+        return state.geometry if state.profile is not None and state.geometry in state.profile.geometry_names() \
+            else "none"
 
     def view_changed(self) -> None:
         """A document set's results hold one metric: compute them again when another is chosen."""
