@@ -18,7 +18,7 @@ from calibsim_gui.core.analysis.neighbours import (
     document_neighbours,
     plan_neighbours,
 )
-from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.memory import check_budget, matrix_run_bytes
 from calibsim_gui.qt.messages import failure_message
@@ -45,6 +45,14 @@ class NeighbourPairs(ScoredPairs):
         ends = np.cumsum((self.neighbours.hits >= 0).sum(axis=1))
         return {name: (int(end - count), int(end)) for name, end, count
                 in zip(self.neighbours.ids, ends, (self.neighbours.hits >= 0).sum(axis=1))}
+
+    def best_matches(self, doc_ids) -> np.ndarray:
+        """Per id of `doc_ids`, the calibrated score of its nearest neighbour (NaN: none)."""
+        table = self.neighbours.neighbours
+        first = table[table["rank"] == 1]
+        column = score_column(self.metric, "calibrated", self.neighbours.geometry)
+        best = dict(zip(first["doc_id"], first[column].astype(float)))
+        return np.array([best.get(name, np.nan) for name in doc_ids], dtype=float)
 
     def rows_touching(self, doc_ids) -> np.ndarray:
         """The rows of `frame` (listed pairs) with one of `doc_ids` on either side."""

@@ -1,7 +1,10 @@
-"""Document sets in the window: a set that cannot be scored inside the memory budget is refused
-before it replaces anything, with why and what to do (#39 item 6, #42 item 5)."""
+"""Document sets in the window: a set whose heatmap does not fit the memory budget is scored by its
+neighbours (Results, Heatmap tab, Map); one that not even that fits is refused before it replaces
+anything, with why and what to do (#39, #42 item 5)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS
 from calibsim_gui.core.io.inputs import PairTable
@@ -64,6 +67,10 @@ def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(wi
     window.tabs.setCurrentWidget(window.map)
     qtbot.waitUntil(window.map.drawn, timeout=600_000)
     assert len(window.map.text_map) == 100_020 and len(window.map.cloud.coords) == 100_020
+    best = window.map.columns["best match (calibrated)"]            # coloured by each text's nearest
+    assert np.isfinite(best).all() and best[window.map.text_map.texts.index(texts[0])] == \
+        results.frame["cosine_calibrated"][results.frame["document"].isin([texts[0]])
+                                           | results.frame["neighbour"].isin([texts[0]])].max()
     window.map.plot_widget.grab()
     assert window.map.cloud.drawn().all()
     first = window.map.text_map.texts.index(texts[0])            # chosen on the map: its listed pairs
