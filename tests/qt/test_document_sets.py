@@ -61,6 +61,8 @@ def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(wi
     assert "heatmap is kept for document sets" in page.explanation.text() and "100,020 documents" in \
         page.explanation.text()
     assert page.table.rowCount() == 10
+    window.exports.ask()                                         # no report yet: the command that writes the tables
+    assert f"calibsim neighbours {corpus} --out neighbours.csv" in shown_error(window, qtbot)
     window.state.select_row(3)
     assert page.title.text().startswith(f"Nearest texts to {results.frame['doc_id'].iloc[3]}")
     # the Map: every text, drawn as one image
