@@ -5,7 +5,7 @@ Each size runs in a fresh process on precomputed unit vectors of 384 dimensions 
 model's), made of a few dozen topic directions plus noise so that they cluster a little as
 sentences do; encoding is left out (the map reads a scored input's vectors from the cache).
 Measured: `pca_2d` (best of 3, after a warm-up call; its peak memory from the first),
-`cluster_texts` (k chosen by silhouette, named by TF-IDF words of texts made of topic words)
+`cluster_texts` (k chosen at the elbow, named by TF-IDF words of texts made of topic words)
 and `tsne_2d` (on its sample of at most 2,000 texts, the others placed), each once after a
 small warm-up call (scikit-learn's imports), with its peak memory, a 200-vertex lasso (`points_in_polygon`), one point's 10 nearest texts, the
 GUI-thread time to draw the points in the Map tab (`MapView._mapped`: columns and colours; beyond

@@ -33,11 +33,12 @@ SCRIPTS = {
     "search_scale": {"runs", "cold_s", "warm_s", "memory_budget_mb", "within_budget"},
     "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
     "map_projection": {"runs", "stall_target_ms", "target_met"},
+    "map_scale": {"runs", "stall_target_ms", "target_met"},
     "score_phases": {"runs", "phases"},
     "corpus_scale": {"runs", "real_vectors", "k", "targets"},
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
 }
-USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection"}
+USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale"}
 
 
 def run_quick(name: str, results: Path) -> dict:

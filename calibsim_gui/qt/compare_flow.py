@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
+from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.qt.messages import format_seconds, plural
 
 STEPS = 3         # load the model, prepare its references, score the pairs
@@ -116,7 +117,7 @@ class CompareFlow(QObject):
 
     def choose_model(self) -> None:
         window = self.window
-        if not isinstance(self.state.results, ScoredPairs):
+        if not isinstance(self.state.results, ScoredPairs) or not isinstance(self.state.input, PairTable):
             window.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
             return
         listed = window.models.table_model.models          # as listed on the Model tab
@@ -145,7 +146,7 @@ class CompareFlow(QObject):
         """Score the current pairs with model `spec` (its own reference, refitted on the current
         anchor ladder) and compare, in a worker; the Compare tab shows the progress's home."""
         state, window = self.state, self.window
-        if not isinstance(state.results, ScoredPairs):
+        if not isinstance(state.results, ScoredPairs) or not isinstance(state.input, PairTable):
             window.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
             return
         device, precision, engine = state.device, window.models.precision(), window.models.engine()

@@ -8,6 +8,7 @@ The reports' modules (pandas, the writers) load with the first export, not with 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -17,6 +18,7 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.qt.child_process import child_process
+from calibsim_gui.qt.document_sets import NeighbourPairs
 
 
 def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop,
@@ -80,6 +82,16 @@ class ExportFlow(QObject):
 
     def has_results(self) -> bool:
         """Whether there are results to export; if not, say why and what to do."""
+        if isinstance(self.state.results, NeighbourPairs):      # no report of neighbours yet: the CLI's tables
+            spec = self.window.input_spec or {"paths": ["FILE"]}
+            files = " ".join(shlex.quote(str(p)) for p in spec["paths"]) + (
+                " --per-file" if (spec.get("options") or {}).get("per_file") else "")
+            self.window.show_error("No report of neighbours yet", (
+                "The window writes no report of a document set scored by its neighbours yet. Its "
+                "neighbours, most similar pairs and duplicate groups are written by:\n\n"
+                f"calibsim neighbours {files} --out neighbours.csv --pairs-out pairs.csv "
+                "--groups-out groups.csv"))
+            return False
         if self.state.results is not None and self.state.profile is not None:
             return True
         self.window.show_error("Nothing to export", (

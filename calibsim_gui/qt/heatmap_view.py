@@ -25,6 +25,8 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.matrix_order import colour_range, short_document_label, similarity_order
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.qt.document_sets import NeighbourPairs
+from calibsim_gui.qt.neighbour_view import NeighbourList
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.plots import SELECTED_COLOR, style_plot
 from calibsim_gui.qt.state import pair_row
@@ -139,6 +141,8 @@ class HeatmapView(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.hint)
         self.stack.addWidget(page)
+        self.neighbour_list = NeighbourList(state)      # a set too large for a heatmap
+        self.stack.addWidget(self.neighbour_list)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.stack)
@@ -156,6 +160,9 @@ class HeatmapView(QWidget):
     def rebuild(self) -> None:
         results = self.results
         self.stack.setCurrentIndex(0 if results is None else 1)
+        if isinstance(self.state.results, NeighbourPairs):
+            self.stack.setCurrentWidget(self.neighbour_list)
+            self.neighbour_list.show_results(self.state.results)
         self._orders = {}
         self.labels = []
         if results is not None:
@@ -286,7 +293,11 @@ class HeatmapView(QWidget):
 
     def _show_selected(self) -> None:
         """Outline the selected pair's two cells (a × b and b × a) and, when it was selected
-        elsewhere, select its two documents in the table."""
+        elsewhere, select its two documents in the table (a set scored by neighbours: list the
+        neighbours of the pair's first document)."""
+        if isinstance(self.state.results, NeighbourPairs):
+            self.neighbour_list.show_results(self.state.results)
+            return
         pair = self.state.selected_documents() if len(self._matrix) else None
         for mark in (self.mark, self.mark_twin):
             mark.setVisible(pair is not None)

@@ -159,6 +159,7 @@ class MainWindow(QMainWindow):
         self.input_runner.finished.connect(session.input_read)
         self.score_runner.partial.connect(session.scored_chunk)
         self.score_runner.finished.connect(session.scored)
+        self.score_runner.failed.connect(session.score_failed)
         self.export_runner.finished.connect(self.exports.exported)
         self.human_runner.finished.connect(self.human.fitted)
         self.compare_runner.finished.connect(self.compare.compared)

@@ -13,11 +13,13 @@ from PySide6.QtGui import QColor
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
+from calibsim_gui.qt.document_sets import NeighbourPairs
 
 CATEGORY_COLOURS = [QColor(c) for c in ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
                                         "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac",
                                         "#1f3c88", "#8cd17d")]
 MAX_CATEGORIES = len(CATEGORY_COLOURS)
+CHOSEN_COLOUR = QColor("#ff00ff")     # the map's chosen points and lasso: a magenta no colour above is near
 MISSING = QColor(150, 150, 150, 120)
 SHADES = 16                 # steps of a numeric colour scale: one scatter layer each (pyqtgraph's fast path)
 SIDE = "side of the pair"
@@ -29,7 +31,8 @@ def point_columns(text_map, state) -> dict[str, np.ndarray]:
 
     Pairs: the shown metric's calibrated and raw scores and every other input column, each the
     mean over the pairs a text belongs to (a category: its first pair's), and the side (A, B or
-    both). Documents: the source file and each document's best calibrated match in the set.
+    both). Documents: the source file and each document's best calibrated match in the set (scored
+    by neighbours: its nearest neighbour's).
     """
     import pandas as pd
 
@@ -62,6 +65,8 @@ def point_columns(text_map, state) -> dict[str, np.ndarray]:
             scores = results.matrices["calibrated"].astype(float)
             np.fill_diagonal(scores, np.nan)
             columns["best match (calibrated)"] = np.nanmax(scores, axis=1)
+        elif isinstance(results, NeighbourPairs):
+            columns["best match (calibrated)"] = results.best_matches(text_map.ids)
     return columns
 
 

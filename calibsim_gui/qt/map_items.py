@@ -7,7 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QFont, QImage
+
+from calibsim_gui.core.analysis.projection import stop_if_asked
+from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
+from calibsim_gui.qt.workers import TaskRunner
 
 MODES = ("Pan and zoom", "Rectangle", "Lasso")
 DENSITY_BINS = 160
@@ -17,6 +21,7 @@ STAMP = np.array([(dx, dy) for dy in range(-2, 2) for dx in range(-2, 2)    # a 
 SHARPEN_MS = 150                  # a stretched (zoomed-in) image is rendered again after this rest
 MAX_STRETCH = 2.0                 # zoomed in more than this: rendered again at once
 MAX_COUNT = 64                    # overlaps counted up to this many (alpha is then nearly opaque)
+RENDER_IN_WORKER = 200_000        # more points than this: a new image is rendered in a worker
 
 
 class SelectionViewBox(pg.ViewBox):
@@ -29,7 +34,7 @@ class SelectionViewBox(pg.ViewBox):
         super().__init__(*args, **kwargs)
         self.mode = MODES[0]
         self._path: list = []
-        self.outline = pg.PlotCurveItem(pen=pg.mkPen((230, 120, 20), width=1.5, style=Qt.PenStyle.DashLine))
+        self.outline = pg.PlotCurveItem(pen=pg.mkPen(CHOSEN_COLOUR, width=1.5, style=Qt.PenStyle.DashLine))
         self.outline.setZValue(10)
         self.addItem(self.outline, ignoreBounds=True)
 
@@ -104,11 +109,16 @@ class PointCloud(pg.GraphicsObject):
         self.coords = np.zeros((0, 2))
         self.groups = np.zeros(0, dtype=np.int64)    # each point's colour: an index into `colours`
         self.colours = np.zeros((0, 4), dtype=np.uint8)   # RGBA of each colour group
+        self._drawn = np.zeros((0, 2), dtype=np.float32), np.zeros(0, dtype=np.int16)   # by colour group
         self._bounds = QRectF()
         self._image = None                             # (area, scale, QImage, its pixels)
         self.renders = 0                               # how many times the image was rendered
         self.sharpen = QTimer(self, singleShot=True, interval=SHARPEN_MS)
         self.sharpen.timeout.connect(self._sharpen)
+        self._blurred = False                          # the image is stretched: render it sharp
+        self._pending = (QRectF(), (0.0, 0.0))         # the area and scale the worker renders
+        self.renderer = TaskRunner("drawing the map", self)     # many points: rendered in a worker
+        self.renderer.finished.connect(self._rendered)
         self.setAcceptHoverEvents(True)
 
     def set_points(self, coords, groups, colours) -> None:
@@ -117,12 +127,15 @@ class PointCloud(pg.GraphicsObject):
         self.coords = np.asarray(coords, dtype=float).reshape(-1, 2)
         self.groups = np.asarray(groups, dtype=np.int64)
         self.colours = np.asarray(colours, dtype=np.uint8).reshape(-1, 4)
+        order = np.argsort(self.groups, kind="stable")                # drawn in this order: the last group on top
+        self._drawn = self.coords[order].astype(np.float32), self.groups[order].astype(np.int16)
         if len(self.coords):
             (x0, y0), (x1, y1) = self.coords.min(axis=0), self.coords.max(axis=0)
             self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0)
         else:
             self._bounds = QRectF()
         self._image = None
+        self.renderer.cancel()                         # an image of the points before is dropped
         self.update()
 
     def clear(self) -> None:
@@ -148,11 +161,15 @@ class PointCloud(pg.GraphicsObject):
         return self._bounds.adjusted(-2 * pixel[0], -2 * pixel[1], 2 * pixel[0], 2 * pixel[1])
 
     def viewTransformChanged(self) -> None:
-        self.prepareGeometryChange()                   # the padding is in pixels
+        super().viewTransformChanged()                 # forgets the cached view rectangle: without it,
+        self.prepareGeometryChange()                   # a new projection was drawn where the old view was
         if self.sharpen.isActive():
             self.sharpen.start()                       # still zooming: not at rest yet
 
     def paint(self, painter, option, widget) -> None:
+        """Draw the cached image; render a new one when the view left it, zoomed out, zoomed in
+        more than `MAX_STRETCH` or rests after zooming in: at once for up to `RENDER_IN_WORKER`
+        points (or the first time), otherwise in `renderer` while the old image stays drawn."""
         if not len(self.coords):
             return
         transform = painter.transform()
@@ -169,44 +186,42 @@ class PointCloud(pg.GraphicsObject):
         # a pan changes the scale in its last digits, and with it the 3-pixel margin of `data`: a view
         # past the image's edge by a sliver of that blank margin needs no new image
         fits = cached is not None and cached[0].adjusted(-pixel[0], -pixel[1], pixel[0], pixel[1]).contains(visible)
-        if not fits or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
+        if not fits or self._blurred or not 1 - 1e-6 <= stretch <= MAX_STRETCH:
             view = self.viewRect()
             area = view.adjusted(-view.width() / 2, -view.height() / 2, view.width() / 2,
                                  view.height() / 2).intersected(data)
-            cached = self._image = self._render(area, scale)
+            self._blurred = False
+            if cached is None or len(self.coords) <= RENDER_IN_WORKER:
+                cached = self._image = render_points(self._drawn, self.colours, area, scale)
+                self.renders += 1
+            elif not (self.renderer.running and self._pending[1] == scale and self._pending[0].contains(visible)):
+                self._pending = (area, scale)          # (one render at a time: the latest view's)
+                self.renderer.start(render_points, self._drawn, self.colours, area, scale)
         elif stretch > 1 + 1e-6 and not self.sharpen.isActive():
             self.sharpen.start()                       # zooming in: stretched now, sharp at rest
         painter.drawImage(cached[0], cached[2])
 
     def _sharpen(self) -> None:
-        self._image = None
+        self._blurred = True
         self.update()
 
-    def _render(self, area: QRectF, scale) -> tuple:
-        """The points inside `area` as a premultiplied ARGB image at `scale` pixels per unit."""
-        width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
-        area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
-        pixels = np.floor(np.clip((self.coords - (area.left(), area.top())) * scale, -8,
-                                  max(width, height) + 8)).astype(np.int32)     # far points: off the image
-        order = np.argsort(self.groups, kind="stable")             # the last colour group on top
-        x = (pixels[order, None, 0] + STAMP[None, :, 0]).ravel()
-        y = (pixels[order, None, 1] + STAMP[None, :, 1]).ravel()
-        groups = np.repeat(self.groups[order], len(STAMP))
-        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
-        cells = y[inside] * width + x[inside]
-        count = np.bincount(cells, minlength=width * height)
-        top = np.zeros(width * height, dtype=np.min_scalar_type(len(self.colours)))
-        top[cells] = groups[inside]
-        shaded = np.flatnonzero(count)
-        alpha = 1 - (1 - self.colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
-        rgb = (self.colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
-        argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
-                | (rgb[..., 1] << 8) | rgb[..., 2])
-        out = np.zeros((height, width), dtype=np.uint32)
-        out.reshape(-1)[shaded] = argb[top[shaded], np.minimum(count[shaded], MAX_COUNT)]
-        image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
+    def _rendered(self, image) -> None:
+        """A worker's image of the current points: drawn from now on."""
+        self._image = image
         self.renders += 1
-        return area, scale, image, out
+        self.update()
+
+    def drawn(self) -> np.ndarray:
+        """Per point: is its pixel lit in the image drawn last (False before the first draw)?
+        For tests and pictures: points are drawn where their coordinates are."""
+        if self._image is None:
+            return np.zeros(len(self.coords), dtype=bool)
+        area, scale, _, out = self._image
+        pixels = np.floor((self.coords - (area.left(), area.top())) * scale).astype(np.int64)
+        inside = ((pixels >= 0) & (pixels < (out.shape[1], out.shape[0]))).all(axis=1)
+        lit = np.zeros(len(self.coords), dtype=bool)
+        lit[inside] = out[pixels[inside, 1], pixels[inside, 0]] != 0
+        return lit
 
     def point_at(self, pos) -> int | None:
         """The point nearest `pos` (item coordinates) within `HOVER_PIXELS`, or None."""
@@ -226,3 +241,90 @@ class PointCloud(pg.GraphicsObject):
         if point is not None:
             event.accept()
             self.clicked.emit(point)
+
+
+class ClusterLabels:
+    """Each cluster's name (its most typical words) drawn on the map at the cluster's centre (the
+    median of its points), framed in its colour: one `pg.TextItem` per cluster, made once, then
+    renamed and moved as clusters and projections change."""
+
+    def __init__(self, plot):
+        self.plot = plot
+        self.items: list[pg.TextItem] = []
+        self.count = 0                              # how many of `items` name a cluster now
+        self.shown = True
+
+    def show(self, coords, clusters, text: QColor, fill: QColor) -> None:
+        """Name `clusters` (None: none) at their centres in `coords` (n, 2), in `text` on `fill`."""
+        count = self.count = 0 if clusters is None or len(clusters.labels) != len(coords) else len(clusters.sizes)
+        font = QFont()
+        font.setBold(True)
+        while len(self.items) < count:
+            item = pg.TextItem(anchor=(0.5, 0.5))
+            item.setFont(font)
+            item.setZValue(12)                      # above the points and the marks
+            self.plot.addItem(item, ignoreBounds=True)
+            self.items.append(item)
+        background = QColor(fill)
+        background.setAlpha(210)
+        for cluster, item in enumerate(self.items):
+            item.setVisible(self.shown and cluster < count)
+            if cluster >= count:
+                continue
+            inside = coords[clusters.labels == cluster]
+            x, y = np.median(inside, axis=0) if len(inside) else (0.0, 0.0)
+            item.setText(clusters.names[cluster], color=text)
+            item.fill = pg.mkBrush(background)
+            item.border = pg.mkPen(CATEGORY_COLOURS[cluster % len(CATEGORY_COLOURS)], width=2)
+            item.setPos(float(x), float(y))
+
+    def set_shown(self, shown: bool) -> None:
+        self.shown = shown
+        for cluster, item in enumerate(self.items):
+            item.setVisible(shown and cluster < self.count)
+
+    def labels(self) -> list[tuple[str, float, float]]:
+        """The names shown and where: (text, x, y) per visible label."""
+        return [(item.toPlainText(), item.pos().x(), item.pos().y()) for item in self.items if item.isVisible()]
+
+
+def render_points(drawn, colours, area: QRectF, scale, *, progress=None, should_stop=None) -> tuple:
+    """The points `drawn` (coordinates and colour groups, sorted by group) inside `area` as a
+    premultiplied ARGB image at `scale` pixels per unit, ``(area, scale, image, pixels)``; each
+    group's colour is a row of `colours` (RGBA). A plain function: `PointCloud` runs it on the GUI
+    thread, or for many points in a worker (`should_stop` is checked between stages).
+
+
+    Each point lights one pixel of a padded grid (its count and its colour group, the last
+    group on top); the disc is then stamped by adding the grid shifted by each of `STAMP`'s
+    offsets: a dozen passes over the image, whatever the number of points."""
+    width, height = max(1, int(np.ceil(area.width() * scale[0]))), max(1, int(np.ceil(area.height() * scale[1])))
+    area = QRectF(area.left(), area.top(), width / scale[0], height / scale[1])
+    pad = 1 - STAMP.min(axis=0)                                   # a point this far outside still shows
+    padded = (height + pad[1] + STAMP[:, 1].max(), width + pad[0] + STAMP[:, 0].max())
+    coords, groups = drawn
+    origin = np.array([area.left(), area.top()], dtype=np.float32) - (pad - 1) / np.asarray(scale, dtype=np.float32)
+    pixels = np.floor((coords - origin) * np.asarray(scale, dtype=np.float32)).astype(np.int32)
+    inside = ((pixels >= 0) & (pixels < (padded[1], padded[0]))).all(axis=1)
+    cells = pixels[inside, 1].astype(np.int64) * padded[1] + pixels[inside, 0]
+    count = np.bincount(cells, minlength=padded[0] * padded[1]).reshape(padded).astype(np.int32)
+    top = np.full(padded[0] * padded[1], -1, dtype=np.int16)
+    top[cells] = groups[inside]                                   # sorted by group: the last on top
+    top = top.reshape(padded)
+    stop_if_asked(should_stop)
+    stamped = np.zeros((height, width), dtype=np.int32)
+    shown = np.full((height, width), -1, dtype=np.int16)
+    for dx, dy in STAMP:
+        top_row, left = pad[1] - 1 - dy, pad[0] - 1 - dx                # the grid cell that lands on (0, 0)
+        rows, columns = slice(top_row, top_row + height), slice(left, left + width)
+        stamped += count[rows, columns]
+        np.maximum(shown, top[rows, columns], out=shown)
+    alpha = 1 - (1 - colours[:, 3:4] / 255.0) ** np.arange(MAX_COUNT + 1)     # (groups, count)
+    rgb = (colours[:, None, :3] * alpha[..., None]).astype(np.uint32)       # premultiplied
+    argb = ((np.round(255 * alpha).astype(np.uint32) << 24) | (rgb[..., 0] << 16)
+            | (rgb[..., 1] << 8) | rgb[..., 2])
+    out = np.zeros((height, width), dtype=np.uint32)
+    lit = shown >= 0
+    out[lit] = argb[shown[lit], np.minimum(stamped[lit], MAX_COUNT)]
+    image = QImage(out.data, width, height, 4 * width, QImage.Format.Format_ARGB32_Premultiplied)
+    return area, scale, image, out

@@ -59,7 +59,7 @@ def describe_map(text_map, clusters, many: int) -> str:
     else:
         parts.append("t-SNE: near points are texts with near vectors; distances between groups mean little")
     if clusters is not None:
-        how = "number chosen by separation" if clusters.chosen else "number chosen by you"
+        how = "number chosen at the elbow" if clusters.chosen else "number chosen by you"
         parts.append(f"{plural(len(clusters.sizes), 'cluster')} ({how})")
     if len(text_map) > many:
         parts.append("drawn small and translucent over a shade of their density")

@@ -33,14 +33,16 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
+from calibsim_gui.qt.document_sets import NeighbourPairs
 from calibsim_gui.qt.map_colours import (
     CATEGORY_COLOURS,
+    CHOSEN_COLOUR,
     cluster_column,
     colour_groups,
     point_columns,
     publish_clusters,
 )
-from calibsim_gui.qt.map_items import MODES, DensityImage, PointCloud, SelectionViewBox
+from calibsim_gui.qt.map_items import MODES, ClusterLabels, DensityImage, PointCloud, SelectionViewBox
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
 from calibsim_gui.qt.plot_menu import PlotMenu
@@ -78,7 +80,7 @@ class MapView(QWidget):
         self._query = ""                    # the typed text being encoded
         self._colour = ""                   # the colour column the user chose (kept across runs)
         self._method = "PCA"                # the projection the user chose
-        self._k = 0                         # the number of clusters the user chose (0: chosen by silhouette)
+        self._k = 0                         # the number of clusters the user chose (0: chosen at the elbow)
         self._replacing = False             # True while a new run replaces the running one
         self._stale = True
         self.runner = TaskRunner("mapping the texts", self)
@@ -113,12 +115,15 @@ class MapView(QWidget):
         self.cluster_combo.addItem("auto", 0)
         for k in range(2, MAX_CLUSTERS + 1):
             self.cluster_combo.addItem(str(k), k)
-        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: the number "
-                                      "whose clusters are best separated); each is named by its typical words")
+        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: where more "
+                                      "clusters stop gathering the texts much closer); each is named by "
+                                      "its typical words")
         self.cluster_combo.activated.connect(self._clusters_chosen)
         self.segments_box = QCheckBox("Draw pairs as segments")
         self.segments_box.setToolTip("A line between the two texts of every pair")
         self.segments_box.toggled.connect(self._draw_segments)
+        self.names_box = QCheckBox("Cluster names", checked=True)
+        self.names_box.setToolTip("Each cluster's most typical words, drawn at its centre")
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
         self.clear_button.setEnabled(False)
@@ -152,7 +157,7 @@ class MapView(QWidget):
         self.cloud.clicked.connect(self.show_neighbours)
         self.cloud.setZValue(-1)                        # under the rings and marks
         self.plot.addItem(self.cloud)
-        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen((230, 120, 20), width=2))
+        self.marks = pg.ScatterPlotItem(size=13, brush=None, pen=pg.mkPen(CHOSEN_COLOUR, width=2))
         self.picked = pg.ScatterPlotItem(size=16, brush=None, pen=pg.mkPen((220, 30, 30), width=2.5),
                                          symbol="s")
         self.origin = pg.ScatterPlotItem(size=18, brush=pg.mkBrush(220, 30, 30), pen=None, symbol="star")
@@ -161,6 +166,8 @@ class MapView(QWidget):
         for item in (self.segments, self.marks, self.picked, self.origin, self.current):
             self.plot.addItem(item)
         self.shown_marks = ShownMarks(self)            # the pairs every filter leaves (#42)
+        self.cluster_names = ClusterLabels(self.plot)
+        self.names_box.toggled.connect(self.cluster_names.set_shown)
 
         self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
         self.neighbour_title.setWordWrap(True)
@@ -196,6 +203,7 @@ class MapView(QWidget):
         tools.addWidget(QLabel("Mouse:"))
         tools.addWidget(self.mode_combo)
         tools.addWidget(self.segments_box)
+        tools.addWidget(self.names_box)
         tools.addWidget(self.clear_button)
         tools.addStretch(1)
         top = QHBoxLayout()
@@ -215,13 +223,15 @@ class MapView(QWidget):
         self._apply_palette()
 
     def _apply_palette(self) -> None:
-        """Plot colours follow the window's palette (light or dark)."""
+        """Plot colours follow the window's palette (light or dark), the cluster names too."""
         self.plot_widget.setBackground(self.palette().color(QPalette.ColorRole.Base))
         text = self.palette().color(QPalette.ColorRole.Text)
         for side in ("left", "bottom"):
             self.plot.getAxis(side).setPen(pg.mkPen(text))
             self.plot.getAxis(side).setTextPen(pg.mkPen(text))
             self.plot.getAxis(side).enableAutoSIPrefix(False)
+        if hasattr(self, "cluster_names"):
+            self._show_cluster_names()
 
     def changeEvent(self, event) -> None:
         if event.type() == QEvent.Type.PaletteChange:
@@ -330,6 +340,7 @@ class MapView(QWidget):
         self.segments.setData([], [])
         self.chosen = np.zeros(0, dtype=np.int64)
         self._show_marks()
+        self._show_cluster_names()
         self.summary.setText(text)
 
     def _mapped(self, result) -> None:
@@ -354,6 +365,7 @@ class MapView(QWidget):
         self._fill_columns()
         self._show_marks()
         self.shown_marks.redraw()
+        self._show_cluster_names()
         self._selection_changed()
         self._sync_controls()
         method = text_map.projection.method
@@ -364,6 +376,12 @@ class MapView(QWidget):
         self.summary.setText(self.describe() + (" · clustering…" if self.clusters is None else ""))
         if moved:
             self.plot.autoRange()
+
+    def _show_cluster_names(self) -> None:
+        palette = self.palette()
+        self.cluster_names.show(self.text_map.projection.coords if self.text_map is not None else np.zeros((0, 2)),
+                                self.clusters, palette.color(QPalette.ColorRole.Text),
+                                palette.color(QPalette.ColorRole.Base))
 
     def describe(self) -> str:
         """What the map shows: its texts, projection and clusters."""
@@ -496,15 +514,21 @@ class MapView(QWidget):
 
     def choose(self, points) -> None:
         """Choose these points: ringed here; the Results table shows only the pairs touching them
-        (a document set: the pairs between two chosen documents)."""
+        (a document set: the pairs between two chosen documents; scored by neighbours: the listed
+        pairs of a chosen document)."""
         self.chosen = np.asarray(points, dtype=np.int64)
         self._show_marks()
         self.clear_button.setEnabled(len(self.chosen) > 0)
         text_map, results = self.text_map, self.state.results
         documents = isinstance(results, DocumentMatrix) and len(results.ids) == len(text_map or ())
-        if text_map is None or not (len(text_map.segments) or documents):
+        listed = isinstance(results, NeighbourPairs)
+        if text_map is None or not (len(text_map.segments) or documents or listed):
             return
-        if len(self.chosen) and documents:            # a point is a document: the pairs between them
+        if len(self.chosen) and listed:
+            rows = results.rows_touching(np.asarray(text_map.ids, dtype=object)[self.chosen])
+            self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'listed pair')} of "
+                                             f"{plural(len(self.chosen), 'document')} chosen on the Map")
+        elif len(self.chosen) and documents:            # a point is a document: the pairs between them
             rows = pairs_among(len(results.ids), self.chosen)
             self.state.set_chosen_rows(rows, f"the {plural(len(rows), 'pair')} between "
                                              f"{plural(len(self.chosen), 'document')} chosen on the Map")

@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.matrices import DocumentMatrix, score_matrix
+from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import iter_score_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import (
@@ -26,9 +26,10 @@ from calibsim_gui.core.embedding import models  # a module: a load_model replace
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there is the one used
-from calibsim_gui.core.io.inputs import ColumnsNotFound, PairTable, load_documents
+from calibsim_gui.core.io.inputs import ColumnsNotFound, DocumentSet, PairTable, load_documents
 from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
 from calibsim_gui.core.resources import resource_path
+from calibsim_gui.qt.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
 
@@ -90,6 +91,7 @@ class Session(QObject):
         self.pending_labels = None                    # a project's label column and scale, for its input
         self.pending_bands = None                     # a project's human agreement bands, for its references
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
+        self.score_failure = ""                       # why the input on screen could not be scored
         self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
@@ -361,6 +363,13 @@ class Session(QObject):
         if getattr(value, "document_column", None) and not self.incoming_input["options"].get("text_a"):
             self.ask_reading(value)              # pairs or a document set? the current work stays till then
             return
+        state = self.state
+        if isinstance(value, DocumentSet) and (refusal := document_refusal(
+                value, state.embedder, state.profile, state.metric, self.scoring_geometry(),
+                self.window.memory_budget())):
+            kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
+            self.window.show_error("Cannot score the documents", refusal + kept)
+            return                                       # the input and results on screen stay
         self.input_spec = self.incoming_input           # only an accepted input is the session's
         self.state.set_input(value)
         labels, self.pending_labels = self.pending_labels, None
@@ -406,9 +415,10 @@ class Session(QObject):
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         budget = window.memory_budget()
         self.scored_chunks = []
+        self.score_failure = ""
         if (distributions := window.panels.view("distributions", build=False)) is not None:
             distributions.reset()
-        geometry = state.geometry if state.geometry in profile.geometry_names() else "none"
+        geometry = self.scoring_geometry()
         if isinstance(table, PairTable):
             human = [state.human.calibrator] if state.human is not None else []
             geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
@@ -423,14 +433,19 @@ class Session(QObject):
             files = getattr(table, "files", None) or []
             self.scoring_name = (Path(files[0]).name if len(files) == 1
                                  else plural(len(files), "document file") if files else "the documents")
-            window.score_runner.start(lambda progress, should_stop: score_matrix(
-                table, embedder, profile, metric=state.metric, forms=("calibrated",), geometry=geometry,
-                cache=cache, progress=progress, should_stop=should_stop, memory_budget=budget))
+            window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
+                                      geometry=geometry, cache=cache, budget=budget)
+
+    def scoring_geometry(self) -> str:
+        """The geometry fix scores are computed under: the one chosen, when the references have it."""
+        state = self.state
+        return state.geometry if state.profile is not None and state.geometry in state.profile.geometry_names() \
+            else "none"
 
     def view_changed(self) -> None:
-        """A document matrix holds one metric: compute it again when another is chosen."""
+        """A document set's results hold one metric: compute them again when another is chosen."""
         results = self.state.results
-        if isinstance(results, DocumentMatrix) and results.metric != self.state.metric:
+        if isinstance(results, (DocumentMatrix, NeighbourPairs)) and results.metric != self.state.metric:
             self.rescore()
 
     def scored_chunk(self, chunk) -> None:
@@ -446,6 +461,11 @@ class Session(QObject):
         self.scored_chunks = []
         self.state.set_results(results)
 
+    def score_failed(self, message: str) -> None:
+        """Scoring stopped with `message` (shown by the task status): the placeholder says why."""
+        self.score_failure = for_the_app(message.partition("\n\nTraceback")[0])
+        self.update_results_hint()
+
     def update_results_hint(self, _busy: bool = False) -> None:
         """The Results placeholder says what happens: scoring a file, or what to drop (a view not
         built yet is told when it is built)."""
@@ -457,6 +477,8 @@ class Session(QObject):
             hint.setText(f"Scoring {self.scoring_name}…")
         elif window.input_runner.running and self.incoming_input:
             hint.setText(f"Reading {Path(self.incoming_input['paths'][0]).name}…")
+        elif self.state.input is not None and self.state.results is None and self.score_failure:
+            hint.setText(f"{self.scoring_name or 'The input'} could not be scored: {self.score_failure}")
         elif self.state.input is not None and self.state.results is None:
             hint.setText(f"{self.scoring_name or 'The input'} is not scored yet: it is scored as soon as "
                          "the model and references are ready.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibsim_gui.core.analysis.clusters import cluster_texts, tokens, typical_words
+from calibsim_gui.core.analysis.clusters import choose_k, cluster_texts, tokens, typical_words
 from calibsim_gui.core.analysis.projection import tsne_2d
 from calibsim_gui.core.errors import Cancelled
 from tests.fakes import FakeEmbedder
@@ -85,3 +85,29 @@ def test_t_sne_on_a_sample_keeps_topics_apart_and_places_the_other_texts():
     same = [topics[i] == topics[int(np.argmin(row))] for i, row in enumerate(distances)]
     assert np.mean(same) > 0.9                                   # each text's nearest is of its topic
     assert len({tuple(c) for c in coords.round(4)}) > 40          # placed texts are not all on one spot
+
+
+def test_the_number_of_clusters_is_at_the_elbow_of_their_spread():
+    """Four topics of unequal size with much spread inside each (as AG News' sentence vectors):
+    the elbow finds four, where silhouette on AG News picked 8 or 3 (#42)."""
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((4, 50)) * 2.2
+    sizes = (700, 500, 450, 350)
+    points = np.vstack([c + rng.standard_normal((size, 50)) for c, size in zip(centres, sizes)])
+    assert choose_k(points.astype(np.float32)) == 4
+    assert choose_k(points[:1200].astype(np.float32)) == 2          # the first two topics only
+
+
+@pytest.mark.slow
+def test_ag_news_four_topics_make_four_clusters(real_embedder):
+    """2,000 AG News descriptions (world, sports, business, sci/tech) with the built-in model: the
+    elbow gives 4 clusters; silhouette gave 12 (and 8, 8, 11 on three samples of 4,000) (#42)."""
+    import pandas as pd
+
+    from calibsim_gui.core.embedding.encoding import encode_texts
+    from tests.conftest import DATA
+
+    frame = pd.read_csv(DATA / "agnews" / "train.csv").drop_duplicates("description").head(2000)
+    texts = frame["description"].astype(str).tolist()
+    clusters = cluster_texts(texts, encode_texts(real_embedder, texts).embeddings)
+    assert clusters.chosen and len(clusters.sizes) == 4

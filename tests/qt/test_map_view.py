@@ -305,7 +305,7 @@ def test_documents_chosen_on_the_map_limit_results_to_the_pairs_between_them(top
 
 def test_three_topics_make_three_clusters_coloured_and_named_by_their_words(topics_mapped):
     view = topics_mapped
-    assert "3 clusters (number chosen by separation)" in view.summary.text()
+    assert "3 clusters (number chosen at the elbow)" in view.summary.text()
     view.colour_combo.setCurrentText("cluster")
     legend, colours = view.legend.text(), view.point_colours()
     for topic, words in TOPICS.items():
