@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -73,8 +74,9 @@ class ScreenshotTour:
                                  (w.distributions, "distributions"), (w.agreement, "agreement")):
                 self._shoot(widget, name)
             self._shoot_brushed(results)
-            self._shoot_map("map", lambda: self._shoot_search(lambda: self._shoot_compare(lambda: w.open_inputs(
-                [resource_path("demo", "documents.txt")], per_file=False))))
+            self._shoot_map("map", lambda: self._shoot_map_selection(lambda: self._shoot_search(
+                lambda: self._shoot_compare(lambda: w.open_inputs([resource_path("demo", "documents.txt")],
+                                                                  per_file=False)))))
         elif isinstance(results, DocumentMatrix):
             w.results.table.selectRow(0)              # the most similar pair, selected everywhere
             self._shoot(w.heatmap, "heatmap")
@@ -104,6 +106,20 @@ class ScreenshotTour:
             view.colour_combo.setCurrentText("cluster")   # the clusters, named by their typical words
             view.show_neighbours(0)                   # a clicked point's nearest texts, ringed
         self._shoot(view, name)
+        then()
+
+    def _shoot_map_selection(self, then) -> None:
+        """A lasso around the left half of the Text map: the map rings the chosen texts, Results
+        keeps their pairs and Distributions marks them; the choice is cleared before `then()`."""
+        view = self.window.map
+        if view.text_map is not None:
+            coords = view.text_map.projection.coords
+            (left, low), (right, high) = coords.min(axis=0), coords.max(axis=0)
+            middle = (left + right) / 2
+            view.choose_inside(np.array([[left, low], [middle, low], [middle, high], [left, high]]))
+            self._shoot(view, "map_selected")
+            self._shoot(self.window.distributions, "distributions_selected")
+            view.choose([])
         then()
 
     def _shoot_search(self, then) -> None:

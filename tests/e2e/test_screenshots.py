@@ -9,7 +9,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 VIEWS = ("first_run", "model_manager", "anchor_editor", "background_loader", "results_table", "distributions", "agreement",
-         "distributions_brushed", "results_filtered", "small_screen", "heatmap", "results_documents", "search", "compare")
+         "distributions_brushed", "results_filtered", "small_screen", "heatmap", "results_documents", "search", "compare",
+         "map", "map_selected", "distributions_selected", "map_documents")
 
 
 def test_screenshot_tour_saves_every_view_and_timings(tmp_path):
