@@ -10,7 +10,9 @@ need them, so that `calibsim --help` and `calibsim doctor` start without them.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from pathlib import Path
@@ -51,7 +53,8 @@ def _app_files(argv: list[str], commands) -> tuple[list[str], list[str]]:
 
 
 def main(argv=None) -> int:
-    """Run the command line; the exit status: 0 done, 2 refused with a message, 3 a bug, 130 stopped.
+    """Run the command line; the exit status: 0 done, 2 refused with a message, 3 a bug, 130
+    stopped by Ctrl+C, 143 by SIGTERM.
 
     Every failure of a sub-command ends here. One a user can fix (`explain`) is one paragraph
     naming the file and the fix; any other is "unexpected error", its traceback shown with
@@ -73,10 +76,14 @@ def main(argv=None) -> int:
         from calibsim_gui.qt.app import run_app  # Qt loads for the window alone
 
         return run_app(screenshot_dir=args.screenshot, files=files)
+    previous = _stop_on_sigterm()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _print_warning
             return COMMANDS[args.command].run(args)
+    except Terminated:
+        print("calibsim: stopped by SIGTERM", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("calibsim: stopped by the user", file=sys.stderr)
         return 130
@@ -84,6 +91,25 @@ def main(argv=None) -> int:
         return _reader_gone()
     except Exception as exc:  # noqa: BLE001 - the one place every failure becomes a message
         return _report_failure(exc, args, debug=debug)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is as Ctrl+C is: its `finally` blocks run (temporary
+    files go, a Ray instance shuts down) and nothing is written."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+def _stop_on_sigterm():
+    """Turn SIGTERM into `Terminated` (in the main thread only); the handler it replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 EXIT_READER_GONE = 141      # 128 + SIGPIPE: the status a shell gives `cat` in `cat FILE | head -1`

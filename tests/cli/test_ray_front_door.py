@@ -1,13 +1,19 @@
 """`profile build --engine ray` runs the local engine's input checks on the driver, before the
 model loads or Ray starts, and a dead --address fails at once (#43). Before, Ray built a profile
 (exit 0) from a CSV with NUL bytes, ran over 200 s on a CSV of 100,000 columns, and hung 300 s on
-``--address 127.0.0.1:1``."""
+``--address 127.0.0.1:1``, and SIGTERM ended a build with Ray's stack trace and no word."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
+import psutil
 import pytest
 
 from calibsim_gui import cli
@@ -67,3 +73,49 @@ def test_the_streamed_checks_name_the_line_across_blocks(tmp_path):
         check_text_source(path, block=64)
     path.write_bytes(b"first line\n" * 30)
     check_text_source(path, block=64)
+
+
+def _until_encoding(process) -> tuple[list, threading.Thread]:
+    """The stderr of `process` read until its progress bar appears (a model export may come first),
+    and the thread that reads the rest."""
+    seen, started = [], threading.Event()
+
+    def read():
+        while chunk := os.read(process.stderr.fileno(), 4096):
+            seen.append(chunk.decode(errors="replace"))
+            if "encoding:" in "".join(seen):
+                started.set()
+        started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert started.wait(600) and process.poll() is None, "".join(seen)
+    return seen, reader
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, words, status", [
+    (signal.SIGTERM, "calibsim: stopped by SIGTERM", 143), (signal.SIGINT, "calibsim: stopped by the user", 130),
+], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_a_ray_build_with_a_word_no_profile_and_ray_shut_down(tmp_path, signum, words, status):
+    background, out = tmp_path / "corpus.txt", tmp_path / "p.calibsim-profile"
+    background.write_text("".join(f"Sentence number {i} is about {i % 97} cats and {i % 89} dogs.\n"
+                                  for i in range(20_000)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "calibsim_gui", "profile", "build", "--engine", "ray", "--workers", "1",
+         "--background", str(background), "--pairs", "2000", "--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # Ctrl+C even in a background job
+    try:
+        seen, reader = _until_encoding(process)
+        ray_processes = psutil.Process(process.pid).children(recursive=True)
+        process.send_signal(signum)
+        assert process.wait(120) == status
+    finally:
+        process.kill()
+    assert ray_processes and psutil.wait_procs(ray_processes, timeout=60)[1] == []    # Ray shut down
+    reader.join(60)
+    err = "".join(seen)
+    assert err.rstrip().endswith(words) and "SIGTERM received" not in err
+    assert not out.exists() and not list(tmp_path.glob(".p.calibsim-profile*"))

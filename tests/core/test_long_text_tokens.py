@@ -1,15 +1,17 @@
 """A long text is tokenised only as far as the model reads it (#43): every text used to be
 tokenised whole just to count its tokens (a 1 M-word text: 56 s and 0.99 GB; an 8 M-word text
 was killed at 300 s holding 4.9 GB), and again when encoded, where the model keeps its first
-max-length tokens."""
+max-length tokens. Its language and readability were read from the whole text too."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from calibsim_gui.core.embedding import languages
 from calibsim_gui.core.embedding.encoding import encode_texts, over_limit, seen_parts
 from calibsim_gui.core.embedding.models import load_model
+from calibsim_gui.core.embedding.readability import unreadable_texts
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.tiny_models import write_tiny_model
 
@@ -67,3 +69,33 @@ def test_a_prompt_counts_in_the_cut(prompt):
     text = _long_text(5_000)
     counts, parts = seen_parts(fake, [text], prompt)
     np.testing.assert_array_equal(fake.encode_batch(parts, prompt), fake.encode_batch([text], prompt))
+
+
+class Identifier:
+    """py3langid's identifier, recording the longest text it read."""
+
+    def __init__(self, identifier):
+        self.identifier, self.longest = identifier, 0
+
+    def classify(self, text):
+        self.longest = max(self.longest, len(text))
+        return self.identifier.classify(text)
+
+
+def test_a_huge_texts_language_and_readability_are_read_from_its_beginning(monkeypatch):
+    """Both read the whole text before: 9.8 s of tokenising and 5.5 s of language guessing of a
+    2 M-word text, and most of the run's 2 GB."""
+    identifier = Identifier(languages._identifier())
+    monkeypatch.setattr(languages, "_identifier", lambda: identifier)
+
+    class Reading(Watched):
+        def known_token_counts(self, texts):
+            self.longest = max([self.longest, *map(len, texts)])
+            return np.array([len(t.split()) for t in texts], dtype=np.int64)
+
+    fake, text = Reading(), _long_text(100_000)
+    assert list(unreadable_texts(fake, [text, "A cat sleeps."])) == [False, False]
+    assert fake.longest < 5_000 < len(text)
+    english = "The cat sat on the mat while the dog ran home. " * 20_000
+    assert languages.detect_languages([english]) == ["en"]
+    assert identifier.longest <= languages.TEXT_CHARACTERS < len(english)

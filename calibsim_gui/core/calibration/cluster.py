@@ -28,6 +28,8 @@ import glob
 import math
 import os
 import re
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -414,8 +416,9 @@ def build_background_on_ray(sources, *, embedder, model=None, device: str = "aut
     if started:
         import logging
 
-        ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
-                 include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        _keeping_sigterm(lambda: ray.init(
+            address=address, num_cpus=None if address else (workers or os.cpu_count()),
+            include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR))
     try:
         return _build(ray, files, embedder=embedder, model=model, device=device, precision=precision,
                       allow_pickle=allow_pickle, n_pairs=n_pairs, seed=seed, metrics=list(metrics),
@@ -425,6 +428,16 @@ def build_background_on_ray(sources, *, embedder, model=None, device: str = "aut
     finally:
         if started:
             ray.shutdown()
+
+
+def _keeping_sigterm(start) -> None:
+    """Call `start` (``ray.init``), then give back the caller's SIGTERM handler, which Ray replaces
+    with its own (an exit without a word, after its C++ core prints a stack trace)."""
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    start()
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pairs, seed, metrics,

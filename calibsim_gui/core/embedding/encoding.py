@@ -79,7 +79,7 @@ def seen_parts(embedder, texts: Sequence[str], prompt: str = "") -> tuple[np.nda
     limit = embedder.max_seq_length
     todo, size = np.arange(len(parts)), (limit or 0) * CUT_CHARS_PER_TOKEN
     while len(todo):
-        cut = [_prefix(parts[i], size) if limit else parts[i] for i in todo]
+        cut = [text_prefix(parts[i], size) if limit else parts[i] for i in todo]
         got = np.asarray(embedder.token_counts([prompt + c for c in cut]), dtype=np.int64)
         counts[todo] = got
         whole = np.array([len(c) == len(parts[i]) for c, i in zip(cut, todo)], dtype=bool)
@@ -94,7 +94,7 @@ CUT_CHARS_PER_TOKEN = 16
 """Characters per token of the model's max length in the first prefix `seen_parts` tokenises."""
 
 
-def _prefix(text: str, size: int) -> str:
+def text_prefix(text: str, size: int) -> str:
     """`text` up to the last space, tab or line end before character `size`; the whole text when
     it is no longer, or has no such break there (a cut inside a word could change its tokens)."""
     if len(text) <= size:

@@ -58,6 +58,8 @@ English dictionary glosses were guessed Italian at 0.78)."""
 FILE_SAMPLE = 2_000
 FILE_CHARACTERS = 100_000
 """Texts and characters the file's language is read from (`file_language`)."""
+TEXT_CHARACTERS = 10_000
+"""Characters a text's language is guessed from (the whole text took seconds per million words)."""
 MAX_TEXTS = 20_000
 """Distinct texts checked per run or background (evenly spaced beyond that; ~65 ms per 1,000)."""
 COVERED_SHARE = 0.05      # a reference covers the languages of at least 5 % of its sentences
@@ -199,7 +201,7 @@ def _guess(text: str) -> tuple[str, float]:
     """(ISO 639 code, confidence) of `text`'s language; ("unknown", 0) for too short a text.
     Cached: a run's notes (`run_languages`) and its per-pair languages (`pair_languages`) ask
     about the same texts."""
-    text = str(text).strip()
+    text = str(text)[:TEXT_CHARACTERS].strip()
     scripted = _by_script(text)
     if scripted is not None:
         return scripted

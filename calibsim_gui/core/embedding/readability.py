@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from calibsim_gui.core.embedding.encoding import CUT_CHARS_PER_TOKEN, text_prefix
+
 UNREADABLE_COLUMN = "unreadable"
 UNREADABLE_NOTE = ("no token the model knows: only unknown or special tokens (emoji, symbols, "
                    "invisible characters, a script outside its vocabulary)")
@@ -49,8 +51,13 @@ def known_token_counts(tokenizer, texts: Sequence[str], unknown: set[int]) -> np
 
 def unreadable_texts(embedder, texts: Sequence[str]) -> np.ndarray | None:
     """True for each text the embedder's tokenizer finds no known token in; None when the embedder
-    has no tokenizer to ask (its ``known_token_counts`` is missing or returns None)."""
+    has no tokenizer to ask (its ``known_token_counts`` is missing or returns None). A text past
+    `CUT_CHARS_PER_TOKEN` x the model's max length characters is judged on that part (the model
+    reads no further), so a huge text is never tokenised whole."""
     counts = getattr(embedder, "known_token_counts", None)
+    limit = getattr(embedder, "max_seq_length", None)
+    if limit:
+        texts = [text_prefix(str(t), limit * CUT_CHARS_PER_TOKEN) for t in texts]
     found = counts(list(texts)) if counts is not None else None
     return None if found is None else np.asarray(found) == 0
 
