@@ -57,13 +57,17 @@ def test_int8_is_refused_off_the_onnx_engine_with_the_fix(tmp_path, loads, capsy
 
 
 def test_the_ray_engine_loads_the_drivers_model_as_a_local_run_would(tmp_path, loads, capsys):
-    """The driver's model takes the local choice (int8 included: CPU workers run ONNX); the missing
-    background then stops the build with a message."""
+    """The driver's model takes the local choice (int8 included: CPU workers run ONNX); a
+    background of one sentence then stops the build with a message. (A missing background is
+    refused before any model loads: tests/cli/test_ray_front_door.py.)"""
     pytest.importorskip("ray", reason="the ray engine needs `pip install 'calibsim[cluster]'`")
+    background = tmp_path / "x.txt"
+    background.write_text("The only sentence of this corpus.\n", encoding="utf-8")
     code = cli.main(["profile", "build", "--precision", "int8", "--engine", "ray", "--background",
-                     str(tmp_path / "x.txt"), "--out", str(tmp_path / "p.calibsim-profile")])
-    assert code == 2 and (loads[0]["engine"], loads[0]["precision"]) == ("auto", "int8")
-    assert "x.txt: no such file or folder" in capsys.readouterr().err
+                     str(background), "--out", str(tmp_path / "p.calibsim-profile")])
+    err = capsys.readouterr().err
+    assert code == 2 and (loads[0]["engine"], loads[0]["precision"]) == ("auto", "int8"), err
+    assert "the background corpus needs at least three distinct sentences" in err
 
 
 @pytest.mark.slow

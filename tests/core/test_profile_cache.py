@@ -15,8 +15,9 @@ from calibsim_gui.core.calibration.profile import DIGEST_KEY, ReferenceProfile, 
 from calibsim_gui.core.calibration.profile_builder import builtin_profile_path
 from calibsim_gui.core.errors import ProfileError
 
-BUILTIN_DIGEST = "4b611e8d16f472460a05e38f5fcd3bebe5734cb7a40d29668778e8361b10053e"
-"""The built-in profile's content_sha256 before the cache existed: its identity must not move."""
+BUILTIN_DIGEST = "9a099cb01a05ae2073a7cccffe9d3445cecdfc26b9a41e6e040b461bd43c1d4a"
+"""The built-in profile's content_sha256 (rebuilt in #40 with a human band measured per source):
+loading it through the cache must not move its identity."""
 
 
 @pytest.fixture(scope="module")
