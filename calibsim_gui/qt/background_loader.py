@@ -8,17 +8,14 @@ only asks for it (`build_requested`) and shows the profile in use.
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 
-import platformdirs
 from PySide6.QtCore import QSettings, QStringListModel, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QFrame,
     QGroupBox,
@@ -42,6 +39,13 @@ from calibsim_gui.core.calibration.calibrators import MIN_BACKGROUND_PAIRS
 from calibsim_gui.core.calibration.profile import SUFFIX
 from calibsim_gui.core.embedding.languages import describe as describe_languages
 from calibsim_gui.core.embedding.languages import profile_languages
+from calibsim_gui.qt.background_files import (
+    ask_corpus_files,
+    ask_corpus_folder,
+    ask_profile_to_open,
+    ask_profile_to_save,
+    profiles_folder,
+)
 from calibsim_gui.qt.messages import BACKGROUND_FIXES, with_window_fixes
 from calibsim_gui.qt.workers import TaskRunner
 
@@ -49,44 +53,11 @@ PREVIEW_ROWS = 500
 DEFAULT_PAIRS, MIN_PAIRS, MAX_PAIRS = 20_000, 100, 10_000_000
 ENCODINGS = (("auto (UTF-8)", None), ("cp1252 (Windows)", "cp1252"), ("latin-1", "latin-1"),
              ("UTF-16", "utf-16"))
-CORPUS_FILTER = "Text corpora (*.txt *.md *.csv *.tsv *.tab *.jsonl *.ndjson);;All files (*)"
 _MESSAGE_STYLE = {
     "error": "background:#fdecea; color:#8a1c1c; border:1px solid #e9a9a4;",
     "info": "background:#e8f1fd; color:#123c6e; border:1px solid #a9c6ec;",
     "warning": "background:#fff3cd; color:#5c4400; border:1px solid #e0c56e;",
 }
-
-
-def ask_corpus_files(parent, start: str) -> list[str]:
-    return QFileDialog.getOpenFileNames(parent, "Add background files", start, CORPUS_FILTER)[0]
-
-
-def ask_corpus_folder(parent, start: str) -> str:
-    return QFileDialog.getExistingDirectory(parent, "Add a folder of .txt/.md files", start)
-
-
-def ask_profile_to_open(parent, start: str) -> str:
-    return QFileDialog.getOpenFileName(parent, "Open reference profile", start,
-                                       f"calibsim profiles (*{SUFFIX});;All files (*)")[0]
-
-
-def profiles_folder() -> str:
-    """Where profiles are saved unless the user chose a folder before: ``profiles/`` in the
-    app's data folder (override: ``CALIBSIM_DATA_DIR``), never an input's folder."""
-    folder = Path(os.environ.get("CALIBSIM_DATA_DIR") or platformdirs.user_data_dir("calibsim", appauthor=False))
-    try:
-        (folder / "profiles").mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return str(Path.home())
-    return str(folder / "profiles")
-
-
-def ask_profile_to_save(parent, start: str) -> str:
-    """A save path ending in the profile suffix; the dialog itself confirms overwriting."""
-    dialog = QFileDialog(parent, "Save reference profile", start, f"calibsim profiles (*{SUFFIX})")
-    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
-    dialog.setDefaultSuffix(SUFFIX.lstrip("."))
-    return dialog.selectedFiles()[0] if dialog.exec() else ""
 
 
 class BackgroundLoader(QWidget):

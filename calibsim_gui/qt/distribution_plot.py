@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -27,210 +27,20 @@ from calibsim_gui.core.analysis.distributions import (
     background_items,
     calibrate_form,
     histograms,
-    label_rows,
 )
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import PairChunk, ScoredPairs, score_column
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.qt.histogram_panel import ANCHOR_PEN, SELECTED_PEN, HistogramPanel
 from calibsim_gui.qt.plot_menu import PlotMenu
-from calibsim_gui.qt.plots import SELECTED_COLOR, SHOWN_COLOR, metric_combo, short_label, style_plot
+from calibsim_gui.qt.plots import (
+    metric_combo,
+    short_label,
+)
 from calibsim_gui.qt.state import form_label
 
 REDRAW_MS = 100                       # at most ~10 redraws a second while pairs stream in
-BACKGROUND_COLOR = QColor(76, 120, 168)
-USER_COLOR = QColor(245, 133, 24)
-ANCHOR_PEN = pg.mkPen(QColor(128, 128, 128), width=1.2, style=Qt.PenStyle.DashLine)
-SELECTED_PEN = pg.mkPen(SELECTED_COLOR, width=2.5)
-LABEL_TOP, LABEL_STEP = 0.96, 0.07    # anchor labels: height of the first row, step between rows
-BRUSH_COLOR = QColor(214, 39, 40, 40)
-
-
-class _OverlayBox(pg.ViewBox):
-    """The right axis' view box: drawn over the plot, leaves zoom, pan and menu to the plot."""
-
-    def mouseDragEvent(self, ev, axis=None):
-        ev.ignore()
-
-    def mouseClickEvent(self, ev):
-        ev.ignore()
-
-    def wheelEvent(self, ev, axis=None):
-        ev.ignore()
-
-
-class _HistogramPanel:
-    """One plot: background density (filled, left axis), your pairs' counts (outline, right
-    axis), anchor levels and the selected pair as vertical lines."""
-
-    def __init__(self, plot: pg.PlotItem):
-        self.plot = plot
-        plot.showGrid(x=True, y=False, alpha=0.15)
-        plot.setLabel("left", "density of random background pairs")
-        plot.setLabel("right", "your pairs (count)")
-        self.counts_box = _OverlayBox(enableMenu=False)
-        self.counts_box.setZValue(plot.zValue() + 1)
-        plot.scene().addItem(self.counts_box)
-        plot.getAxis("right").linkToView(self.counts_box)
-        self.counts_box.setXLink(plot)
-        self.counts_box.setLimits(yMin=0)          # counts: a bin of 3 pairs never sinks below the axis
-        plot.vb.setLimits(yMin=0)                  # density too, so both axes' 0 is the bottom line
-        plot.vb.sigResized.connect(self._sync_boxes)
-
-        fill = QColor(BACKGROUND_COLOR)
-        fill.setAlpha(110)
-        self.background = pg.PlotDataItem(stepMode="center", fillLevel=0, brush=fill,
-                                          pen=pg.mkPen(BACKGROUND_COLOR, width=1))
-        plot.addItem(self.background)
-        self.user = pg.PlotDataItem(stepMode="center", pen=pg.mkPen(USER_COLOR, width=2.5))
-        self.counts_box.addItem(self.user)
-        shown = QColor(SHOWN_COLOR)
-        shown.setAlpha(90)
-        self.kept = pg.PlotDataItem(stepMode="center", fillLevel=0, brush=shown, pen=pg.mkPen(SHOWN_COLOR, width=1.5))
-        self.counts_box.addItem(self.kept)               # the pairs left by the filters (Results, Map)
-        self.selected = pg.InfiniteLine(angle=90, pen=SELECTED_PEN,
-                                        label="selected {value:.4g}", labelOpts={
-                                            "position": 0.72, "color": SELECTED_COLOR,
-                                            "anchors": [(0, 0.5), (0, 0.5)]})
-        self.selected.setZValue(20)
-        self.selected.hide()
-        plot.addItem(self.selected, ignoreBounds=True)
-        self.region = pg.LinearRegionItem(brush=pg.mkBrush(BRUSH_COLOR), pen=pg.mkPen(SELECTED_COLOR))
-        self.region.setZValue(15)
-        self.region.hide()
-        plot.addItem(self.region, ignoreBounds=True)
-        self.anchor_lines: list[pg.InfiniteLine] = []
-        self.shown = {"user": (np.zeros(0), np.zeros(0)), "background": (np.zeros(0), np.zeros(0))}
-        self.anchors: list[tuple[str, float]] = []
-        self.column: str | None = None        # the results column drawn as "your pairs"
-        self._range = None
-        plot.vb.sigResized.connect(self.place_labels)
-        plot.vb.sigXRangeChanged.connect(self.place_labels)
-
-    def _sync_boxes(self) -> None:
-        self.counts_box.setGeometry(self.plot.vb.sceneBoundingRect())
-        self.counts_box.linkedViewChanged(self.plot.vb, self.counts_box.XAxis)
-
-    def set_style(self, palette: QPalette) -> None:
-        style_plot(self.plot, palette)
-        text = palette.color(QPalette.ColorRole.Text)
-        for line in self.anchor_lines:
-            line.label.setColor(text)
-
-    def set_anchors(self, anchors: list[tuple[str, float]], palette: QPalette) -> None:
-        """Vertical labelled lines at `anchors` ((label, value) pairs); lines are reused."""
-        self.anchors = anchors
-        while len(self.anchor_lines) < len(anchors):
-            line = pg.InfiniteLine(angle=90, pen=ANCHOR_PEN, label="",
-                                   labelOpts={"anchors": [(0, 0.5), (0, 0.5)]})
-            line.setZValue(10)
-            self.plot.addItem(line, ignoreBounds=True)
-            self.anchor_lines.append(line)
-        text = palette.color(QPalette.ColorRole.Text)
-        for i, line in enumerate(self.anchor_lines):
-            if i < len(anchors) and np.isfinite(anchors[i][1]):
-                line.setValue(anchors[i][1])
-                line.label.setFormat(short_label(anchors[i][0]))
-                line.label.setColor(text)
-                line.setToolTip(f"anchor level {anchors[i][0]}")
-                self._label_side(line)
-                line.show()
-            else:
-                line.hide()
-        self.place_labels()
-
-    def place_labels(self, *_) -> None:
-        """Stack the anchor labels in rows so that no two overlap at the current zoom."""
-        lines = [line for line in self.anchor_lines if line.isVisible()]
-        if not lines:
-            return
-        pixel = self.plot.vb.viewPixelSize()[0] or 1.0
-        widths = [line.label.boundingRect().width() + 4 for line in lines]
-        starts = [line.value() / pixel - (width if line.label.anchors[0][0] == 1 else 0)
-                  for line, width in zip(lines, widths)]
-        height = max(line.label.boundingRect().height() for line in lines) + 2
-        step = max(LABEL_STEP, height / max(self.plot.vb.height(), 1.0))      # one label apart
-        for line, row in zip(lines, label_rows(starts, widths)):
-            line.label.setPosition(max(0.05, LABEL_TOP - step * row))
-
-    def label_boxes(self) -> list:
-        """Scene rectangles of the shown anchor labels (for tests: they must not overlap)."""
-        return [line.label.sceneBoundingRect() for line in self.anchor_lines if line.isVisible()]
-
-    def hover_text(self, x: float) -> str:
-        """What lies under score `x`: its bin, the background density and your pairs' count."""
-        edges, counts = self.shown["user"]
-        if len(edges) < 2 or not edges[0] <= x <= edges[-1]:
-            return ""
-        i = int(np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2))
-        density = self.shown["background"][1]
-        parts = [f"{self.plot.titleLabel.text} {x:.4g}: bin {edges[i]:.4g}–{edges[i + 1]:.4g}",
-                 f"your pairs {int(counts[i])}"]
-        if len(density):
-            parts.append(f"background density {density[i]:.3g}")
-        near = [label for label, value in self.anchors if np.isfinite(value)
-                and abs(value - x) <= 3 * (self.plot.vb.viewPixelSize()[0] or 0)]
-        if near:
-            parts.append("anchor level " + ", ".join(near))
-        return " · ".join(parts)
-
-    def show_region(self, low: float, high: float) -> None:
-        self.region.blockSignals(True)
-        self.region.setRegion((low, high))
-        self.region.blockSignals(False)
-        self.region.show()
-
-    def default_region(self) -> tuple[float, float]:
-        """The middle fifth of the bins: a starting range to drag."""
-        lo, hi = self._range or (0.0, 1.0)
-        return lo + 0.4 * (hi - lo), lo + 0.6 * (hi - lo)
-
-    def set_histograms(self, edges: np.ndarray, density: np.ndarray, counts: np.ndarray) -> None:
-        if len(density):
-            self.background.setData(edges, density)
-        else:
-            self.background.clear()
-        self.user.setData(edges, counts)
-        self.shown = {"background": (edges, density), "user": (edges, counts)}
-        span = (float(edges[0]), float(edges[-1]))
-        if span != self._range:
-            self._range = span
-            self.plot.setXRange(*span, padding=0.02)
-        self.fit_counts()
-
-    def set_kept(self, values) -> None:
-        """Count `values` (the rows shown, None: no filter) in the bins drawn."""
-        edges = self.shown["user"][0]
-        counts = None if values is None or len(edges) < 2 else np.histogram(values[np.isfinite(values)], edges)[0]
-        if counts is None:
-            self.kept.clear()
-        else:
-            self.kept.setData(edges, counts)
-        self.shown["kept"] = (edges, counts)
-
-    def fit_counts(self) -> None:
-        """The count axis from 0 to just above the fullest bin (set now, not at the next paint)."""
-        counts = self.shown["user"][1]
-        self.counts_box.setYRange(0, 1.05 * max(1.0, float(np.max(counts, initial=0))), padding=0)
-
-    def _label_side(self, line: pg.InfiniteLine) -> None:
-        """Put a line's label on its left near the plot's right edge, else on its right."""
-        lo, hi = self._range or (0.0, 1.0)
-        side = (1, 0.5) if line.value() > lo + 0.85 * (hi - lo) else (0, 0.5)
-        line.label.anchors = [side, side]
-        line.label.updatePosition()
-
-    def set_selected(self, value: float | None) -> None:
-        if value is None or not np.isfinite(value):
-            self.selected.hide()
-            return
-        self.selected.setValue(value)
-        self._label_side(self.selected)
-        self.selected.label.valueChanged()
-        self.selected.show()
-
-    def selected_value(self) -> float | None:
-        return float(self.selected.value()) if self.selected.isVisible() else None
 
 
 DISTRIBUTIONS_HINT = "Hover over a plot to read its values; right-click for its menu"
@@ -272,8 +82,8 @@ class DistributionPlot(QWidget):
         self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         self.canvas = pg.GraphicsLayoutWidget()
-        self.raw_panel = _HistogramPanel(self.canvas.addPlot(row=0, col=0))
-        self.cal_panel = _HistogramPanel(self.canvas.addPlot(row=0, col=1))
+        self.raw_panel = HistogramPanel(self.canvas.addPlot(row=0, col=0))
+        self.cal_panel = HistogramPanel(self.canvas.addPlot(row=0, col=1))
         self.legend = pg.LegendItem(colCount=5)
         self.canvas.addItem(self.legend, row=1, col=0, colspan=2)
         for item, name in ((self.raw_panel.background, "random background pairs (density, left axis)"),
@@ -488,7 +298,7 @@ class DistributionPlot(QWidget):
             return values[np.isfinite(values)]
         return self._calibrate(metric, form, user_raw)
 
-    def _draw_panel(self, panel: _HistogramPanel, user, bg_values, bg_weights, anchors) -> None:
+    def _draw_panel(self, panel: HistogramPanel, user, bg_values, bg_weights, anchors) -> None:
         panel.set_histograms(*histograms(user, bg_values, bg_weights, anchors))
         panel.set_anchors(anchors, self.palette())
 
@@ -524,7 +334,7 @@ class DistributionPlot(QWidget):
 
     # ------------------------------------------------------------------ interaction
 
-    def _panel_at(self, pos) -> _HistogramPanel | None:
+    def _panel_at(self, pos) -> HistogramPanel | None:
         return next((panel for panel in (self.raw_panel, self.cal_panel)
                      if panel.plot.vb.sceneBoundingRect().contains(pos)), None)
 
@@ -535,14 +345,14 @@ class DistributionPlot(QWidget):
             if text:
                 self.hover.setText(text)
 
-    def _panel_of(self, plot) -> _HistogramPanel:
+    def _panel_of(self, plot) -> HistogramPanel:
         return self.raw_panel if plot is self.raw_panel.plot else self.cal_panel
 
-    def context_menu(self, panel: _HistogramPanel) -> QMenu:
+    def context_menu(self, panel: HistogramPanel) -> QMenu:
         """The right-click menu of `panel` (in place of pyqtgraph's developer menu)."""
         return self.plot_menu.build(panel.plot)
 
-    def _range_actions(self, menu: QMenu, panel: _HistogramPanel) -> None:
+    def _range_actions(self, menu: QMenu, panel: HistogramPanel) -> None:
         if panel.region.isVisible():
             menu.addAction("Show every pair (remove the range filter)",
                            lambda: self.state.set_score_range(None))
@@ -550,7 +360,7 @@ class DistributionPlot(QWidget):
             menu.addAction("Filter the table to a range of these scores",
                            lambda: self.brush(panel, *panel.default_region()))
 
-    def reset_view(self, panel: _HistogramPanel) -> None:
+    def reset_view(self, panel: HistogramPanel) -> None:
         panel.plot.enableAutoRange(axis=pg.ViewBox.YAxis)
         panel.fit_counts()
         if panel._range is not None:
@@ -560,14 +370,14 @@ class DistributionPlot(QWidget):
         """Save both plots with their legend as a PNG."""
         return self.plot_menu.export_image(path)
 
-    def brush(self, panel: _HistogramPanel, low: float, high: float) -> None:
+    def brush(self, panel: HistogramPanel, low: float, high: float) -> None:
         """Show the range brush on `panel` and filter the table to [low, high] of its column."""
         other = self.cal_panel if panel is self.raw_panel else self.raw_panel
         other.region.hide()
         panel.show_region(low, high)
         self.state.set_score_range((panel.column, low, high))
 
-    def _region_moved(self, panel: _HistogramPanel) -> None:
+    def _region_moved(self, panel: HistogramPanel) -> None:
         if panel.region.isVisible() and panel.column is not None:
             low, high = panel.region.getRegion()
             self.state.set_score_range((panel.column, low, high))

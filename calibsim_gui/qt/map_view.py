@@ -19,13 +19,9 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -42,9 +38,16 @@ from calibsim_gui.qt.map_colours import (
     point_columns,
     publish_clusters,
 )
-from calibsim_gui.qt.map_items import MODES, ClusterLabels, DensityImage, PointCloud, SelectionViewBox
+from calibsim_gui.qt.map_items import (
+    MODES,
+    ClusterLabels,
+    DensityImage,
+    PointCloud,
+    SelectionViewBox,
+)
 from calibsim_gui.qt.map_stages import describe_map, encode_query, map_stages, shorten
 from calibsim_gui.qt.messages import plural
+from calibsim_gui.qt.nearest_panel import NearestPanel
 from calibsim_gui.qt.plot_menu import PlotMenu
 from calibsim_gui.qt.shown_marks import ShownMarks
 from calibsim_gui.qt.state import pairs_among
@@ -127,11 +130,11 @@ class MapView(QWidget):
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
         self.clear_button.setEnabled(False)
-        self.query_edit = QLineEdit(placeholderText="Find texts like… (Ctrl+K, Enter)")
-        self.query_edit.setClearButtonEnabled(True)
-        self.query_edit.setToolTip("Type a text: its nearest texts of the input are listed, with raw "
-                                   "and calibrated scores, and ringed on the map")
+        self.nearest = NearestPanel()
+        self.query_edit, self.neighbour_title = self.nearest.query_edit, self.nearest.title
+        self.neighbour_table = self.nearest.table
         self.query_edit.returnPressed.connect(self.find_like)
+        self.neighbour_table.currentCellChanged.connect(self._neighbour_chosen)
         self.again_button = QPushButton("Draw the map")
         self.again_button.setToolTip("Encode (from the cache) and project the texts again")
         self.again_button.clicked.connect(self.refresh)
@@ -169,27 +172,9 @@ class MapView(QWidget):
         self.cluster_names = ClusterLabels(self.plot)
         self.names_box.toggled.connect(self.cluster_names.set_shown)
 
-        self.neighbour_title = QLabel("Click a point, or type a text above, to list its nearest texts.")
-        self.neighbour_title.setWordWrap(True)
-        self.neighbour_title.setMinimumHeight(3 * self.fontMetrics().lineSpacing() + 4)
-        self.neighbour_table = QTableWidget(0, 4)
-        self.neighbour_table.setHorizontalHeaderLabels(["Text", "Id", "Raw", "Calibrated"])
-        self.neighbour_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.neighbour_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        header = self.neighbour_table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.neighbour_table.verticalHeader().setVisible(False)
-        self.neighbour_table.currentCellChanged.connect(self._neighbour_chosen)
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(self.query_edit)
-        side_layout.addWidget(self.neighbour_title)
-        side_layout.addWidget(self.neighbour_table, 1)
         splitter = QSplitter()
         splitter.addWidget(self.plot_widget)
-        splitter.addWidget(side)
+        splitter.addWidget(self.nearest)
         splitter.setSizes([600, 400])
 
         bar = QHBoxLayout()                  # two rows: the Map fits half a 1024-pixel window
@@ -623,18 +608,9 @@ class MapView(QWidget):
     def _list(self, found, title: str) -> None:
         self.neighbours = found
         metric = self._metric()
-        self.neighbour_title.setText(f"{title}\n({metric}: raw, and calibrated 0–1)")
-        table = self.neighbour_table
-        table.setRowCount(len(found))
-        for row, (point, raw, calibrated) in enumerate(found):
-            cells = (self.text_map.texts[point], self.text_map.ids[point], f"{raw:.3f}", f"{calibrated:.3f}")
-            for column, value in enumerate(cells):
-                item = QTableWidgetItem(value)
-                if column == 0:
-                    item.setToolTip(value)
-                if column >= 2:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                table.setItem(row, column, item)
+        texts, ids = self.text_map.texts, self.text_map.ids
+        self.nearest.show_rows(f"{title}\n({metric}: raw, and calibrated 0–1)",
+                               [(texts[point], ids[point], raw, calibrated) for point, raw, calibrated in found])
         self._show_marks()
         self.neighbours_listed.emit()
 

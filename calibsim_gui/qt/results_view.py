@@ -21,71 +21,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale, label_values
+from calibsim_gui.core.analysis.distributions import (
+    DISAGREEMENT_COLUMN,
+    guess_scale,
+    label_values,
+)
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
-from calibsim_gui.core.analysis.pairs import ScoredPairs, score_column, split_score_column
-from calibsim_gui.qt.agreement_view import candidates_of, chosen_label, current_agreement
+from calibsim_gui.core.analysis.pairs import (
+    ScoredPairs,
+    score_column,
+    split_score_column,
+)
+from calibsim_gui.qt.agreement_view import (
+    candidates_of,
+    chosen_label,
+    current_agreement,
+)
 from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
+from calibsim_gui.qt.frozen_texts import FrozenTexts
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app
-from calibsim_gui.qt.results_model import FLAG_COLUMNS, TRUNCATED_MARK, ResultsTableModel, column_title
+from calibsim_gui.qt.results_model import (
+    FLAG_COLUMNS,
+    ResultsTableModel,
+    column_title,
+)
+from calibsim_gui.qt.results_summary import results_summary
 
 COLUMN_SETS = ("focus", "metric", "all")       # raw + chosen form / all forms of metric / all
 TEXT_MIN_WIDTH = 200            # below this a text column stops stretching and the table scrolls
 NO_LABEL = "(none)"
-
-
-class FrozenTexts(QTableView):
-    """The text columns drawn over the left of `table` while it scrolls sideways (Qt's "frozen
-    column" pattern): same model and selection, its own hidden score columns."""
-
-    def __init__(self, table: QTableView):
-        super().__init__(table)
-        self.table = table
-        self.setModel(table.model())
-        self.setSelectionModel(table.selectionModel())
-        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.verticalHeader().hide()
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QTableView.SelectionMode.SingleSelection)
-        self.setAlternatingRowColors(True)
-        self.setWordWrap(False)
-        self.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.verticalHeader().setDefaultSectionSize(table.verticalHeader().defaultSectionSize())
-        self.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.horizontalHeader().setSectionsClickable(True)
-        self.horizontalHeader().sectionClicked.connect(self._sort)
-        self.setFrameShape(QTableView.Shape.NoFrame)
-        table.viewport().stackUnder(self)
-        self.verticalScrollBar().valueChanged.connect(table.verticalScrollBar().setValue)
-        table.verticalScrollBar().valueChanged.connect(self.verticalScrollBar().setValue)
-        self.hide()
-
-    def _sort(self, column: int) -> None:
-        header = self.table.horizontalHeader()
-        order = (Qt.SortOrder.DescendingOrder if header.sortIndicatorSection() == column
-                 and header.sortIndicatorOrder() == Qt.SortOrder.AscendingOrder else Qt.SortOrder.AscendingOrder)
-        self.table.sortByColumn(column, order)
-
-    def follow(self, texts: list[int]) -> None:
-        """Show only `texts`, as wide as in the table, over the table's left edge."""
-        table, header = self.table, self.table.horizontalHeader()
-        width = 0
-        for column in range(self.model().columnCount()):
-            shown = column in texts and not table.isColumnHidden(column)
-            self.setColumnHidden(column, not shown)
-            if shown:
-                self.setColumnWidth(column, header.sectionSize(column))
-                self.horizontalHeader().moveSection(self.horizontalHeader().visualIndex(column),
-                                                    header.visualIndex(column))
-                width += header.sectionSize(column)
-        self.horizontalHeader().setFixedHeight(header.height())
-        frame = table.frameWidth()
-        self.setGeometry(table.verticalHeader().width() + frame, frame, width,
-                         table.viewport().height() + header.height())
-        self.verticalScrollBar().setValue(table.verticalScrollBar().value())
 
 
 class ResultsView(QWidget):
@@ -462,36 +426,7 @@ class ResultsView(QWidget):
     # ------------------------------------------------------------------ summary & notes
 
     def _update_summary(self) -> None:
-        results = self.state.results
-        if not isinstance(results, ScoredPairs):
-            n = 0 if results is None else len(results.ids) * (len(results.ids) - 1) // 2
-            shown = "" if results is None or self.model.rowCount() == n else \
-                f" · {self.model.rowCount():,} shown"
-            self.summary.setText("" if results is None else
-                                 f"{len(results.ids):,} documents · all {n:,} pairs ({results.metric}){shown}; "
-                                 "sort by any column; the Heatmap tab draws them as a map")
-            return
-        frame, metric, rows = results.frame, self.state.metric, self.state.shown_rows
-        parts = [f"{len(frame):,} rows"]
-        if rows is not None:                # the numbers that follow are of the rows shown
-            parts[0] = f"{len(rows):,} of {len(frame):,} rows shown"
-        raw = f"{metric}_raw"
-        if raw in frame:
-            values = frame[raw].to_numpy(dtype=float)
-            parts.append(f"{int(np.isfinite(values if rows is None else values[rows]).sum()):,} scored")
-        agreement = current_agreement(self.state, rows)
-        if agreement is not None and agreement.n:
-            low, high = agreement.scale
-            parts.append(f"vs {agreement.label} ({low:g}–{high:g} → 0–1): MAE {agreement.mae:.3f}, "
-                         f"RMSE {agreement.rmse:.3f}, Spearman ×100 {agreement.spearman_x100:.1f} "
-                         "(the same for raw and calibrated; see the Agreement tab)")
-        saturation = results.provenance.get("background_saturation", {}).get(metric)
-        if saturation:
-            parts.append(f"{saturation['share_beyond_p99']:.1%} above the background's 99th percentile")
-        truncated = results.provenance.get("long_texts", {}).get("pairs_truncated", 0)
-        if truncated:
-            parts.append(f"{TRUNCATED_MARK} {truncated:,} pairs with a truncated text")
-        self.summary.setText(" · ".join(parts))
+        self.summary.setText(results_summary(self.state, self.model.rowCount()))
 
     def _show_notes(self, notes) -> None:
         self.notes.setText("\n".join(f"• {for_the_app(note)}" for note in notes))
