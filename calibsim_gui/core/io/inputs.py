@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.files import check_regular_file
-from calibsim_gui.core.io.memory import background_pairs_bytes, check_budget, file_read_bytes, format_size
+from calibsim_gui.core.io.memory import (
+    background_pairs_bytes,
+    check_budget,
+    file_read_bytes,
+    format_size,
+    release_unused_arrow_memory,
+)
 from calibsim_gui.core.io.tables import (
     TABLE_SEPARATORS,
     TEXT_SUFFIXES,
@@ -140,7 +146,9 @@ def load_pairs(
     path = Path(path)
     check_read_budget([path], memory_budget)
     frame, notes = read_table(path, encoding)
-    return pair_table(frame, path, notes, text_a=text_a, text_b=text_b, label=label)
+    table = pair_table(frame, path, notes, text_a=text_a, text_b=text_b, label=label)
+    release_unused_arrow_memory()       # the reading's temporaries
+    return table
 
 
 def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None, text_b: str | None = None,

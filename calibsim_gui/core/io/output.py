@@ -12,6 +12,7 @@ from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import atomic_paths
+from calibsim_gui.core.io.csv_writer import write_csv
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 REPORT_FORMATS = {
@@ -118,6 +119,7 @@ def protect_formulas(frame):
 
     Texts starting with ``= + - @``, a tab or a carriage return (OWASP's list) in text columns,
     column names and the index; numbers are never changed. Returns ``(frame, cells_changed)``.
+    Text columns pandas holds as strings are checked without making a Python string of each text.
     """
     import pandas as pd
 
@@ -125,7 +127,14 @@ def protect_formulas(frame):
     out = frame.copy()
     for i, column in enumerate(frame.columns):
         values = frame.iloc[:, i]
-        if pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+        if isinstance(values.dtype, pd.StringDtype):
+            formulas = values.str.startswith(FORMULA_STARTS).fillna(False).to_numpy(dtype=bool)
+            if formulas.any():
+                count[0] += int(formulas.sum())
+                defused = values.copy()
+                defused.iloc[formulas] = ("'" + values[formulas]).to_numpy()
+                out.isetitem(i, defused)
+        elif pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
             out.isetitem(i, values.map(lambda v: _defused(v, count)))
     out.columns = [_defused(c, count) for c in frame.columns]
     if not isinstance(frame.index, pd.RangeIndex):
@@ -134,11 +143,20 @@ def protect_formulas(frame):
 
 
 def _holds_carriage_return(frame) -> bool:
-    texts = [*frame.columns, *frame.index, *frame.select_dtypes(exclude="number").to_numpy().ravel()]
-    return any(isinstance(v, str) and "\r" in v for v in texts)
+    """Whether a text of `frame` (in a cell, a column name or the index) holds a carriage return."""
+    import pandas as pd
+
+    def holds(values) -> bool:
+        if isinstance(values.dtype, pd.StringDtype):      # searched without making Python strings
+            return bool(pd.Series(values).str.contains("\r", regex=False).fillna(False).any())
+        return (not pd.api.types.is_numeric_dtype(values)
+                and any(isinstance(v, str) and "\r" in v for v in values))
+
+    return any(holds(v) for v in (frame.columns, frame.index, *(frame.iloc[:, c] for c in range(frame.shape[1]))))
 
 
-def _write_table(frame, provenance: dict, path: Path, *, keep_formulas: bool, **to_csv) -> Path:
+def _write_table(frame, provenance: dict, path: Path, *, keep_formulas: bool, index: bool,
+                 float_format: str) -> Path:
     """`frame` as CSV/TSV plus its provenance side-car, replaced together or not at all."""
     changed = 0
     if not keep_formulas:
@@ -150,7 +168,9 @@ def _write_table(frame, provenance: dict, path: Path, *, keep_formulas: bool, **
     # carriage return needs CRLF line ends, or it would split its row when read back.
     line_end = "\r\n" if _holds_carriage_return(frame) else "\n"
     with atomic_paths(path, sidecar_path(path)) as (table, sidecar):
-        frame.to_csv(table, sep=TABLE_SUFFIXES[path.suffix.lower()], lineterminator=line_end, **to_csv)
+        with open(table, "w", encoding="utf-8", newline="") as handle:
+            write_csv(frame, handle, sep=TABLE_SUFFIXES[path.suffix.lower()], lineterminator=line_end,
+                      index=index, float_format=float_format)
         sidecar.write_text(dump_json(provenance), encoding="utf-8")
     return path
 
@@ -176,4 +196,4 @@ def write_matrix(result, path, *, form: str = "calibrated", keep_formulas: bool 
     frame = pd.DataFrame(result.matrices[form], index=result.ids, columns=result.ids)
     frame.index.name = f"{result.metric}_{form}"
     return _write_table(frame, {**result.provenance, "form": form}, Path(path),
-                        keep_formulas=keep_formulas, float_format="%.6g")
+                        keep_formulas=keep_formulas, index=True, float_format="%.6g")
