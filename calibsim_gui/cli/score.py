@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from calibsim_gui.cli import common, options
+from calibsim_gui.core.io.csv_writer import write_csv
 from calibsim_gui.core.io.output import protect_formulas
 
 
@@ -72,7 +74,7 @@ def run(args) -> int:
                                          interval=args.interval)
     if args.out == "-":
         frame = scored.frame if args.keep_formulas else protect_formulas(scored.frame)[0]
-        frame.to_csv(sys.stdout, index=False, float_format="%.10g")
+        write_csv(frame, sys.stdout, sep=",", lineterminator=os.linesep, index=False, float_format="%.10g")
         return 0
     if not args.quiet:
         _print_score_summary(scored)
