@@ -3,7 +3,7 @@
 Before: how calibsim encoded a pairs file until issue 20 — chunk by chunk (512 pairs), each
 chunk's new texts sorted by character length, in batches of 64. After: every distinct text of
 the run sorted by token count, in batches of 64 (`calibsim_gui.core.embedding.encoding.token_batches`, as
-`iter_score_pairs` now does). Both plans go through the same `encode_batch` calls of the built-in
+`Scorer.iter_score` now does). Both plans go through the same `encode_batch` calls of the built-in
 model (torch, float32, CPU), timed side by side (A B, B A, A B) in wall and CPU seconds (CPU
 time moves less when other jobs share the cores); reported: padded / real tokens of each plan,
 sentences and pairs per second of the encoding, the largest raw-cosine difference between the

@@ -126,22 +126,23 @@ def score_table(args, table, *, human=(), norms: bool = False, interval: bool = 
     -------
     (ScoredPairs, ReferenceProfile)
     """
-    from calibsim_gui.core.analysis.pairs import score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
 
     embedder, cache, profile = model_and_references(args)
     geometry = tuple(dict.fromkeys(["none", *args.geometry]))
     progress = Progress(args.quiet)
     try:
-        scored = score_pairs(table, embedder, profile, metrics=args.metrics, geometry=geometry,
-                             human=human, norms=norms, interval=interval, cache=cache,
-                             batch_size=args.batch_size, progress=progress,
-                             memory_budget=args.memory_budget,
-                             long_texts=getattr(args, "long_texts", "truncate"),
-                             chunk_aggregate=getattr(args, "chunk_aggregate", "match"),
-                             chunk_overlap=getattr(args, "chunk_overlap", 32))
+        scorer = Scorer(embedder, profile, metrics=args.metrics, geometry=geometry,
+                        human=human, norms=norms, interval=interval, cache=cache,
+                        batch_size=args.batch_size,
+                        memory_budget=args.memory_budget,
+                        long_texts=getattr(args, "long_texts", "truncate"),
+                        chunk_aggregate=getattr(args, "chunk_aggregate", "match"),
+                        chunk_overlap=getattr(args, "chunk_overlap", 32))
+        scored = scorer.score(table, progress=progress)
     finally:
         progress.close()
-    return scored, profile
+    return scored, scorer.profile_        # with the language ends the run measured
 
 
 def check_output(args, path, inputs=(), *, formats=REPORT_FORMATS, beside=()) -> Path:

@@ -12,7 +12,7 @@ import time
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
+from calibsim_gui.core.analysis.pairs import ScoredPairs, Scorer
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.qt.messages import format_seconds, plural
@@ -72,8 +72,8 @@ def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mi
 
     profile = comparison_reference(other, ladder, cache=cache, should_stop=should_stop, progress=preparing)
     chunk = int(min(256, max(16, n_pairs // 100)))
-    steps = iter_score_pairs(table, other, profile, metrics=[metric], cache=cache, should_stop=should_stop,
-                             chunk_pairs=chunk, memory_budget=memory_budget)
+    steps = Scorer(other, profile, metrics=[metric], cache=cache, chunk_pairs=chunk,
+                   memory_budget=memory_budget).iter_score(table, should_stop)
     progress(0, n_pairs, f"Scoring {plural(n_pairs, 'pair')} with {name} (step 3 of {STEPS}): "
                          f"encoding {n_texts:,} texts…")
     while True:

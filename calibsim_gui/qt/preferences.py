@@ -72,7 +72,7 @@ class Preferences(QObject):
         return value if value in {key for key, _, _ in LONG_TEXT_CHOICES} else "truncate"
 
     def long_text_options(self) -> dict:
-        """Keyword options of `iter_score_pairs` for texts past the model's max length."""
+        """Keyword options of `Scorer` for texts past the model's max length."""
         mode, _, aggregate = self.long_text_setting().partition(":")
         overlap = self.settings.value(CHUNK_OVERLAP_KEY, DEFAULT_CHUNK_OVERLAP, type=int)
         return {"long_texts": mode, "chunk_aggregate": aggregate or "match",

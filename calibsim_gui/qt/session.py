@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
-from calibsim_gui.core.analysis.pairs import iter_score_pairs
+from calibsim_gui.core.analysis.pairs import Scorer
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import (
     add_agreement_bands,
@@ -426,9 +426,9 @@ class Session(QObject):
             # about 100 steps (progress, time left, the growing histogram), 16 to 256 pairs each
             chunk = int(min(256, max(16, len(table.frame) // 100)))
             self.scoring_name = Path(table.path).name
-            window.score_runner.start(lambda progress, should_stop: iter_score_pairs(
-                table, embedder, profile, geometry=geometries, human=human, cache=cache,
-                should_stop=should_stop, chunk_pairs=chunk, memory_budget=budget, **long_texts))
+            window.score_runner.start(lambda progress, should_stop: Scorer(
+                embedder, profile, geometry=geometries, human=human, cache=cache,
+                chunk_pairs=chunk, memory_budget=budget, **long_texts).iter_score(table, should_stop))
         else:
             files = getattr(table, "files", None) or []
             self.scoring_name = (Path(files[0]).name if len(files) == 1

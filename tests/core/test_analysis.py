@@ -155,14 +155,14 @@ def drain(steps):
 
 
 def test_chunked_scoring_yields_partial_scores_and_encodes_each_text_once(tmp_path, profile):
-    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
 
     path = tmp_path / "p.csv"
     texts = random_sentences(40, seed=3)
     pd.DataFrame({"a": texts * 3, "b": texts[::-1] * 3}).to_csv(path, index=False)
     table = load_pairs(path, text_a="a", text_b="b")
     embedder = FakeEmbedder()
-    chunks, result = drain(iter_score_pairs(table, embedder, profile, chunk_pairs=25, metrics=["cosine"]))
+    chunks, result = drain(Scorer(embedder, profile, chunk_pairs=25, metrics=["cosine"]).iter_score(table))
     assert [c.done for c in chunks] == [25, 50, 75, 100, 120] and {c.total for c in chunks} == {120}
     assert sorted(np.concatenate([c.rows for c in chunks])) == list(range(120))
     streamed = np.full(120, np.nan)
@@ -187,11 +187,11 @@ def varied_pairs(tmp_path):
 
 def test_the_whole_run_is_encoded_in_token_order_and_partial_chunks_make_up_the_result(
         varied_pairs, profile):
-    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
 
     embedder = FakeEmbedder()
-    chunks, result = drain(iter_score_pairs(varied_pairs, embedder, profile, batch_size=16,
-                                            chunk_pairs=20, geometry=("none", "whiten")))
+    chunks, result = drain(Scorer(embedder, profile, batch_size=16, chunk_pairs=20,
+                                  geometry=("none", "whiten")).iter_score(varied_pairs))
     frame = varied_pairs.frame
     distinct = set(frame["sentence1"].drop(7)) | set(frame["sentence2"].drop(7))
     counts = [list(embedder.token_counts(b)) for b in embedder.batches]
@@ -228,7 +228,7 @@ def test_the_whole_run_is_encoded_in_token_order_and_partial_chunks_make_up_the_
 
 
 def test_long_texts_chunked_stream_every_pair_once_and_match_scoring_them_alone(tmp_path, profile):
-    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
 
     short = random_sentences(30, seed=6)
     long = [" ".join(f"v{i}" for i in range(n, n + 90)) for n in range(4)]    # past the fake's 40
@@ -237,8 +237,8 @@ def test_long_texts_chunked_stream_every_pair_once_and_match_scoring_them_alone(
     pd.DataFrame(rows, columns=["sentence1", "sentence2"]).to_csv(path, index=False)
     table = load_pairs(path)
     embedder = FakeEmbedder()
-    chunks, result = drain(iter_score_pairs(table, embedder, profile, metrics=["cosine"], chunk_pairs=4,
-                                            long_texts="chunk", batch_size=8))
+    chunks, result = drain(Scorer(embedder, profile, metrics=["cosine"], chunk_pairs=4, long_texts="chunk",
+                                  batch_size=8).iter_score(table))
     assert [c.done for c in chunks] == [4, 8, 12, 16, 20, 24, 28, 30]
     streamed = np.full(30, np.nan)
     for c in chunks:
@@ -259,30 +259,30 @@ def _one_pair(tmp_path, a, b):
 
 
 def test_cancel_mid_run_raises_and_keeps_the_encoded_batches_in_the_cache(varied_pairs, profile, tmp_path):
-    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
     from calibsim_gui.core.embedding.cache import EmbeddingCache
     from calibsim_gui.core.errors import Cancelled
 
     cache = EmbeddingCache(tmp_path / "c.sqlite")
     embedder = FakeEmbedder()
-    steps = iter_score_pairs(varied_pairs, embedder, profile, batch_size=16, chunk_pairs=10,
-                             cache=cache, should_stop=lambda: embedder.calls >= 3)
+    steps = Scorer(embedder, profile, batch_size=16, chunk_pairs=10, cache=cache).iter_score(
+        varied_pairs, should_stop=lambda: embedder.calls >= 3)
     with pytest.raises(Cancelled, match="after 48 of"):
         drain(steps)
     assert cache.count() == 48
     again = FakeEmbedder()
-    chunks, result = drain(iter_score_pairs(varied_pairs, again, profile, batch_size=16, cache=cache))
+    chunks, result = drain(Scorer(again, profile, batch_size=16, cache=cache).iter_score(varied_pairs))
     assert result.provenance["encoding"]["from_cache"] == 48
     assert len(sum(again.batches, [])) == result.provenance["encoding"]["distinct_texts"] - 48
 
 
 def test_a_run_over_the_memory_budget_is_refused_before_any_work(varied_pairs, profile):
-    from calibsim_gui.core.analysis.pairs import iter_score_pairs
+    from calibsim_gui.core.analysis.pairs import Scorer
 
     embedder = FakeEmbedder()
     embedder.token_counts = lambda texts: pytest.fail("tokenized before the budget check")
     with pytest.raises(InputError, match="299 pairs"):
-        next(iter_score_pairs(varied_pairs, embedder, profile, memory_budget=10_000))
+        next(Scorer(embedder, profile, memory_budget=10_000).iter_score(varied_pairs))
     assert embedder.calls == 0
 
 

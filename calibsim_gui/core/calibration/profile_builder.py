@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -154,28 +154,35 @@ def _language_provenance(reference: dict[str, np.ndarray]) -> dict:
             for code, x in reference.items() if code != "en"}
 
 
-def add_language_ends(profile: ReferenceProfile, embedder, languages, **encode_options) -> list[str]:
-    """Measure, in place, the unrelated end of each of `languages` (codes of
-    `REFERENCE_LANGUAGES`; others are ignored) that `profile` has not measured yet, for every
-    metric of the model's own embeddings, and refit their calibrated scales.
+def with_language_ends(profile: ReferenceProfile, embedder, languages, **encode_options) -> ReferenceProfile:
+    """A new profile: `profile` with the unrelated end of each of `languages` (codes of
+    `REFERENCE_LANGUAGES`; others are ignored) that it has not measured yet, for every metric of
+    the model's own embeddings, and their calibrated scales refitted. `profile` is never changed
+    (it is returned itself when it has every end already).
 
     `encode_options` go to `encode_texts` (the sentences are cached like any text).
-
-    Returns
-    -------
-    list of str : the languages measured now
     """
-    measured = profile.provenance.setdefault("scale", {}).setdefault("languages", {})
+    scale = profile.provenance.get("scale", {})
+    measured = scale.get("languages", {})
     missing = [code for code in dict.fromkeys(languages) if code in REFERENCE_LANGUAGES and code not in measured]
-    if not missing:
-        return []
-    profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
-    reference = reference_embeddings(embedder, missing, **encode_options)
-    for name, ref in profile.metrics.items():
-        ref.unrelated_by_language.update(_language_ends(reference, name, ref.identical))
-        ref.refit_scale(profile.anchors)
-    measured.update(_language_provenance(reference))
-    return missing
+    if not missing and "languages" in scale:
+        return profile
+    metrics, ends = profile.metrics, {}
+    if missing:
+        profile.check_model(embedder.fingerprint, prompt=embedder_prompt(embedder))
+        reference = reference_embeddings(embedder, missing, **encode_options)
+        metrics = {name: _with_ends(ref, _language_ends(reference, name, ref.identical), profile.anchors)
+                   for name, ref in profile.metrics.items()}
+        ends = _language_provenance(reference)
+    provenance = {**profile.provenance, "scale": {**scale, "languages": {**measured, **ends}}}
+    return replace(profile, metrics=metrics, provenance=provenance)
+
+
+def _with_ends(ref: MetricReference, ends: dict[str, np.ndarray], anchors: AnchorSet) -> MetricReference:
+    """A copy of `ref` with more languages' unrelated `ends` and its calibrated scale refitted."""
+    out = replace(ref, calibrators=dict(ref.calibrators), unrelated_by_language={**ref.unrelated_by_language, **ends})
+    out.refit_scale(anchors)
+    return out
 
 
 def _metric_references(a, b, reference: dict[str, np.ndarray], metrics, transform=None,
@@ -262,7 +269,7 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
     text_columns : `DocumentSet.text_columns` of the background, recorded as the column read from
         each table file.
     languages : codes of `REFERENCE_LANGUAGES` whose unrelated end is measured now (any other is
-        measured when a run first meets pairs in it, see `add_language_ends`).
+        measured when a run first meets pairs in it, see `with_language_ends`).
     clean_html : bool
         The texts had their HTML leftovers cleaned (`text_cleaning.clean_documents`) before they
         came here; recorded, so that ``calibsim profile build --clean-html`` builds it again.
@@ -321,7 +328,7 @@ def assemble_profile(embedder, background: BackgroundStatistics | None, *,
 
     `files` are the background sources as ``{"name", "sha256"}`` (or ``{"path"}``) entries;
     `languages` (codes of `REFERENCE_LANGUAGES`) get their unrelated end now rather than when a
-    run first meets them (`add_language_ends`); `encode_options` go to `encode_texts`.
+    run first meets them (`with_language_ends`); `encode_options` go to `encode_texts`.
     """
     anchors = anchors or builtin_anchors()
     anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
