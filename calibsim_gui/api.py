@@ -113,7 +113,7 @@ class Session:
     ----------
     embedder : object
         The loaded model (``embedder.fingerprint.id`` names it).
-    model : SessionModel
+    session_model : SessionModel
         The session's state and rules, as the app and the command line hold them.
     """
 
@@ -129,15 +129,15 @@ class Session:
         else:
             embedder = open_model(model, vectors=vectors or (), device=device, engine=engine,
                                   precision=precision, allow_pickle=allow_pickle, memory_budget=memory_budget)
-        self.model = SessionModel()
-        self.model.set_model(embedder)
+        self.session_model = SessionModel()
+        self.session_model.set_model(embedder)
         self.cache = EmbeddingCache() if cache and not vectors else None
         self.batch_size, self.memory_budget, self.progress = batch_size, memory_budget, progress
         self._profile_source, self._anchors = profile, anchors
 
     @property
     def embedder(self):
-        return self.model.embedder
+        return self.session_model.embedder
 
     def __repr__(self) -> str:
         return f"Session(model={self.embedder.fingerprint.id!r})"
@@ -146,15 +146,15 @@ class Session:
     def profile(self) -> ReferenceProfile:
         """The reference profile in use, opened (or, for a model without a built-in one, measured
         on the built-in anchors) on first use."""
-        if self.model.profile is None:
-            self.model.use_references(self._profile_source, anchors=self._anchors, cache=self.cache,
+        if self.session_model.profile is None:
+            self.session_model.use_references(self._profile_source, anchors=self._anchors, cache=self.cache,
                                       batch_size=self.batch_size)
-        return self.model.profile
+        return self.session_model.profile
 
     @profile.setter
     def profile(self, profile) -> None:
         self._profile_source, self._anchors = profile, None
-        self.model.set_profile(None, "")
+        self.session_model.set_profile(None, "")
 
     def _reference(self, profile, anchors) -> ReferenceProfile:
         if profile is None and anchors is None:
@@ -318,7 +318,7 @@ class Session:
             profile.save(out)
         if use:
             self._profile_source, self._anchors = profile, None
-            self.model.use_references(profile, cache=self.cache, batch_size=self.batch_size)
+            self.session_model.use_references(profile, cache=self.cache, batch_size=self.batch_size)
         return profile
 
     def _labelled(self, pairs, scale, text_a, text_b, label):

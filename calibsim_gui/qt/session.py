@@ -88,7 +88,7 @@ class Session(QObject):
         super().__init__(window)
         self.window = window
         self.state = window.state
-        self.model = window.state.model               # the session's state and rules
+        self.session_model = window.state.session_model               # the session's state and rules
         self.incoming_input: dict | None = None       # input_spec of the file being read
         self.incoming = None                          # the `References` being made
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
@@ -97,8 +97,8 @@ class Session(QObject):
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
-        self.model.references_replaced.connect(self.references_replaced)
-        self.model.left_out.connect(window.show_error)
+        self.session_model.references_replaced.connect(self.references_replaced)
+        self.session_model.left_out.connect(window.show_error)
 
     # ------------------------------------------------------------------ cache
 
@@ -172,9 +172,12 @@ class Session(QObject):
         # them paused the window for up to 270 ms during runs. Exempt what exists now.
         gc.freeze()
         self.window.score_runner.cancel()          # its results are the previous model's
-        kept = self.model.set_model(embedder, embedder.info,
-                                    keep_references=self.window.projects.pending_project is None)
-        self.start_references(kept) if kept is not None else self.use_builtin_reference()
+        kept = self.session_model.set_model(embedder, embedder.info,
+                                            keep_references=self.window.projects.pending_project is None)
+        if kept is not None:
+            self.start_references(kept)
+        else:
+            self.use_builtin_reference()
         self.window.projects.continue_project()
 
     def references_replaced(self, message: str, details: str) -> None:
@@ -183,7 +186,8 @@ class Session(QObject):
 
     def use_builtin_reference(self) -> None:
         if self.state.embedder is not None:
-            self.start_references(references.builtin(self.state.embedder, cache=self.cache))  # cache opened here
+            # the cache is opened here, on the GUI thread
+            self.start_references(references.builtin(self.state.embedder, cache=self.cache))
 
     def open_profile(self, path: str) -> None:
         self.start_references(references.profile_file(path, self.state.embedder))
@@ -216,7 +220,7 @@ class Session(QObject):
         self.window.profile_runner.start(made.make)
 
     def profile_ready(self, profile) -> None:
-        self.model.set_references(profile, self.incoming)
+        self.session_model.set_references(profile, self.incoming)
         if self.window.projects.take_step("anchors"):
             return                          # the project's anchors come next, then the scoring
         self.references_settled()
@@ -224,10 +228,10 @@ class Session(QObject):
     def references_settled(self, failure: str = "") -> None:
         """New references are in, or were refused and those in use stay (with their source):
         show a project's unapplied anchor edits, then score."""
-        if failure and self.model.falls_back(self.incoming):
+        if failure and self.session_model.falls_back(self.incoming):
             self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
             return
-        edits = self.model.settle()
+        edits = self.session_model.settle()
         if edits is not None:
             self.window.anchors.restore_edits(edits)
         self.rescore()
@@ -310,12 +314,12 @@ class Session(QObject):
             return
         state = self.state
         if isinstance(value, DocumentSet) and (refusal := document_refusal(
-                value, state.embedder, state.profile, state.metric, self.model.scoring_geometry(),
+                value, state.embedder, state.profile, state.metric, self.session_model.scoring_geometry(),
                 self.window.memory_budget())):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
             self.window.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
-        self.model.accept_input(value, self.incoming_input)   # only an accepted input is the session's
+        self.session_model.accept_input(value, self.incoming_input)   # only an accepted input is the session's
         self.window.tabs.setCurrentWidget(self.window.results)
         self.rescore()
 
@@ -349,7 +353,7 @@ class Session(QObject):
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""
         state, window = self.state, self.window
-        if not self.model.ready_to_score() or window.profile_runner.running:
+        if not self.session_model.ready_to_score() or window.profile_runner.running:
             return                     # new references are on their way; they rescore when ready
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         budget = window.memory_budget()
@@ -358,7 +362,7 @@ class Session(QObject):
         if (distributions := window.panels.view("distributions", build=False)) is not None:
             distributions.reset()
         if isinstance(table, PairTable):
-            geometries, human = self.model.pair_scoring()
+            geometries, human = self.session_model.pair_scoring()
             long_texts = window.long_text_options()
             # about 100 steps (progress, time left, the growing histogram), 16 to 256 pairs each
             chunk = int(min(256, max(16, len(table.frame) // 100)))
@@ -371,7 +375,7 @@ class Session(QObject):
             self.scoring_name = (Path(files[0]).name if len(files) == 1
                                  else plural(len(files), "document file") if files else "the documents")
             window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
-                                      geometry=self.model.scoring_geometry(), cache=cache, budget=budget)
+                                      geometry=self.session_model.scoring_geometry(), cache=cache, budget=budget)
 
     def view_changed(self) -> None:
         """A document set's results hold one metric: compute them again when another is chosen."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from calibsim_gui.session.model import COMPARED_FORMS, EVENTS, FIELDS, SessionModel  # noqa: F401 (COMPARED_FORMS: the views')
+from calibsim_gui.session.model import COMPARED_FORMS, EVENTS, FIELDS, SessionModel  # noqa: F401 (the views')
 from calibsim_gui.session.selection import document_pair, pair_row, pairs_among  # noqa: F401 (the views')
 
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
@@ -32,12 +32,17 @@ def form_label(form: str) -> str:
 
 
 def _field(name: str) -> property:
-    return property(lambda self: getattr(self.model, name), lambda self, value: setattr(self.model, name, value),
-                    doc=f"The session model's `{name}`.")
+    def get(self):
+        return getattr(self.session_model, name)
+
+    def put(self, value):
+        setattr(self.session_model, name, value)
+
+    return property(get, put, doc=f"The session model's `{name}`.")
 
 
 class AppState(QObject):
-    """The session model (`model`, a `SessionModel`) as the window sees it: its state as
+    """The session model (`session_model`) as the window sees it: its state as
     attributes, its methods (``set_model``, ``set_profile``, ``select_row``, ...), and a signal
     emitted on each of its events (see `SessionModel` for what each holds and says)."""
 
@@ -55,17 +60,17 @@ class AppState(QObject):
     shown_rows_changed = Signal()        # the rows every filter leaves changed
     filters_cleared = Signal()           # every view drops its filters (`clear_filters`)
 
-    def __init__(self, parent: QObject | None = None, model: SessionModel | None = None):
+    def __init__(self, parent: QObject | None = None, session_model: SessionModel | None = None):
         super().__init__(parent)
-        self.model = model or SessionModel()
+        self.session_model = session_model or SessionModel()
         for name in EVENTS:
-            getattr(self.model, name).connect(getattr(self, name).emit)
+            getattr(self.session_model, name).connect(getattr(self, name).emit)
 
     def __getattr__(self, name: str):
         """The session model's methods (``set_model``, ``forms``, ...)."""
-        if name == "model":
+        if name == "session_model":
             raise AttributeError(name)
-        return getattr(self.model, name)
+        return getattr(self.session_model, name)
 
 
 for _name in FIELDS:
