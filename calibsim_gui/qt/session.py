@@ -15,27 +15,14 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import iter_score_pairs
-from calibsim_gui.core.embedding import (
-    models,  # a module: a load_model replaced there is the one used
-)
+from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.io import (
-    inputs,  # a module: a load_pairs replaced there is the one used
-)
-from calibsim_gui.core.io.inputs import (
-    ColumnsNotFound,
-    DocumentSet,
-    PairTable,
-    load_documents,
-)
+from calibsim_gui.core.io import inputs  # a module: a load_pairs replaced there is the one used
+from calibsim_gui.core.io.inputs import ColumnsNotFound, DocumentSet, PairTable, load_documents
 from calibsim_gui.core.io.text_cleaning import CLEANED_NOTE
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt.document_sets import (
-    NeighbourPairs,
-    document_refusal,
-    score_documents,
-)
+from calibsim_gui.qt.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
 from calibsim_gui.session import references
@@ -50,7 +37,7 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
     interpreter lock for 100-200 ms; doing them here keeps later runs from stalling the window.
     """
-    import scipy.spatial.distance
+    import scipy.spatial.distance  # noqa: F401
     import scipy.stats  # noqa: F401
 
     embedder = models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine,
@@ -88,7 +75,7 @@ class Session(QObject):
         super().__init__(window)
         self.window = window
         self.state = window.state
-        self.session_model = window.state.session_model               # the session's state and rules
+        self.session_model = window.state.session_model   # the session's state and rules
         self.incoming_input: dict | None = None       # input_spec of the file being read
         self.incoming = None                          # the `References` being made
         self.scoring_name = ""                        # the file being scored, for the Results placeholder

@@ -308,8 +308,10 @@ class SessionModel:
         return scoring_geometries(self.scoring_geometry(), human), human
 
     def run_sources(self) -> dict:
-        """The files and choices the current results were made with, as `RunSources`'s fields:
-        the profile file opened, the human calibration, the input's columns and encoding."""
+        """The files and choices the current results were made with, as `RunSources`'s fields, for
+        a report's Reproduce commands: the profile file opened, the human calibration, the input's
+        columns and encoding. A dict: the app's export worker makes the `RunSources` (the reports
+        package it lives in loads pandas and more, which the window does not wait for)."""
         table, spec, info = self.input, self.input_spec or {}, self.model_info
         columns = {key: getattr(table, key, None) for key in ("text_a", "text_b", "label")}
         return dict(profile_file=self.profile_path, human=self.human,
