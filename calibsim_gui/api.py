@@ -5,7 +5,8 @@ notebook pays the imports and the model load once and then calls `Session.score`
 `Session.search`, `Session.neighbours`, `Session.build_profile`, `Session.evaluate`, `Session.fit_human` and
 `Session.threshold` as often as it likes. The module functions of the same names use a session
 kept per model (`session`). Every call composes the core functions the command line composes
-(`core.analysis.run_setup` opens what a run starts from), so both give the same tables.
+(`core.analysis.run_setup` opens the model; the session model, `session.SessionModel`, chooses
+its references as the command line's and the app's do), so all give the same tables.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from calibsim_gui.core.analysis.evaluation import evaluate as evaluate_scores
 from calibsim_gui.core.analysis.human_fit import fit_human_pairs
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS, document_neighbours
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
-from calibsim_gui.core.analysis.run_setup import open_model, open_profile
+from calibsim_gui.core.analysis.run_setup import open_model
 from calibsim_gui.core.analysis.search import search as search_corpus
 from calibsim_gui.core.analysis.thresholds import same_meaning, score_thresholds
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit, human_pairs
@@ -32,6 +33,8 @@ from calibsim_gui.core.progress import ProgressBar
 from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
 from calibsim_gui.core.references.texts import texts_to_embed as all_texts_to_embed
+from calibsim_gui.session import references
+from calibsim_gui.session.model import SessionModel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,6 +113,8 @@ class Session:
     ----------
     embedder : object
         The loaded model (``embedder.fingerprint.id`` names it).
+    session_model : SessionModel
+        The session's state and rules, as the app and the command line hold them.
     """
 
     def __init__(self, model=None, *, vectors=None, profile=None, anchors=None, device: str = "auto",
@@ -120,14 +125,19 @@ class Session:
             if vectors:
                 raise InputError("vectors files are a model of their own: give either vectors= or model=.",
                                  fix="leave out model= (or vectors=)")
-            self.embedder = model
+            embedder = model
         else:
-            self.embedder = open_model(model, vectors=vectors or (), device=device, engine=engine,
-                                       precision=precision, allow_pickle=allow_pickle,
-                                       memory_budget=memory_budget)
+            embedder = open_model(model, vectors=vectors or (), device=device, engine=engine,
+                                  precision=precision, allow_pickle=allow_pickle, memory_budget=memory_budget)
+        self.session_model = SessionModel()
+        self.session_model.set_model(embedder)
         self.cache = EmbeddingCache() if cache and not vectors else None
         self.batch_size, self.memory_budget, self.progress = batch_size, memory_budget, progress
-        self._profile_source, self._anchors, self._profile = profile, anchors, None
+        self._profile_source, self._anchors = profile, anchors
+
+    @property
+    def embedder(self):
+        return self.session_model.embedder
 
     def __repr__(self) -> str:
         return f"Session(model={self.embedder.fingerprint.id!r})"
@@ -136,20 +146,21 @@ class Session:
     def profile(self) -> ReferenceProfile:
         """The reference profile in use, opened (or, for a model without a built-in one, measured
         on the built-in anchors) on first use."""
-        if self._profile is None:
-            self._profile = open_profile(self.embedder, self._profile_source, anchors=self._anchors,
-                                         cache=self.cache, batch_size=self.batch_size)
-        return self._profile
+        if self.session_model.profile is None:
+            self.session_model.use_references(self._profile_source, anchors=self._anchors, cache=self.cache,
+                                      batch_size=self.batch_size)
+        return self.session_model.profile
 
     @profile.setter
     def profile(self, profile) -> None:
-        self._profile_source, self._anchors, self._profile = profile, None, None
+        self._profile_source, self._anchors = profile, None
+        self.session_model.set_profile(None, "")
 
     def _reference(self, profile, anchors) -> ReferenceProfile:
         if profile is None and anchors is None:
             return self.profile
-        return open_profile(self.embedder, self.profile if profile is None else profile, anchors=anchors,
-                            cache=self.cache, batch_size=self.batch_size)
+        return references.chosen(self.embedder, self.profile if profile is None else profile, anchors=anchors,
+                                 cache=self.cache, batch_size=self.batch_size)
 
     def _run(self, function, *args, desc: str = "encoding", **kwargs):
         bar = ProgressBar(quiet=not self.progress, desc=desc)
@@ -306,7 +317,8 @@ class Session:
         if out is not None:
             profile.save(out)
         if use:
-            self._profile_source, self._anchors, self._profile = profile, None, profile
+            self._profile_source, self._anchors = profile, None
+            self.session_model.use_references(profile, cache=self.cache, batch_size=self.batch_size)
         return profile
 
     def _labelled(self, pairs, scale, text_a, text_b, label):

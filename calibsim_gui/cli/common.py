@@ -104,12 +104,14 @@ def embedding_cache(args):
 
 
 def reference_profile(args, embedder, cache):
-    """The reference of --profile (default: the built-in one), refitted on --anchors if given."""
-    from calibsim_gui.core.analysis.run_setup import open_profile
+    """The reference of --profile (default: the built-in one), refitted on --anchors if given, as
+    the session model chooses it for `embedder` (`SessionModel.use_references`)."""
+    from calibsim_gui.session.model import SessionModel
 
+    session = SessionModel()
+    session.set_model(embedder)
     anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
-    return open_profile(embedder, args.profile, anchors=anchors or None, cache=cache,
-                        batch_size=args.batch_size)
+    return session.use_references(args.profile, anchors=anchors or None, cache=cache, batch_size=args.batch_size)
 
 
 def model_and_references(args):
@@ -127,9 +129,10 @@ def score_table(args, table, *, human=(), norms: bool = False, interval: bool = 
     (ScoredPairs, ReferenceProfile)
     """
     from calibsim_gui.core.analysis.pairs import Scorer
+    from calibsim_gui.session.model import scoring_geometries
 
     embedder, cache, profile = model_and_references(args)
-    geometry = tuple(dict.fromkeys(["none", *args.geometry]))
+    geometry = scoring_geometries(args.geometry)
     progress = Progress(args.quiet)
     try:
         scorer = Scorer(embedder, profile, metrics=args.metrics, geometry=geometry,

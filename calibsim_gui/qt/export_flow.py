@@ -110,7 +110,7 @@ class ExportFlow(QObject):
         remember_export(self.settings, path, figures)
         self.window.export_runner.start(export_report, self.state.results, self.state.profile, path=path,
                                         metric=metric, form=form, figures=figures, force=force,
-                                        sources=self.window.session.run_sources())
+                                        sources=self.window.state.run_sources())
 
     def exported(self, written) -> None:
         self.window.status_label.setText(exported_message(written))

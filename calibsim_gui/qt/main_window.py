@@ -225,15 +225,15 @@ class MainWindow(QMainWindow):
 
     @property
     def input_spec(self) -> dict | None:
-        return self.session.input_spec
+        return self.state.input_spec
 
     @input_spec.setter
     def input_spec(self, value: dict | None) -> None:
-        self.session.input_spec = value
+        self.state.input_spec = value
 
     @property
     def profile_path(self) -> str | None:
-        return self.session.profile_path
+        return self.state.profile_path
 
     @property
     def project_path(self) -> str | None:

@@ -9,11 +9,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from calibsim_gui.core.analysis.project import Project, ProjectInput, bands_of, human_fit_from_dict, json_safe
+from calibsim_gui.core.analysis.project import Project, json_safe
 from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
 from calibsim_gui.core.embedding.models import choose_engine
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.references.anchors import builtin_anchors
 from calibsim_gui.qt.messages import for_the_app
 from calibsim_gui.qt.preferences import user_folder
@@ -168,13 +167,13 @@ class Projects(QObject):
     def current_project(self, *, later: bool = False):
         """The session as a `Project`; `later`: costly view states left as `LaterState` (see
         `view_states`), for the autosave's worker or for what ignores the views."""
-        state, session, window = self.state, self.session, self.window
+        state, window = self.state, self.window
         anchors = state.profile.anchors if state.profile is not None else window.anchors.anchor_set()
         edits = window.anchors.pending_edits()
         model = None
         if state.model_info is not None and state.model_info.source != "built-in":
             model = str(state.model_info.path)
-        built = session.built_from or {"files": [], "pairs": window.background.pairs(),
+        built = state.built_from or {"files": [], "pairs": window.background.pairs(),
                                        "seed": window.background.seed()}
         embedder = state.embedder
         return Project(model=model, device=state.device,
@@ -182,54 +181,13 @@ class Projects(QObject):
                        precision=None if embedder is None else embedder_precision(embedder),
                        background_options=dict(built.get("options", {})),
                        anchors=None if anchors == self.builtin_anchors else anchors,
-                       profile=session.profile_path, background_files=built["files"],
+                       profile=state.profile_path, background_files=built["files"],
                        background_pairs=built["pairs"], background_seed=built["seed"],
-                       inputs=self.project_inputs(), human=self.project_human(), bands=self.project_bands(),
+                       inputs=state.saved_inputs(), human=state.saved_human(), bands=state.saved_bands(),
                        views=self.view_states(later=later), layout=self.window.panels.state(),
                        settings={"metric": state.metric, "form": state.form, "geometry": state.geometry,
                                  "long_texts": window.long_text_options(),
-                                 **self.project_labels(), **({"anchor_edits": edits.to_dict()} if edits else {})})
-
-    def project_inputs(self) -> list:
-        """The input as the project keeps it: its files and the options they were read with."""
-        spec, table = self.session.input_spec, self.state.input
-        if not spec:
-            return []
-        options = dict(spec["options"])
-        if spec["kind"] == "pairs" and getattr(table, "text_a", None):
-            # the columns in use, also when they were recognised: the project reads the same ones
-            options.setdefault("text_a", table.text_a)
-            options.setdefault("text_b", table.text_b)
-            if table.label is not None:
-                options.setdefault("label", table.label)
-        return [ProjectInput(path, spec["kind"], dict(options)) for path in spec["paths"]]
-
-    def project_labels(self) -> dict:
-        """The chosen column of human scores and its scale (empty: none chosen)."""
-        state, labels = self.state, {}
-        if getattr(state, "label_column", None) is not None:
-            labels["label_column"] = state.label_column
-            if getattr(state, "label_scale", None) is not None:
-                labels["label_scale"] = [float(v) for v in state.label_scale]
-        return labels
-
-    def project_human(self) -> dict | None:
-        """The human calibration as plain JSON values (the validation holds numpy numbers)."""
-        fit = self.state.human
-        if fit is None:
-            return None
-        return json.loads(dump_json({"calibrator": fit.calibrator.to_dict(),
-                                     "validation": fit.validation, "source": fit.source}))
-
-    def project_bands(self) -> dict:
-        """The human agreement bands of references made here (built or built-in), which a reopened
-        project puts back on the references it makes again (empty: none, or a profile file's)."""
-        profile = self.state.profile
-        if profile is None or self.session.profile_path:
-            return {}
-        bands = {name: ref.band.to_dict() for name, ref in profile.metrics.items() if ref.band is not None}
-        return json.loads(dump_json({"metrics": bands, "provenance": profile.provenance.get("human_band")})) \
-            if bands else {}
+                                 **state.saved_labels(), **({"anchor_edits": edits.to_dict()} if edits else {})})
 
     def save(self) -> bool:
         """Save to the project's file (asks for one the first time); True once saved."""
@@ -381,23 +339,20 @@ class Projects(QObject):
         session, window = self.session, self.window
         if project.anchors is not None:
             window.anchors.set_anchor_set(project.anchors)
-        session.anchor_edits = project.settings.get("anchor_edits")
-        if "label_column" in project.settings:
-            session.pending_labels = (project.settings["label_column"], project.settings.get("label_scale"))
-        self.restore_human(project)
-        session.pending_bands = bands_of(project.bands) if project.bands else None
-        session.awaiting_profile = True
+        references = self.state.start_project(project)     # its labels, bands, anchor edits wait
+        if self.state.human is not None:
+            window.menus.save_human_action.setEnabled(True)
         window.score_runner.cancel()      # a run with the old references must not be shown
-        if project.profile:
+        if references == "profile":
             session.open_profile(project.profile)
-        elif project.background_files:
+        elif references == "rebuild":
             # the background was built, not saved: build it again (same files, pairs and seed)
             self.step = ("rebuild", project)
             if not window.background.runner.running:
                 self.background_read()
         else:
             # the built-in reference, with the project's anchors (if any) applied when it is ready
-            self.step = ("anchors", project) if project.anchors is not None else None
+            self.step = ("anchors", project) if references == "anchors" else None
             session.use_builtin_reference()
         usable = [i for i in project.inputs if Path(i.path).exists()]
         if not usable:
@@ -410,21 +365,6 @@ class Projects(QObject):
             else:
                 per_file = bool(options.pop("per_file", False))
                 session.read_documents([i.path for i in usable], {**options, "per_file": per_file})
-
-    def restore_human(self, project) -> None:
-        """Use the project's human calibration when it was fitted on the model now loaded."""
-        if project.human is None:
-            return
-        fit = human_fit_from_dict(project.human)
-        embedder = self.state.embedder
-        if embedder is not None and fit.calibrator.model not in (None, embedder.fingerprint.id):
-            self.window.show_error("Human calibration left out",
-                                   f"The project's human calibration was fitted on {fit.calibrator.model}; "
-                                   f"the model in use is {embedder.fingerprint.id}. Fit one for this model "
-                                   "(File ▸ Fit human calibration).")
-            return
-        self.state.human = fit                  # no signal: the references that come next rescore
-        self.window.menus.save_human_action.setEnabled(True)
 
     def take_step(self, kind: str) -> bool:
         """Run the waiting project step if it is of `kind`; True if one ran."""

@@ -1,7 +1,8 @@
 """The session's live work: the embedding cache, the model, its references, the input and its scoring.
 
-`Session` starts the runs that change `AppState` and takes their results; saving and re-creating
-the session as a project is `projects.Projects`'s part.
+`Session` starts the runs that change `AppState` and takes their results; which references apply,
+what a project restores and what is scored with what are the session model's rules
+(`session.SessionModel`); saving and re-creating the session as a project is `projects.Projects`'s part.
 """
 
 from __future__ import annotations
@@ -14,14 +15,6 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import Scorer
-from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import (
-    add_agreement_bands,
-    build_profile,
-    default_profile,
-    keep_agreement_bands,
-    with_anchors,
-)
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
@@ -32,6 +25,7 @@ from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.messages import EMPTY_HINT, for_the_app, plural
+from calibsim_gui.session import references
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
 
@@ -81,21 +75,17 @@ class Session(QObject):
         super().__init__(window)
         self.window = window
         self.state = window.state
-        self.input_spec: dict | None = None           # how the current input was read
-        self.profile_path: str | None = None          # a profile opened from a file
-        self.built_from: dict | None = None           # files, pairs, seed of a background built here
+        self.session_model = window.state.session_model   # the session's state and rules
         self.incoming_input: dict | None = None       # input_spec of the file being read
-        self.incoming_source = (None, None)           # profile_path, built_from of coming references
-        self.anchor_edits = None                      # a project's unapplied anchor edits (a dict)
-        self.awaiting_profile = False                 # a project's references are on their way
-        self.pending_labels = None                    # a project's label column and scale, for its input
-        self.pending_bands = None                     # a project's human agreement bands, for its references
+        self.incoming = None                          # the `References` being made
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
         self.score_failure = ""                       # why the input on screen could not be scored
         self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
+        self.session_model.references_replaced.connect(self.references_replaced)
+        self.session_model.left_out.connect(window.show_error)
 
     # ------------------------------------------------------------------ cache
 
@@ -169,107 +159,55 @@ class Session(QObject):
         # them paused the window for up to 270 ms during runs. Exempt what exists now.
         gc.freeze()
         self.window.score_runner.cancel()          # its results are the previous model's
-        previous = (self.state.profile, self.state.profile_label, self.profile_path, self.built_from)
-        self.state.set_model(embedder, embedder.info)
-        self.profile_path = None
-        if self.window.projects.pending_project is not None or not self.keep_references(embedder, *previous):
+        kept = self.session_model.set_model(embedder, embedder.info,
+                                            keep_references=self.window.projects.pending_project is None)
+        if kept is not None:
+            self.start_references(kept)
+        else:
             self.use_builtin_reference()
         self.window.projects.continue_project()
 
-    def keep_references(self, embedder, profile, label: str, path, built_from) -> bool:
-        """Keep references that are not the built-in ones (an opened or built profile, edited
-        anchors) when the model loaded is the same model: another engine or precision of it.
-        Otherwise say why they go, and return False (the built-in ones are used)."""
-        if profile is None or label == "built-in":
-            return False
-        try:
-            profile.check_model(embedder.fingerprint, source=f"the reference “{label}”",
-                                prompt=str(getattr(embedder, "prompt", "") or ""))
-        except CalibsimError as exc:
-            self.window.show_message(QMessageBox.Icon.Information, "References replaced",
-                                     f"The built-in reference replaces “{label}”, which does not fit "
-                                     f"the model now loaded.", for_the_app(str(exc)))
-            return False
-        self.start_references(lambda progress, should_stop: (profile, label), path=path, built_from=built_from)
-        return True
+    def references_replaced(self, message: str, details: str) -> None:
+        self.window.show_message(QMessageBox.Icon.Information, "References replaced", message,
+                                 for_the_app(details))
 
     def use_builtin_reference(self) -> None:
-        embedder = self.state.embedder
-        if embedder is None:
-            return
-        cache = self.cache                       # opened here, on the GUI thread
-        self.start_references(
-            lambda progress, should_stop: (default_profile(embedder, cache=cache,
-                                                           should_stop=should_stop), "built-in"))
+        if self.state.embedder is not None:
+            # the cache is opened here, on the GUI thread
+            self.start_references(references.builtin(self.state.embedder, cache=self.cache))
 
     def open_profile(self, path: str) -> None:
-        embedder = self.state.embedder
-
-        def task(progress, should_stop):
-            profile = ReferenceProfile.load(path)
-            if embedder is not None:
-                profile.check_model(embedder.fingerprint, source=path,
-                                    prompt=str(getattr(embedder, "prompt", "") or ""))
-            return profile, Path(path).name
-
-        self.start_references(task, path=path)
+        self.start_references(references.profile_file(path, self.state.embedder))
 
     def apply_anchors(self, anchors) -> None:
         state = self.state
         if state.profile is None or state.embedder is None:
             return
-        profile, embedder, label, cache = state.profile, state.embedder, state.profile_label, self.cache
-        self.start_references(
-            lambda progress, should_stop: (with_anchors(profile, embedder, anchors, cache=cache,
-                                                         should_stop=should_stop),
-                                            label.split(" + ")[0] + " + edited anchors"),
-            path=self.profile_path, built_from=self.built_from)
+        self.start_references(references.anchored(state.profile, state.profile_label, state.embedder, anchors,
+                                                  cache=self.cache, path=state.profile_path,
+                                                  built_from=state.built_from))
 
     def build_background(self, documents, pairs: int, seed: int) -> None:
         embedder = self.state.embedder
         if embedder is None:
             self.window.show_error("No model", "Load a model before building a background.")
             return
-        anchors = self.window.anchors.anchor_set()
         clean_html = any(note.startswith(CLEANED_NOTE) for note in documents.notes)   # "Clean them before building"
         built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed,
                       "options": {**self.window.background.read_options(), "clean_html": clean_html}}
-        cache, budget, previous = self.cache, self.window.memory_budget(), self.state.profile
+        self.start_references(references.background(
+            embedder, documents, pairs=pairs, seed=seed, anchors=self.window.anchors.anchor_set(),
+            built_from=built_from, previous=self.state.profile, cache=self.cache,
+            memory_budget=self.window.memory_budget(),
+            name=f"background of {plural(len(documents.files), 'file')}"))
 
-        def task(progress, should_stop):
-            profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs,
-                                    seed=seed, sources=documents.files, cache=cache,
-                                    text_columns=documents.text_columns, clean_html=clean_html,
-                                    progress=progress, should_stop=should_stop, memory_budget=budget,
-                                    name=f"background of {plural(len(documents.files), 'file')}")
-            # the calibrated scale does not depend on the background: its human band still holds
-            return keep_agreement_bands(profile, previous), f"built from {len(documents.files)} file(s)"
+    def start_references(self, made) -> None:
+        """Make references (`References`) in the profile worker; they count once they arrive."""
+        self.incoming = made
+        self.window.profile_runner.start(made.make)
 
-        self.start_references(task, built_from=built_from)
-
-    def run_sources(self) -> dict:
-        """The files and choices the current results were made with, as `RunSources`'s fields, for a
-        report's Reproduce commands: the profile file opened, the human calibration, the input's
-        columns. A dict: the export worker makes the `RunSources` (the reports package it lives in
-        loads pandas and more, which the window does not wait for)."""
-        table, spec, info = self.state.input, self.input_spec or {}, self.state.model_info
-        columns = {key: getattr(table, key, None) for key in ("text_a", "text_b", "label")}
-        return dict(profile_file=self.profile_path, human=self.state.human,
-                    columns={k: v for k, v in columns.items() if v},
-                    encoding=(spec.get("options") or {}).get("encoding"),
-                    model=str(info.path) if info is not None and info.source != "built-in" else None)
-
-    def start_references(self, task, *, path: str | None = None, built_from: dict | None = None) -> None:
-        """Prepare references in the profile worker; `path` and `built_from` count once they arrive."""
-        self.incoming_source = (path, built_from)
-        self.window.profile_runner.start(task)
-
-    def profile_ready(self, result) -> None:
-        profile, label = result
-        if self.awaiting_profile and self.pending_bands is not None:
-            profile = add_agreement_bands(profile, *self.pending_bands)     # made again without them
-        self.profile_path, self.built_from = self.incoming_source
-        self.state.set_profile(profile, label)
+    def profile_ready(self, profile) -> None:
+        self.session_model.set_references(profile, self.incoming)
         if self.window.projects.take_step("anchors"):
             return                          # the project's anchors come next, then the scoring
         self.references_settled()
@@ -277,12 +215,10 @@ class Session(QObject):
     def references_settled(self, failure: str = "") -> None:
         """New references are in, or were refused and those in use stay (with their source):
         show a project's unapplied anchor edits, then score."""
-        if (failure and self.state.profile is None and self.state.embedder is not None
-                and self.incoming_source != (None, None)):
+        if failure and self.session_model.falls_back(self.incoming):
             self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
             return
-        self.awaiting_profile, self.pending_bands = False, None
-        edits, self.anchor_edits = self.anchor_edits, None
+        edits = self.session_model.settle()
         if edits is not None:
             self.window.anchors.restore_edits(edits)
         self.rescore()
@@ -365,16 +301,12 @@ class Session(QObject):
             return
         state = self.state
         if isinstance(value, DocumentSet) and (refusal := document_refusal(
-                value, state.embedder, state.profile, state.metric, self.scoring_geometry(),
+                value, state.embedder, state.profile, state.metric, self.session_model.scoring_geometry(),
                 self.window.memory_budget())):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
             self.window.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
-        self.input_spec = self.incoming_input           # only an accepted input is the session's
-        self.state.set_input(value)
-        labels, self.pending_labels = self.pending_labels, None
-        if labels is not None and hasattr(self.state, "set_labels") and labels[0] in value.frame.columns:
-            self.state.set_labels(*labels)             # a project's label column and scale
+        self.session_model.accept_input(value, self.incoming_input)   # only an accepted input is the session's
         self.window.tabs.setCurrentWidget(self.window.results)
         self.rescore()
 
@@ -408,9 +340,7 @@ class Session(QObject):
     def rescore(self) -> None:
         """Score the current input with the current model and references (cancels a running score)."""
         state, window = self.state, self.window
-        if state.input is None or state.embedder is None or state.profile is None:
-            return
-        if window.profile_runner.running or self.awaiting_profile:
+        if not self.session_model.ready_to_score() or window.profile_runner.running:
             return                     # new references are on their way; they rescore when ready
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
         budget = window.memory_budget()
@@ -418,10 +348,8 @@ class Session(QObject):
         self.score_failure = ""
         if (distributions := window.panels.view("distributions", build=False)) is not None:
             distributions.reset()
-        geometry = self.scoring_geometry()
         if isinstance(table, PairTable):
-            human = [state.human.calibrator] if state.human is not None else []
-            geometries = tuple(dict.fromkeys(["none", geometry] + [h.geometry for h in human]))
+            geometries, human = self.session_model.pair_scoring()
             long_texts = window.long_text_options()
             # about 100 steps (progress, time left, the growing histogram), 16 to 256 pairs each
             chunk = int(min(256, max(16, len(table.frame) // 100)))
@@ -434,13 +362,7 @@ class Session(QObject):
             self.scoring_name = (Path(files[0]).name if len(files) == 1
                                  else plural(len(files), "document file") if files else "the documents")
             window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
-                                      geometry=geometry, cache=cache, budget=budget)
-
-    def scoring_geometry(self) -> str:
-        """The geometry fix scores are computed under: the one chosen, when the references have it."""
-        state = self.state
-        return state.geometry if state.profile is not None and state.geometry in state.profile.geometry_names() \
-            else "none"
+                                      geometry=self.session_model.scoring_geometry(), cache=cache, budget=budget)
 
     def view_changed(self) -> None:
         """A document set's results hold one metric: compute them again when another is chosen."""

@@ -78,6 +78,6 @@ def search(window):
     from calibsim_gui.qt.search_view import SearchView
 
     view = SearchView(window.state, cache=lambda: window.cache, memory_budget=window.preferences.memory_budget,
-                      settings=window.settings, run_sources=window.session.run_sources)
+                      settings=window.settings, run_sources=window.state.run_sources)
     window.watch_runners(view.runner, view.export_runner)
     return view

@@ -10,7 +10,7 @@ from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.references.anchors import AnchorSet
-from calibsim_gui.qt import session
+from calibsim_gui.session import references
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import REFERENCES_MS
 
@@ -46,7 +46,7 @@ def banded_profile():
 def banded(window, qtbot, monkeypatch, banded_profile):
     """The window on the fake with engines, its built-in references carrying a band."""
     monkeypatch.setattr(models, "load_model", engine_fake)
-    monkeypatch.setattr(session, "default_profile", lambda embedder, **kw: banded_profile)
+    monkeypatch.setattr(references, "default_profile", lambda embedder, **kw: banded_profile)
     with qtbot.waitSignal(window.state.profile_changed, timeout=REFERENCES_MS):
         window.use_builtin_reference()
     return window

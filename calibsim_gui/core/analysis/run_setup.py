@@ -1,18 +1,15 @@
-"""What a run starts from, as the command line and the Python API open it: the model (a model
-folder or vectors files), the embedding cache and the reference profile."""
+"""The model a run starts from, as the command line and the Python API open it: a model folder
+or vectors files. Its references are the session model's choice (`session.references.chosen`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import default_profile, with_anchors
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.embedding.model_folders import resolve_model
-from calibsim_gui.core.embedding.prompts import choose_prompts, embedder_prompt
+from calibsim_gui.core.embedding.prompts import choose_prompts
 from calibsim_gui.core.embedding.vectors_file import load_vectors
-from calibsim_gui.core.errors import InputError, ProfileError
-from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
+from calibsim_gui.core.errors import InputError
 
 
 def open_model(model=None, *, vectors=(), device: str = "auto", engine: str = "auto",
@@ -54,31 +51,3 @@ def open_model(model=None, *, vectors=(), device: str = "auto", engine: str = "a
                              no_prompt=no_prompt)
     return models.load_model(info, device=device, precision=precision, allow_pickle=allow_pickle, prompts=prompts,
                              engine=engine, trust_folder_graph=trust_folder_graph)
-
-
-def open_profile(embedder, profile=None, *, anchors=None, cache=None, batch_size: int = 64) -> ReferenceProfile:
-    """The reference of `profile` (a path or a `ReferenceProfile`; default: the built-in one for
-    `embedder`), refitted on `anchors` (a path or an `AnchorSet`) when given.
-
-    Raises
-    ------
-    ProfileError
-        When the profile was built with another model or prompt.
-    InputError
-        When the anchors file cannot be read or its ladder cannot calibrate (naming the file).
-    """
-    prompt = embedder_prompt(embedder)
-    if isinstance(profile, ReferenceProfile):
-        profile.check_model(embedder.fingerprint, prompt=prompt)
-    elif profile is not None:
-        source, profile = profile, ReferenceProfile.load(profile)
-        profile.check_model(embedder.fingerprint, source=source, prompt=prompt)
-    else:
-        profile = default_profile(embedder, cache=cache, batch_size=batch_size)
-    if anchors is not None:
-        ladder = anchors if isinstance(anchors, AnchorSet) else load_anchors(anchors)
-        try:
-            profile = with_anchors(profile, embedder, ladder, cache=cache, batch_size=batch_size)
-        except ProfileError as exc:              # the ladder cannot calibrate: name its file
-            raise InputError(str(exc), path=anchors) if not isinstance(anchors, AnchorSet) else exc from None
-    return profile
