@@ -154,6 +154,7 @@ class MainWindow(QMainWindow):
         self.input_runner.failed.connect(projects.restore_views)      # no results will come
         self.profile_runner.failed.connect(session.references_settled)
         self.background.runner.finished.connect(projects.background_read)
+        self.background.runner.failed.connect(projects.background_read)      # rebuilt from none: says so
         self.model_runner.finished.connect(session.model_loaded)
         self.profile_runner.finished.connect(session.profile_ready)
         self.input_runner.finished.connect(session.input_read)

@@ -346,7 +346,10 @@ class Projects(QObject):
         if references == "profile":
             session.open_profile(project.profile)
         elif references == "rebuild":
-            # the background was built, not saved: build it again (same files, pairs and seed)
+            # the background was built, not saved: build it again (same files, pairs and seed); the
+            # built-in references a new model started must not settle the project (nor replace its
+            # anchor ladder) when they arrive before its background is read
+            window.profile_runner.cancel()
             self.step = ("rebuild", project)
             if not window.background.runner.running:
                 self.background_read()
@@ -386,8 +389,12 @@ class Projects(QObject):
                 "older calibsim). Clean them before building? The background percentiles differ either way.")
             background.clean_html.setChecked(answer == QMessageBox.StandardButton.Yes)
         documents = background.documents()
-        if documents is None:
-            self.session.references_settled()
+        if documents is None:       # none to build: the references in use, else the built-in ones
+            if self.state.profile is None:       # (a new model) with the project's anchors
+                self.step = ("anchors", project) if project.anchors is not None else None
+                self.session.use_builtin_reference()
+            else:
+                self.session.references_settled()
             self.window.show_error("Background not rebuilt", "The project's background files could not "
                                    "be read; see the Background tab.")
             return True

@@ -1,6 +1,8 @@
 """What shapes a number survives: a saved project reopens with the same numbers, another engine
 of the same model keeps the human calibration, an own background keeps the human band (#42)."""
 
+import threading
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,9 @@ from PySide6.QtCore import Qt
 from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.embedding import models
+from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.references.anchors import AnchorSet
+from calibsim_gui.qt import background_loader
 from calibsim_gui.session import references
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import REFERENCES_MS
@@ -128,6 +132,78 @@ def test_a_reopened_project_has_every_column_it_was_saved_with(banded, qtbot, tm
     assert window.long_text_options()["long_texts"] == "chunk"
     assert window.state.profile.metrics["cosine"].band.to_dict() == band.to_dict()
     pd.testing.assert_frame_equal(window.state.results.frame, before)
+
+
+def saved_with_background(window, qtbot, tmp_path, pairs_csv):
+    """A project of scored pairs with its own anchors and a built background, saved with the onnx
+    engine, then the torch engine loaded (reopening loads the model again); returns its file and
+    its scores."""
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    load_engine(window, qtbot, "onnx")
+    window.anchors.set_anchor_set(ANCHORS)
+    with qtbot.waitSignal(window.state.profile_changed, timeout=REFERENCES_MS):
+        window.apply_anchors(ANCHORS)
+    build_html_background(window, qtbot, tmp_path)
+    qtbot.waitUntil(lambda: at_rest(window), timeout=120_000)
+    saved = window.state.results.frame["cosine_anchor_minmax"].copy()
+    path = tmp_path / "study.calibsim"
+    assert window.write_project(str(path))
+    load_engine(window, qtbot, "torch")
+    qtbot.waitUntil(lambda: at_rest(window), timeout=120_000)
+    return str(path), saved
+
+
+def at_rest(window) -> bool:
+    return window.state.results is not None and not any(runner.running for runner in window.runners)
+
+
+def has_project_anchors(anchors) -> bool:
+    return (anchors.levels, anchors.pairs) == (ANCHORS.levels, ANCHORS.pairs)
+
+
+def test_a_reopened_project_never_shows_scores_of_references_it_does_not_use(banded, qtbot, tmp_path, pairs_csv,
+                                                                            monkeypatch):
+    """Reopening loads the model again, which starts the built-in references; when they arrive
+    before the project's background is read (a busy machine), they neither settle the project
+    nor replace its anchor ladder: every score shown is made with the project's references."""
+    window = banded
+    path, saved = saved_with_background(window, qtbot, tmp_path, pairs_csv)
+    read, read_corpus = threading.Event(), background_loader._read_corpus    # the background's reading
+    monkeypatch.setattr(background_loader, "_read_corpus",
+                        lambda documents: read.wait(REFERENCES_MS / 1000) and read_corpus(documents))
+    shown = []
+    window.state.results_changed.connect(lambda: shown.append(window.state.results))
+    try:
+        window.open_project(path)
+        # the model is loaded and the input read again while the background is still being read
+        qtbot.waitUntil(lambda: window.state.embedder.engine == "onnx" and not any(
+            r.running for r in (window.model_runner, window.profile_runner, window.input_runner,
+                                window.score_runner)), timeout=REFERENCES_MS)
+    finally:
+        read.set()
+    qtbot.waitUntil(lambda: at_rest(window), timeout=REFERENCES_MS)
+    assert has_project_anchors(window.anchors.anchor_set())
+    scores = [results.frame["cosine_anchor_minmax"] for results in shown if results is not None]
+    assert scores and all(score.equals(saved) for score in scores)
+
+
+def test_a_reopened_project_whose_background_cannot_be_read_scores_on_the_built_in_one(
+        banded, qtbot, tmp_path, pairs_csv, monkeypatch):
+    """The background not read again: said, and the input scored on the built-in references
+    with the project's anchors."""
+    window = banded
+    path, _ = saved_with_background(window, qtbot, tmp_path, pairs_csv)
+
+    def unreadable(documents):
+        raise InputError("news.txt cannot be read", fix="check the file")
+
+    monkeypatch.setattr(background_loader, "_read_corpus", unreadable)
+    window.open_project(path)
+    qtbot.waitUntil(lambda: window.state.embedder.engine == "onnx" and at_rest(window), timeout=REFERENCES_MS)
+    assert window._last_error.windowTitle() == "Background not rebuilt"
+    assert window.state.profile.provenance.get("background") is None
+    assert has_project_anchors(window.state.profile.anchors) and has_project_anchors(window.anchors.anchor_set())
 
 
 def test_another_engine_of_the_same_model_keeps_the_human_calibration(banded, qtbot, pairs_csv, labelled_pairs):
