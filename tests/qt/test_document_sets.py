@@ -88,7 +88,8 @@ def test_the_heatmap_tab_names_the_largest_set_whose_heatmap_fits():
     assert 30_000 < n < 43_853                          # AG News' 43,853 texts do not fit 12.6 GB
 
 
-def test_a_set_scored_by_neighbours_exports_its_pairs_and_duplicate_groups(window, qtbot, tmp_path):
+def test_a_set_scored_by_neighbours_exports_its_pairs_and_groups_and_draws_a_heatmap_of_a_selection(
+        window, qtbot, tmp_path):
     import pandas as pd
 
     texts = random_sentences(2000, seed=7)
@@ -118,3 +119,19 @@ def test_a_set_scored_by_neighbours_exports_its_pairs_and_duplicate_groups(windo
     with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
         window.start_export(path=str(csv), metric="cosine", form="calibrated", figures=False, force=False)
     assert pd.read_csv(csv, comment="#")["document"].tolist() == results.frame["document"].tolist()
+    # the Heatmap tab: a heatmap of the top pairs' texts, then of the texts chosen on the Map
+    window.tabs.setCurrentWidget(window.heatmap)
+    page = window.heatmap.neighbour_list
+    assert "those of the most similar pairs" in page.selection_title.text()
+    n = len(page.documents)
+    assert 2 < n <= 300 and page.image.image.shape == (n, n) and f"of {n} texts" in page.selection_title.text()
+    a, b = (results.document_index[results.frame[c].iloc[0]] for c in ("doc_id", "neighbour_id"))
+    cell = page.image.image[list(page.documents).index(a), list(page.documents).index(b)]
+    assert abs(cell - results.frame["cosine_calibrated"].iloc[0]) < 1e-5     # the top pair, as Results lists it
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=300_000)
+    window.map.choose([window.map.text_map.texts.index(texts[1])])
+    qtbot.waitUntil(lambda: "Results shows" in page.selection_title.text(), timeout=30_000)
+    chosen = [results.neighbours.texts[d] for d in page.documents]
+    assert texts[1] in chosen and texts[1] + " again" in chosen and len(chosen) < n
+    assert page.image.image.shape == (len(chosen), len(chosen))
