@@ -17,7 +17,8 @@ Each size runs in a fresh process, so its peak resident memory is its own:
   for 100 queries at any of these sizes) and the approximate index (built once, then queried):
   seconds for the 100 queries after indexing, recall@10 against exact (the index up to 200,000
   texts: past that, building a second index would double the run for a path `search` does not
-  take for 100 queries).
+  take for 100 queries), and 9 single queries one at a time over the whole set, exact, as a typed
+  query is answered (median and slowest).
 
     .venv/bin/python benchmarks/corpus_scale.py [--quick] [--sizes 10000,100000] [--from-texts]
 """
