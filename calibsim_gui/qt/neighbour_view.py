@@ -33,7 +33,8 @@ def selection_documents(results: NeighbourPairs, rows) -> np.ndarray:
     frame = results.frame if rows is None else results.frame.iloc[np.asarray(rows, dtype=np.int64)]
     index = results.document_index
     seen: dict[int, None] = {}
-    for a, b in zip(frame["doc_id"].head(SELECTION_TEXTS).tolist(), frame["neighbour_id"].head(SELECTION_TEXTS).tolist()):
+    head = frame.head(SELECTION_TEXTS)
+    for a, b in zip(head["doc_id"].tolist(), head["neighbour_id"].tolist()):
         if len(seen) + (index[a] not in seen) + (index[b] not in seen) > SELECTION_TEXTS:
             break
         seen.update({index[a]: None, index[b]: None})
@@ -115,7 +116,10 @@ class NeighbourList(QWidget):
             return
         shown = self.state.shown_rows
         self.documents = selection_documents(results, shown)
-        self.image.setImage(selection_matrix(results, profile, self.documents), levels=(0, 1))
+        if len(self.documents):
+            self.image.setImage(selection_matrix(results, profile, self.documents), levels=(0, 1))
+        else:                                              # every pair filtered out
+            self.image.clear()
         which = "the most similar pairs" if shown is None else \
             f"the {plural(len(shown), 'pair')} Results shows (chosen on the Map or filtered)"
         self.selection_title.setText(
