@@ -17,12 +17,15 @@ Each size runs in a fresh process, so its peak resident memory is its own:
   for 100 queries at any of these sizes) and the approximate index (built once, then queried):
   seconds for the 100 queries after indexing, recall@10 against exact (the index up to 200,000
   texts: past that, building a second index would double the run for a path `search` does not
-  take for 100 queries).
+  take for 100 queries), and 9 single queries one at a time over the whole set, exact, as a typed
+  query is answered (median and slowest).
 
     .venv/bin/python benchmarks/corpus_scale.py [--quick] [--sizes 10000,100000] [--from-texts]
 """
 
 from __future__ import annotations
+
+import sys
 
 import common
 
@@ -31,6 +34,7 @@ RECALL_ROWS = 2_000
 QUERIES = 100
 SEARCH_INDEX_UP_TO = 200_000     # sizes whose approximate search (its own index) is measured too
 K = 10
+TYPED = 9                        # single queries timed one by one (a typed query in search)
 
 
 def extend(parser) -> None:
@@ -114,11 +118,15 @@ def measure(case: dict) -> dict:
     rows = np.sort(np.random.default_rng(1).choice(n, min(RECALL_ROWS, n), replace=False))
     exact, _, _, _ = top_hits(data[rows], data, "cosine", K, exclude=rows, ranges=False)
     out["neighbours_recall_at_10"] = round(recall_at_k(result.hits[rows], exact), 4)
+    print(out, file=sys.stderr, flush=True)       # a long run's figures so far
     del result
     queries = vectors(held_out, 2 * QUERIES, seed=2)[QUERIES:]
     common.reset_peak_rss()
     seconds, cpu, (exact, _, _, _) = timed(top_hits, queries, data, "cosine", K)
-    out.update(search_exact_s=seconds, search_exact_cpu_s=cpu, search_peak_rss_mb=round(common.peak_rss_mb(), 1))
+    typed = sorted(timed(top_hits, queries[i:i + 1], data, "cosine", K)[0] for i in range(TYPED))
+    out.update(search_exact_s=seconds, search_exact_cpu_s=cpu, search_peak_rss_mb=round(common.peak_rss_mb(), 1),
+               typed_query_median_s=typed[TYPED // 2], typed_query_max_s=typed[-1])
+    print(out, file=sys.stderr, flush=True)
     if n > SEARCH_INDEX_UP_TO:         # 100 queries stay exact there (what `search` runs)
         return out
     index_s, index_cpu, index = timed(ApproximateIndex, data, "cosine")

@@ -40,6 +40,11 @@ class NeighbourPairs(ScoredPairs):
         return self.neighbours.metric
 
     @cached_property
+    def document_index(self) -> dict[str, int]:
+        """Per document id, its row in `neighbours` (ids, vectors)."""
+        return {name: row for row, name in enumerate(self.neighbours.ids)}
+
+    @cached_property
     def _table_rows(self) -> dict[str, tuple[int, int]]:
         """Per document id, its rows (start, end) in the neighbours table."""
         ends = np.cumsum((self.neighbours.hits >= 0).sum(axis=1))

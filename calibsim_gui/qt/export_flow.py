@@ -8,7 +8,7 @@ The reports' modules (pandas, the writers) load with the first export, not with 
 
 from __future__ import annotations
 
-import shlex
+import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDialog
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.reports.neighbour_tables import NEIGHBOUR_FORMATS
 from calibsim_gui.qt.child_process import child_process
 from calibsim_gui.qt.document_sets import NeighbourPairs
 
@@ -32,12 +33,24 @@ def export_report(results, profile, *, path, metric, form, figures, force, progr
     from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
     from calibsim_gui.core.reports.reproduce import RunSources
 
+    if isinstance(results, NeighbourPairs):
+        return [export_neighbours(results, path, force=force)]
     report = reports.build_report(results, profile, metric=metric, form=form,
                                   sources=RunSources(**sources) if sources is not None else None)
     if should_stop():
         raise Cancelled("export stopped; nothing was written")
     return child_process().run(reports.write_report_files, report, path, figures=figures, force=force,
                                progress=progress, should_stop=should_stop)
+
+
+def export_neighbours(results: NeighbourPairs, path, *, force: bool):
+    """A document set scored by neighbours, as its tables: the most similar pairs as Results shows
+    them (raw, calibrated, the band, each pair's duplicate group), then the duplicate groups
+    (XLSX and JSON; CSV and TSV hold the pairs)."""
+    from calibsim_gui.core.reports.neighbour_tables import write_neighbour_tables  # pandas' writers
+
+    shown = dataclasses.replace(results.neighbours, pairs=results.frame)
+    return write_neighbour_tables(shown, path, tables=("pairs", "groups"), force=force)
 
 
 def exported_message(written) -> str:
@@ -78,20 +91,13 @@ class ExportFlow(QObject):
         from calibsim_gui.qt.export_dialog import report_path
 
         spec = self.window.input_spec
-        return report_path(self.settings, f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report")
+        path = report_path(self.settings, f"{Path(spec['paths'][0]).stem}-report" if spec else "calibsim-report")
+        if isinstance(self.state.results, NeighbourPairs) and Path(path).suffix not in NEIGHBOUR_FORMATS:
+            return str(Path(path).with_suffix(".xlsx"))        # neighbours are tables: no HTML or PDF
+        return path
 
     def has_results(self) -> bool:
         """Whether there are results to export; if not, say why and what to do."""
-        if isinstance(self.state.results, NeighbourPairs):      # no report of neighbours yet: the CLI's tables
-            spec = self.window.input_spec or {"paths": ["FILE"]}
-            files = " ".join(shlex.quote(str(p)) for p in spec["paths"]) + (
-                " --per-file" if (spec.get("options") or {}).get("per_file") else "")
-            self.window.show_error("No report of neighbours yet", (
-                "The window writes no report of a document set scored by its neighbours yet. Its "
-                "neighbours, most similar pairs and duplicate groups are written by:\n\n"
-                f"calibsim neighbours {files} --out neighbours.csv --pairs-out pairs.csv "
-                "--groups-out groups.csv"))
-            return False
         if self.state.results is not None and self.state.profile is not None:
             return True
         self.window.show_error("Nothing to export", (

@@ -186,3 +186,23 @@ def test_neighbours_of_10000_vectors_never_hold_the_n_by_n_matrix():
         tracemalloc.stop()
     assert hits.shape == (10_000, 10) and not (hits == np.arange(10_000)[:, None]).any()
     assert peak < 45_000_000          # the 10,000 x 10,000 float32 matrix alone is 400 MB
+
+
+def test_the_memory_estimate_covers_what_the_tables_hold_and_a_million_texts_fit_6_gb(profile):
+    from calibsim_gui.core.analysis.neighbours import neighbours_run_bytes, plan_neighbours
+    from calibsim_gui.core.io.memory import WORKING_BYTES
+
+    n, dim = 20_000, 16
+    vectors = np.random.default_rng(0).standard_normal((n, dim)).astype(np.float32)
+    ids = [f"d{i}" for i in range(n)]
+    vector_neighbours(vectors[:100], ids[:100], ids[:100], profile, k=10, method="approximate")   # imports
+    tracemalloc.start()
+    try:
+        vector_neighbours(vectors, ids, ids, profile, k=10, method="approximate")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    n_scores = 1 + len(profile.forms()) + (4 if profile.references()["cosine"].band is not None else 0)
+    estimate = neighbours_run_bytes(n, dim, 10, n_scores, method="approximate") - WORKING_BYTES
+    assert peak <= estimate
+    assert plan_neighbours(1_000_000, 384, profile, method="approximate", memory_budget=6 * 10**9)[0] == "approximate"

@@ -61,8 +61,7 @@ def test_a_document_set_of_100_000_lines_is_scored_by_neighbours_with_its_map(wi
     assert "heatmap is kept for document sets" in page.explanation.text() and "100,020 documents" in \
         page.explanation.text()
     assert page.table.rowCount() == 10
-    window.exports.ask()                                         # no report yet: the command that writes the tables
-    assert f"calibsim neighbours {corpus} --out neighbours.csv" in shown_error(window, qtbot)
+    assert window.exports.has_results()                          # its tables export (test below)
     window.state.select_row(3)
     assert page.title.text().startswith(f"Nearest texts to {results.frame['doc_id'].iloc[3]}")
     # the Map: every text, drawn as one image
@@ -87,3 +86,52 @@ def test_the_heatmap_tab_names_the_largest_set_whose_heatmap_fits():
     n = largest_heatmap(384, 12_600_000_000)
     assert matrix_fits(n, 384, 12_600_000_000) and not matrix_fits(n + 1, 384, 12_600_000_000)
     assert 30_000 < n < 43_853                          # AG News' 43,853 texts do not fit 12.6 GB
+
+
+def test_a_set_scored_by_neighbours_exports_its_pairs_and_groups_and_draws_a_heatmap_of_a_selection(
+        window, qtbot, tmp_path):
+    import pandas as pd
+
+    texts = random_sentences(2000, seed=7)
+    corpus = tmp_path / "set.txt"
+    corpus.write_text("\n".join(texts + [t + " again" for t in texts[:5]]))
+    window.set_memory_budget(225_000_000)               # its heatmap does not fit; its neighbours do
+    with qtbot.waitSignal(window.results_shown, timeout=300_000):
+        window.open_inputs([corpus], per_file=False)
+    results = window.state.results
+    assert isinstance(results, NeighbourPairs)
+    assert window.exports.default_path().endswith(".xlsx")      # tables, never an HTML or PDF report
+    out = tmp_path / "neighbours.xlsx"
+    with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
+        window.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
+    assert "Exported" in window.status_label.text() and str(out) in window.status_label.text()
+    sheets = pd.read_excel(out, sheet_name=None)
+    pairs, groups = sheets["pairs"], sheets["groups"]
+    assert len(pairs) == len(results.frame)
+    for name in ("document", "neighbour", "cosine_raw", "cosine_calibrated", GROUP_COLUMN):
+        assert name in pairs.columns
+    top = pairs.head(5)                                       # the near-duplicates first, in groups
+    assert {frozenset(p) for p in zip(top["document"], top["neighbour"])} == \
+        {frozenset((t, t + " again")) for t in texts[:5]}
+    assert pairs[GROUP_COLUMN].fillna("").tolist() == results.frame[GROUP_COLUMN].tolist()
+    assert len(groups) == len(results.neighbours.groups) and (pairs[GROUP_COLUMN] == "group 1").any()
+    csv = tmp_path / "pairs.csv"                                # CSV: the pairs as Results lists them
+    with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
+        window.start_export(path=str(csv), metric="cosine", form="calibrated", figures=False, force=False)
+    assert pd.read_csv(csv, comment="#")["document"].tolist() == results.frame["document"].tolist()
+    # the Heatmap tab: a heatmap of the top pairs' texts, then of the texts chosen on the Map
+    window.tabs.setCurrentWidget(window.heatmap)
+    page = window.heatmap.neighbour_list
+    assert "those of the most similar pairs" in page.selection_title.text()
+    n = len(page.documents)
+    assert 2 < n <= 300 and page.image.image.shape == (n, n) and f"of {n} texts" in page.selection_title.text()
+    a, b = (results.document_index[results.frame[c].iloc[0]] for c in ("doc_id", "neighbour_id"))
+    cell = page.image.image[list(page.documents).index(a), list(page.documents).index(b)]
+    assert abs(cell - results.frame["cosine_calibrated"].iloc[0]) < 1e-5     # the top pair, as Results lists it
+    window.tabs.setCurrentWidget(window.map)
+    qtbot.waitUntil(window.map.drawn, timeout=300_000)
+    window.map.choose([window.map.text_map.texts.index(texts[1])])
+    qtbot.waitUntil(lambda: "Results shows" in page.selection_title.text(), timeout=30_000)
+    chosen = [results.neighbours.texts[d] for d in page.documents]
+    assert texts[1] in chosen and texts[1] + " again" in chosen and len(chosen) < n
+    assert page.image.image.shape == (len(chosen), len(chosen))

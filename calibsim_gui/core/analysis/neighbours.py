@@ -39,6 +39,11 @@ DEFAULT_K = 10
 DEFAULT_DUPLICATE_THRESHOLD = 0.9       # calibrated score at and above which two texts are duplicates
 MAX_PAIRS = 10_000                      # most similar pairs kept in `pairs` (None: every pair of the graph)
 ROW_BYTES = 8                           # bytes per cell of the output tables (numbers, text references)
+TEXT_CELLS = 5                          # doc_id, document, rank, neighbour_id, neighbour
+# per edge of the neighbour graph while its tables are built: its hits and raw scores (16), the
+# big table's arguments (~50), the calibrated forms' temporaries (~110: the percentile form's
+# interpolation) and what the pairs and groups keep (~40); measured, tracemalloc, at 30 k texts
+EDGE_TEMP_BYTES = 216
 
 
 @dataclass
@@ -77,17 +82,20 @@ class DocumentNeighbours:
     geometry: str = "none"
 
 
-def neighbours_run_bytes(n_docs: int, dim: int, k: int, n_columns: int, *, method: str = "exact",
+def neighbours_run_bytes(n_docs: int, dim: int, k: int, n_scores: int, *, method: str = "exact",
                          geometry: str = "none", max_pairs: int | None = MAX_PAIRS) -> int:
-    """Peak estimate of `document_neighbours` without its score blocks: the float32 vectors,
-    their geometry-fixed float64 copy, the unit vectors the metric reads, the approximate
-    index, the hits and the neighbours, pairs and groups tables (`n_columns` score columns)."""
-    vectors = n_docs * dim * (4 + 4 + (8 if geometry != "none" else 0))
-    graph = n_docs * k * (8 + 8 + 8)
-    n_pairs = n_docs * k if max_pairs is None else min(n_docs * k, max_pairs)
-    tables = (n_docs * k + n_pairs) * ROW_BYTES * (6 + 2 * n_columns) + n_docs * ROW_BYTES * 6
-    index = index_bytes(n_docs, dim) if method == "approximate" else 0
-    return int(vectors + graph + tables + index + WORKING_BYTES)
+    """Peak estimate of `document_neighbours` without its score blocks: the vectors held once
+    (float32, and the float64 copy a geometry fix makes), then the larger of its two phases:
+    finding the hits (the approximate index) and building the tables from them (per edge of the
+    n·k graph: the neighbours table's `TEXT_CELLS` and `n_scores` score cells and `EDGE_TEMP_BYTES`
+    while it is built; then the listed pairs and the groups)."""
+    vectors = n_docs * dim * (4 + (8 if geometry != "none" else 0))
+    edges = n_docs * k
+    n_pairs = edges if max_pairs is None else min(edges, max_pairs)
+    find = index_bytes(n_docs, dim) + edges * 16 if method == "approximate" else 0
+    build = edges * (ROW_BYTES * (TEXT_CELLS + n_scores) + EDGE_TEMP_BYTES) \
+        + (n_pairs + n_docs) * ROW_BYTES * (TEXT_CELLS + n_scores)
+    return int(vectors + max(find, build) + WORKING_BYTES)
 
 
 def block_budget(fixed: int, memory_budget: int | None) -> int:
@@ -165,8 +173,8 @@ def plan_neighbours(n_docs: int, dim: int, profile: ReferenceProfile, *, k: int 
                          fix="add documents (one per line, or --per-file)")
     chosen = choose_method(method, n_docs, n_docs, metric)
     k = min(k, n_docs - 1)
-    n_columns = 2 + len(profile.forms()) + (4 if references[metric].band is not None else 0)
-    fixed = neighbours_run_bytes(n_docs, dim, k, n_columns, method=chosen, geometry=geometry,
+    n_scores = 1 + len(profile.forms()) + (4 if references[metric].band is not None else 0)
+    fixed = neighbours_run_bytes(n_docs, dim, k, n_scores, method=chosen, geometry=geometry,
                                  max_pairs=max_pairs)
     block = block_budget(fixed, memory_budget) if chosen == "exact" else 0
     check_budget(fixed + block, memory_budget,
@@ -207,11 +215,9 @@ def vector_neighbours(vectors: np.ndarray, ids, texts, profile: ReferenceProfile
     def table(first, second, scores, **extra):
         return pd.DataFrame({"doc_id": id_array[first], "document": text_array[first], **extra,
                              "neighbour_id": id_array[second], "neighbour": text_array[second],
-                             **_score_columns(profile, metric, geometry, scores)})
+                             **_score_columns(profile, metric, geometry, scores)}, copy=False)
 
-    neighbours = table(np.repeat(rows, k)[found], hits.ravel()[found], raw.ravel()[found],
-                       rank=np.tile(np.arange(1, k + 1), n_docs)[found])
-    first, second, pair_raw = distinct_pairs(hits, raw, metric)
+    first, second, pair_raw = distinct_pairs(hits, raw, metric)     # its temporaries before the big table
     groups = pd.DataFrame({"group": pd.Series(dtype=np.int64), "size": pd.Series(dtype=np.int64),
                            "doc_id": pd.Series(dtype=object), "document": pd.Series(dtype=object)})
     if duplicate_threshold is not None:
@@ -221,16 +227,21 @@ def vector_neighbours(vectors: np.ndarray, ids, texts, profile: ReferenceProfile
                                "doc_id": id_array[members], "document": text_array[members]})
     keep = slice(None) if max_pairs is None else slice(0, max_pairs)
     pairs = table(first[keep], second[keep], pair_raw[keep])
+    graph_pairs = len(first)
+    del first, second, pair_raw
+    found = slice(None) if found.all() else found          # views of the graph, not copies
+    neighbours = table(np.repeat(rows, k)[found], hits.ravel()[found], raw.ravel()[found],
+                       rank=np.tile(np.arange(1, k + 1), n_docs)[found])
     notes = []
     if chosen == "approximate":
         notes.append("neighbours were found with an approximate index (faiss HNSW, "
                      f"{index['search_candidates']} candidates per text): a few true neighbours may "
                      "be missing (recall@10 in benchmarks/README.md); use the exact method for every one")
-    if max_pairs is not None and len(first) > max_pairs:
-        notes.append(f"the {max_pairs:,} most similar of {len(first):,} neighbour pairs are listed")
+    if max_pairs is not None and graph_pairs > max_pairs:
+        notes.append(f"the {max_pairs:,} most similar of {graph_pairs:,} neighbour pairs are listed")
     provenance = {"neighbours": {
         "k": k, "metric": metric, "geometry": geometry, **index,
-        "graph_pairs": len(first), "pairs_kept": len(pairs),
+        "graph_pairs": graph_pairs, "pairs_kept": len(pairs),
         "duplicate_threshold": duplicate_threshold,
         "duplicate_column": score_column(metric, "calibrated", geometry)
         if duplicate_threshold is not None else None,

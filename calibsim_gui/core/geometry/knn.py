@@ -30,6 +30,7 @@ EXACT_CPU_S = 60               # method "auto" stays exact while that takes at m
 APPROXIMATE_METRICS = ("cosine", "angular", "dot", "euclidean")   # orders faiss can rank by
 METHODS = ("auto", "exact", "approximate")
 ADD_ROWS = 50_000               # vectors added to an index at a time (a Cancel is heard between)
+SEARCH_ROWS = 1024              # queries searched at a time: their hits' float64 rescoring is ~70 MB
 
 
 def block_rows(n_corpus: int, block_bytes: int = BLOCK_BYTES) -> int:
@@ -212,7 +213,7 @@ class ApproximateIndex:
         raw = np.empty((len(queries), k))
         metric_ = get_metrics([self.metric])[0]
         self.index.hnsw.efSearch = max(self.settings.search_candidates, 2 * (k + extra))
-        step = 4096
+        step = SEARCH_ROWS
         for start in range(0, len(queries), step):
             if should_stop is not None and should_stop():
                 raise Cancelled(f"stopped after {start:,} of {len(queries):,} rows")
