@@ -14,7 +14,7 @@ from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.geometry.knn import ApproximateIndex, recall_at_k, top_hits
-from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.metrics import METRICS, Rows
 from calibsim_gui.core.io.inputs import Document, DocumentSet
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -46,6 +46,21 @@ def test_exact_neighbours_leave_each_text_out_and_equal_brute_force_in_every_blo
     np.fill_diagonal(full, np.inf)
     np.testing.assert_allclose(lowest, full.min(axis=1), rtol=1e-6)
 
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_a_corpus_kept_between_typed_queries_finds_what_the_array_finds(metric):
+    """The map keeps its corpus's unit vectors between typed queries: same hits, same scores."""
+    vectors = np.random.default_rng(2).standard_normal((500, 8))
+    kept = Rows(vectors)
+    unit = kept.unit
+    for query in np.random.default_rng(3).standard_normal((4, 1, 8)):
+        hits, raw, lowest, highest = top_hits(query, kept, metric, 5)
+        expected = top_hits(query, vectors, metric, 5)
+        np.testing.assert_array_equal(hits, expected[0])
+        np.testing.assert_array_equal(raw, expected[1])
+        np.testing.assert_allclose([lowest, highest], [expected[2], expected[3]])
+    assert kept.unit is unit                                        # computed once, not per query
 
 def test_document_neighbours_are_the_brute_force_neighbours_with_calibrated_scores(profile):
     texts = random_sentences(120, seed=3)

@@ -91,7 +91,9 @@ def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, ex
     Parameters
     ----------
     queries : ndarray of shape (n_queries, dim)
-    corpus : ndarray of shape (n_docs, dim)
+    corpus : ndarray of shape (n_docs, dim), or its `Rows`
+        A `Rows` kept from one call to the next (a corpus searched by typed queries) has its
+        unit vectors computed once, not on every call.
     exclude : ndarray of int of shape (n_queries,), optional
         The corpus row each query must not find (its own row; -1: none).
 
@@ -105,12 +107,13 @@ def top_hits(queries: np.ndarray, corpus: np.ndarray, metric: str, k: int, *, ex
         NaN with ``ranges=False`` (a pass over each block saved)
     """
     metric_ = get_metrics([metric])[0]
+    reference = corpus if isinstance(corpus, Rows) else Rows(corpus)
+    corpus = reference.x
     k = neighbour_count(k, len(corpus), exclude)
     rows = block_rows(len(corpus), block_bytes)
     hits = np.empty((len(queries), k), dtype=np.int64)
     raw = np.empty((len(queries), k))
     lowest, highest = np.full(len(queries), np.nan), np.full(len(queries), np.nan)
-    reference = Rows(corpus)
     exclude = None if exclude is None else np.asarray(exclude)
     for start in range(0, len(queries), rows):
         if should_stop is not None and should_stop():
