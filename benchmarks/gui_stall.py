@@ -265,7 +265,8 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     documents = load_documents(work / "background.txt")
     phase("background build", lambda: window.build_background(documents, pairs, 0),
           window.state.profile_changed, runner=window.profile_runner, sentences=len(documents.texts))
-    phase("text file dropped", lambda: window.open_inputs([dropped_text(work, text_mb)]),
+    dropped = dropped_text(work, text_mb)
+    phase("text file dropped", lambda: window.open_inputs([dropped]),
           window.input_runner.finished, runner=window.input_runner, megabytes=text_mb)
     window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
     window.close()

@@ -34,7 +34,7 @@ SCRIPTS = {
     "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
     "map_projection": {"runs", "stall_target_ms", "target_met"},
     "map_scale": {"runs", "stall_target_ms", "target_met"},
-    "score_phases": {"runs", "phases"},
+    "score_phases": {"runs", "phases", "bare", "ratio"},
     "corpus_scale": {"runs", "real_vectors", "k", "targets"},
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
 }
