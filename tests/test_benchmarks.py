@@ -28,7 +28,7 @@ SCRIPTS = {
     "batching": {"plans", "encode_speedup", "end_to_end", "max_cosine_difference_between_plans"},
     "precision": {"spearman_x100", "bfloat16_speedup", "auto_precision", "target_met", "int8", "graph"},
     "gui_stall": {"launch", "phases", "busy_processes", "targets_met"},
-    "first_run": {"runs", "pairs", "results", "score_target_s", "window_target_s"},
+    "first_run": {"runs", "pairs", "results", "score_imports", "score_target_s", "window_target_s"},
     "ray_scaling": {"runs", "ray_speedup_2_vs_1_workers"},
     "search_scale": {"runs", "cold_s", "warm_s", "memory_budget_mb", "within_budget"},
     "engines": {"runs", "speedup_per_cpu_s_vs_torch_float32", "export_s", "quantize_s"},
