@@ -14,6 +14,8 @@ same command first (its texts are cached). The machine may be shared: medians of
 runs are reported with the load average around them. Targets: score <= 1.0 s, window < 1.0 s.
 calibsim's own modules are compiled to bytecode first, as an install does (``pip`` compiles
 them; a shell with PYTHONDONTWRITEBYTECODE=1 otherwise compiles ~80 modules in every process).
+One more warm score run under ``python -X importtime`` gives the table of its 20 slowest
+top-level imports (``score_imports``; issue 44).
 
 Score, warm (issue 29): weight digests come from the cache by stat data
 (``core/embedding/file_digests.py``), a graph checked before opens its ONNX Runtime session only
@@ -152,6 +154,22 @@ def measure(command: list[str], graphs: str, runs: int, *, warm: bool, until_lin
         "runs_wall_s": [round(r["wall_s"], 3) for r in results]}
 
 
+def import_table(command: list[str], graphs: str, top: int = 20) -> list[dict]:
+    """The `top` imports of a warm run of `command` (``python -X importtime``), the slowest first:
+    module and cumulative milliseconds of the imports made at top level (not inside another)."""
+    cache = installed_cache(graphs)
+    spawn(command, environment(cache, graphs))                                # fills the cache
+    done = subprocess.run([command[0], "-X", "importtime", *command[1:]], capture_output=True, text=True,
+                          env=environment(cache, graphs), cwd=common.REPO, check=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = line.split("|")
+            if cumulative.strip().isdigit() and not name.startswith("  "):     # top level
+                rows.append({"module": name.strip(), "cumulative_ms": round(int(cumulative) / 1000, 1)})
+    return sorted(rows, key=lambda r: -r["cumulative_ms"])[:top]
+
+
 def whole_runs(work: common.Path, graphs: str, runs: int, quick: bool) -> list[dict]:
     """The 1,379-pair cases (the first 100 with `quick`, which checks the cases run, not the
     targets), each against the notebook way: wall and CPU speedups, targets, and the largest
@@ -210,9 +228,13 @@ def main() -> None:
             result = measure(command, graphs, runs, warm=cache == "warm", until_line=until_line)
             rows.append({"case": name, "cache": cache, **result, "target_s": target,
                          "met": result["wall_s"] <= target})
+    imports = import_table(score, graphs) if options.only in (None, "score") else []
     full = whole_runs(work, graphs, runs, args.quick) if options.only in (None, "full") else []
     if rows:
         common.print_table(rows, ["case", "cache", "wall_s", "cpu_s", "load_1m", "target_s", "met", "runs_wall_s"])
+    if imports:
+        print("warm 10-pair score, top-level imports (python -X importtime):")
+        common.print_table(imports)
     if full:
         common.print_table(full, ["case", "pairs", "wall_s", "cpu_s", "load_1m", "speedup_wall", "speedup_cpu",
                                   "target_x", "met_wall", "met_cpu", "max_cosine_diff"])
@@ -220,7 +242,8 @@ def main() -> None:
     print(f"medians of {runs} runs; load average (1 min) during them "
           f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
     common.save("first_run" + (f"_{options.only}" if options.only else ""), args, {
-        "runs": runs, "pairs": 10, "onnx_graphs": graphs, "results": rows, "full_run": full,
+        "runs": runs, "pairs": 10, "onnx_graphs": graphs, "results": rows, "score_imports": imports,
+        "full_run": full,
         "full_targets_x": FULL_TARGETS, "score_target_s": SCORE_TARGET_S, "window_target_s": WINDOW_TARGET_S})
 
 

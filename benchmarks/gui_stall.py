@@ -15,7 +15,9 @@ window (built-in model, CPU) goes through the phases a user meets:
 - ``engine switch``: the model reloaded on torch; ``after the engine switch``: the pairs scored
   again with it (or the 10 s after, when that was done already);
 - ``first export``: the session's first HTML report with figures;
-- ``background build``: a profile from 10,000 other AG News sentences.
+- ``background build``: a profile from 10,000 other AG News sentences;
+- ``text file dropped``: a 66 MB text file opened, until the window asks "one document per line
+  or per file?" (its lines are counted in the reading worker; the question is cancelled).
 
 Each phase reports the longest gap between ticks (the longest time the window could not
 respond) and the 99th percentile. ``--load N`` runs N busy processes beside the app (a laptop
@@ -195,7 +197,7 @@ def busy_processes(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def stalls(n: int, pairs: int, sample: bool = False) -> dict:
+def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="calibsim-bench-config-")
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
@@ -263,9 +265,33 @@ def stalls(n: int, pairs: int, sample: bool = False) -> dict:
     documents = load_documents(work / "background.txt")
     phase("background build", lambda: window.build_background(documents, pairs, 0),
           window.state.profile_changed, runner=window.profile_runner, sentences=len(documents.texts))
+    dropped = dropped_text(work, text_mb)
+    phase("text file dropped", lambda: window.open_inputs([dropped]),
+          window.input_runner.finished, runner=window.input_runner, megabytes=text_mb)
     window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
     window.close()
     return phases
+
+
+def dropped_text(work: Path, megabytes: int) -> Path:
+    """A text file of `megabytes` MB of AG News lines, to drop on the window; the question "one
+    document per line or per file?" that follows is answered Cancel, so the phase is the file's
+    line count (then nothing is read or scored)."""
+    from PySide6.QtWidgets import QDialog
+
+    from calibsim_gui.qt import session
+
+    class Cancelled(session.DocumentModeDialog):
+        def exec(self):
+            return QDialog.DialogCode.Rejected
+
+    session.DocumentModeDialog = Cancelled
+    block = ("\n".join(common.agnews_texts(2000)) + "\n").encode("utf-8")
+    path = work / "dropped.txt"
+    with path.open("wb") as out:
+        for _ in range(-(-megabytes * 1_000_000 // len(block))):
+            out.write(block)
+    return path
 
 
 def options(parser) -> None:
@@ -285,7 +311,7 @@ def main() -> None:
         common.print_table([{"launch": "cold", "seconds": times["cold_s"]},
                             {"launch": "warm (median)", "seconds": times["warm_median_s"]}])
         print(f"torch imported before the window was shown: {times['torch_imported_before_window']}")
-        phases = stalls(*((50, 1000) if args.quick else (10_000, 20_000)), sample=args.where)
+        phases = stalls(*((50, 1000, 1) if args.quick else (10_000, 20_000, 66)), sample=args.where)
     finally:
         for process in busy:
             process.kill()

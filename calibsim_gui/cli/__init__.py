@@ -2,8 +2,8 @@
 
 Sub-commands are headless and never import Qt. Each lives in its own module (`score`,
 `matrix`, ...) with its arguments (`add_parser`) and its code (`run`); `parser` assembles
-them, `options` holds the options several commands share and `common` what they share when
-they run. Core modules that load numpy, pandas or torch are imported inside the functions that
+the ones a command line needs (a run imports its own command's module alone), `options` holds
+the options several commands share and `common` what they share when they run. Core modules that load numpy, pandas or torch are imported inside the functions that
 need them, so that `calibsim --help` and `calibsim doctor` start without them.
 """
 
@@ -17,9 +17,8 @@ import traceback
 import warnings
 from pathlib import Path
 
-from calibsim_gui.cli.parser import COMMANDS, build_parser
+from calibsim_gui.cli.parser import COMMANDS, build_parser, command_module
 from calibsim_gui.core.errors import explain
-from calibsim_gui.selftest import run_self_test
 
 APP_FILE_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".txt", ".md", ".calibsim"}
 
@@ -61,16 +60,18 @@ def main(argv=None) -> int:
     --debug (anywhere on the line). A reader of stdout that went away (``| head``) ends the run
     quietly, as `cat` does.
     """
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     end = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:end]
     argv = [word for word in argv[:end] if word != "--debug"] + argv[end:]
     files, argv = _app_files(argv, COMMANDS)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if files and (args.self_test or args.screenshot):
         parser.error("files to open go with the app alone, not with --self-test or --screenshot")
     if args.self_test:
+        from calibsim_gui.selftest import run_self_test  # the socket guard and steps of one option
+
         return run_self_test()
     if args.command is None:
         from calibsim_gui.qt.app import run_app  # Qt loads for the window alone
@@ -80,7 +81,7 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _print_warning
-            return COMMANDS[args.command].run(args)
+            return command_module(args.command).run(args)
     except Terminated:
         print("calibsim: stopped by SIGTERM", file=sys.stderr)
         return 128 + signal.SIGTERM

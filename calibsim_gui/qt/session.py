@@ -8,6 +8,7 @@ what a project restores and what is scored with what are the session model's rul
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -60,6 +61,24 @@ def read_pairs_or_columns(path, options, budget, *, progress, should_stop):
         return inputs.load_pairs(path, memory_budget=budget, **options)
     except ColumnsNotFound as problem:
         return problem
+
+
+@dataclass(frozen=True)
+class DroppedTexts:
+    """Text files to read once the user says how (one document per line or per file); `layout`
+    is their `inputs.text_layout`, None when reading them will say what is wrong."""
+
+    paths: list[str]
+    options: dict
+    layout: inputs.TextLayout | None
+
+
+def measure_text_files(paths, options, *, progress, should_stop) -> DroppedTexts:
+    """`DroppedTexts` of `paths`: the layout counts their lines, so it runs in the reading worker."""
+    try:
+        return DroppedTexts(paths, options, inputs.text_layout(paths))
+    except CalibsimError:
+        return DroppedTexts(paths, options, None)
 
 
 def read_document_files(paths, options, budget, *, progress, should_stop):
@@ -269,18 +288,21 @@ class Session(QObject):
         if len(paths) == 1 and Path(paths[0]).suffix.lower() in PAIR_SUFFIXES:
             self.read_pairs(paths[0], options or {})
             return
-        if per_file is None:
-            try:
-                layout = inputs.text_layout(paths)
-            except CalibsimError:
-                layout = None                     # reading the files says what is wrong
-            dialog = DocumentModeDialog(self.window) if layout is None else DocumentModeDialog(
-                self.window, lines=layout.lines, files=layout.files, per_file=layout.per_file,
-                median_lines=layout.median_lines)
-            if dialog.exec() != QDialog.DialogCode.Accepted:
-                return
-            per_file = dialog.per_file()
+        if per_file is None:                     # the worker counts their lines, then the user says
+            self.incoming_input = {"paths": paths, "kind": "documents", "options": options or {}}
+            self.window.input_runner.start(measure_text_files, paths, options or {})
+            self.update_results_hint()
+            return
         self.read_documents(paths, {**(options or {}), "per_file": per_file})
+
+    def ask_document_mode(self, dropped: DroppedTexts) -> None:
+        """One document per line or per file? Then read the text files so."""
+        layout = dropped.layout
+        dialog = DocumentModeDialog(self.window) if layout is None else DocumentModeDialog(
+            self.window, lines=layout.lines, files=layout.files, per_file=layout.per_file,
+            median_lines=layout.median_lines)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.read_documents(dropped.paths, {**dropped.options, "per_file": dialog.per_file()})
 
     def read_pairs(self, path: str, options: dict) -> None:
         self.incoming_input = {"paths": [path], "kind": "pairs", "options": options}
@@ -293,6 +315,9 @@ class Session(QObject):
         self.window.input_runner.start(read_document_files, paths, options, budget)
 
     def input_read(self, value) -> None:
+        if isinstance(value, DroppedTexts):
+            self.ask_document_mode(value)
+            return
         if isinstance(value, ColumnsNotFound):
             self.ask_columns(value)
             return

@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -27,19 +25,21 @@ def _flip_sketch_byte(d: dict) -> None:
     (False, "modified or damaged"),
     (True, "quantile sketch"),
 ])
-def test_profile_show_of_a_tampered_profile_says_why_and_exits_non_zero(tmp_path, recompute, message):
+def test_profile_show_of_a_tampered_profile_says_why_and_exits_non_zero(tmp_path, capsys, recompute, message):
+    from calibsim_gui import cli
+
     d = json.loads(builtin_profile_path("all-MiniLM-L6-v2").read_text(encoding="utf-8"))
     _flip_sketch_byte(d)
     if recompute:
         d[DIGEST_KEY] = content_digest(d)
     path = tmp_path / "tampered.calibsim-profile"
     path.write_text(json.dumps(d))
-    done = subprocess.run([sys.executable, "-m", "calibsim_gui.cli", "profile", "show", str(path)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("calibsim: error: ") and message in done.stderr
-    assert str(path) in done.stderr and "Fix: rebuild it" in done.stderr
-    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    code = cli.main(["profile", "show", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("calibsim: error: ") and message in err
+    assert str(path) in err and "Fix: rebuild it" in err
+    assert "Traceback" not in err and err.count("\n") == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")

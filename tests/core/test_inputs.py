@@ -480,3 +480,12 @@ def test_a_table_whose_text_columns_were_guessed_and_one_names_documents_says_so
     assert load_pairs(path, text_a="title", text_b="description").document_column is None
     path.write_text("sentence1,sentence2\na cat,a dog\n")
     assert load_pairs(path).document_column is None                     # named as pairs
+
+
+def test_non_blank_lines_are_counted_the_same_a_piece_at_a_time():
+    from calibsim_gui.core.io.inputs import non_blank_lines
+
+    text = "first line\n\n   \nsecond line\r\n\t\nthird\nlast without newline"
+    whole = sum(1 for line in text.split("\n") if line.strip())
+    assert whole == 4
+    assert all(non_blank_lines(text, piece) == whole for piece in (1, 3, 7, 20, 1 << 20))

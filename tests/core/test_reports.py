@@ -16,7 +16,7 @@ from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.core.reports import build_report, write_figures, write_report
+from calibsim_gui.core.reports import build_report, space_cache, write_figures, write_report
 from calibsim_gui.core.reports.content import format_number
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -297,6 +297,19 @@ def test_reports_describe_the_space_raw_and_under_each_geometry_fix(report, tmp_
     assert "IsoScore (0-1, 1 = isotropic)" in set(space["measure"])
     data = json.loads(write_report(report, tmp_path / "r.json").read_text())
     assert set(data["diagnostics"]) == {"none", "center", "whiten", "abtt", "soft"}
+
+
+def test_reports_of_one_profile_diagnose_its_background_once(report, profile, monkeypatch):
+    computed = []
+    real = space_cache.profile_space
+    monkeypatch.setattr(space_cache, "_SPACES", type(space_cache._SPACES)())
+    monkeypatch.setattr(space_cache, "profile_space", lambda p: computed.append(p) or real(p))
+    first = build_report(report.result, profile).space
+    second = build_report(report.result, profile).space
+    assert len(computed) == 1 and second is first
+    other = build_profile(FakeEmbedder(), random_sentences(600, seed=5), n_pairs=300, seed=6)
+    assert build_report(report.result, other).space.diagnostics != first.diagnostics
+    assert len(computed) == 2
 
 
 def test_reports_show_the_calibrated_map_and_the_typical_interval_width(report, tmp_path):

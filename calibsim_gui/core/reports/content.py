@@ -16,7 +16,7 @@ from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
 from calibsim_gui.core.analysis.search import SearchHits
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.geometry.metrics import METRICS
-from calibsim_gui.core.geometry.space import diagnostics_table, profile_space
+from calibsim_gui.core.geometry.space import diagnostics_table
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
 from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.reports.figures import report_figures
@@ -28,6 +28,7 @@ from calibsim_gui.core.reports.reproduce import (
     reproduce_commands,
     source_files,
 )
+from calibsim_gui.core.reports.space_cache import cached_profile_space
 from calibsim_gui.core.reports.tables import numbers_as_numbers
 
 FILE_ROLES = {"pairs": "Input file", "documents": "Input file", "queries": "Input file",
@@ -489,7 +490,7 @@ class Report:
         (a `SpaceReport`), or None when the reference has no background sample."""
         if self.profile.query_reference is None or len(self.profile.query_reference) < 3:
             return None
-        return profile_space(self.profile)
+        return cached_profile_space(self.profile)
 
     def space_table(self) -> pd.DataFrame | None:
         """The diagnostics as a readable table: one row per measure, one column per geometry."""
