@@ -11,7 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from calibsim_gui.core.analysis.comparison import ModelComparison
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.comparison_view import ComparisonView
+from calibsim_gui.qt.views.comparison_view import ComparisonView
 from tests.fakes import FakeEmbedder
 
 OTHER = "fake-small"
@@ -188,7 +188,7 @@ def test_a_calibrated_difference_above_the_raw_one_is_explained_by_the_reference
 
 
 def test_comparison_progress_reports_counts_from_the_first_update(window, qtbot, pairs_csv):
-    from calibsim_gui.qt.compare_flow import comparison_task
+    from calibsim_gui.qt.flows.compare_flow import comparison_task
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
@@ -262,7 +262,7 @@ def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pa
 
 
 def test_while_the_model_loads_its_step_line_is_renewed_with_the_time_so_far(monkeypatch):
-    from calibsim_gui.qt import compare_flow
+    from calibsim_gui.qt.flows import compare_flow
 
     monkeypatch.setattr(compare_flow, "LOAD_TICK_S", 0.01)
     reports = []

@@ -14,7 +14,7 @@ def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled_
     human = window.state.results.frame["cosine_human"]
     assert human.between(0, 1).all()
     saved = tmp_path / "mine.calibsim-human"
-    monkeypatch.setattr("calibsim_gui.qt.human_flow.QFileDialog.getSaveFileName",
+    monkeypatch.setattr("calibsim_gui.qt.flows.human_flow.QFileDialog.getSaveFileName",
                         lambda *a, **k: (str(saved), ""))
     window.save_human()
     assert HumanFit.load(saved).calibrator.model == window.state.embedder.fingerprint.id

@@ -7,8 +7,8 @@ import json
 from PySide6.QtWidgets import QMessageBox
 
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import FakeEmbedder
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS
 

@@ -10,7 +10,7 @@ from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.references.anchors import AnchorSet
-from calibsim_gui.qt import session
+from calibsim_gui.qt.session import session
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import REFERENCES_MS
 

@@ -6,7 +6,7 @@ import json
 from PySide6.QtCore import Qt
 
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.column_filters import ColumnFilter
+from calibsim_gui.qt.views.results.column_filters import ColumnFilter
 from tests.fakes import FakeEmbedder
 from tests.qt.test_layout import close, new_window
 

@@ -72,7 +72,7 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
 
 def test_search_export_never_replaces_its_inputs_and_names_a_file_it_cannot_write(window, qtbot,
                                                                                   search_files, tmp_path):
-    from calibsim_gui.qt.search_view import run_search
+    from calibsim_gui.qt.views.search_view import run_search
 
     queries, _, texts = search_files
     corpus = tmp_path / "corpus.csv"                 # a table the user may pick as the report's name
@@ -131,8 +131,8 @@ def test_the_search_export_offers_the_last_format_and_folder_in_a_new_session(wi
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QDialog
 
-    from calibsim_gui.qt.export_dialog import ExportDialog
-    from calibsim_gui.qt.search_view import SearchView
+    from calibsim_gui.qt.flows.export_dialog import ExportDialog
+    from calibsim_gui.qt.views.search_view import SearchView
 
     view = searched(window, qtbot, search_files)
     chosen = tmp_path / "reports" / "mine.json"
@@ -216,7 +216,7 @@ def labelled_csv(tmp_path):
 
 
 def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot, labelled_csv):
-    from calibsim_gui.qt.threshold_view import ThresholdDialog
+    from calibsim_gui.qt.views.threshold_view import ThresholdDialog
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [labelled_csv])

@@ -1,0 +1,1 @@
+"""The Text map tab: its worker's stages, colours, drawn items, marks and nearest-texts panel."""
