@@ -6,7 +6,8 @@ shows only the pairs that touch them. A clicked point, or a text typed in the se
 (Ctrl+K), lists its nearest texts with raw and calibrated scores. Encoding (through the cache),
 projecting and clustering run in `TaskRunner`s, stage by stage (`map_stages`); what the points
 are coloured by is `map_colours`; a crowded map is drawn as one cached image over its density
-(`map_items`), so panning it costs a blit whatever the number of points.
+(`map_items`), so panning it costs a blit whatever the number of points. The choosers above the
+plot are `map_controls`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
@@ -39,8 +31,8 @@ from calibsim_gui.qt.views.map.map_colours import (
     point_columns,
     publish_clusters,
 )
+from calibsim_gui.qt.views.map.map_controls import PROJECTIONS, MapControls
 from calibsim_gui.qt.views.map.map_items import (
-    MODES,
     ClusterLabels,
     DensityImage,
     PointCloud,
@@ -53,7 +45,6 @@ from calibsim_gui.qt.widgets.messages import plural
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.workers import TaskRunner
 
-PROJECTIONS = {"PCA": "PCA (instant)", "t-SNE": "t-SNE (slower: a sample of up to 2,000 texts)"}
 NEIGHBOURS = 10
 MANY_POINTS = 5000          # beyond this, points are drawn small and translucent as one image (`PointCloud`)
 
@@ -97,51 +88,25 @@ class MapView(QWidget):
         self.query_runner.failed.connect(
             lambda message: self.neighbour_title.setText(message.partition("\n\nTraceback")[0]))
 
-        self.summary = QLabel("Open pairs or documents: each of their texts becomes a point here.")
-        self.summary.setWordWrap(True)
-        self.colour_combo = QComboBox()
-        self.colour_combo.setToolTip("Colour the points by this column (a text in several pairs: "
-                                     "the mean over its pairs)")
+        self.controls = MapControls()
+        c = self.controls
+        self.summary, self.again_button, self.legend = c.summary, c.again_button, c.legend
+        self.colour_combo, self.projection_combo, self.cluster_combo = (
+            c.colour_combo, c.projection_combo, c.cluster_combo)
+        self.mode_combo, self.segments_box, self.names_box, self.clear_button = (
+            c.mode_combo, c.segments_box, c.names_box, c.clear_button)
         self.colour_combo.currentIndexChanged.connect(self.recolour)
         self.colour_combo.activated.connect(self._colour_chosen)
-        self.mode_combo = QComboBox()
-        self.mode_combo.addItems(MODES)
-        self.mode_combo.setToolTip("Drag with the left button to pan, or to choose the points inside "
-                                   "a rectangle or a lasso (the Results tab then shows their pairs)")
-        self.projection_combo = QComboBox()
-        for method, title in PROJECTIONS.items():
-            self.projection_combo.addItem(title, method)
-        self.projection_combo.setToolTip("PCA keeps the two directions of largest variance, at once; "
-                                         "t-SNE keeps each text's neighbours close (it takes longer)")
         self.projection_combo.activated.connect(self._projection_chosen)
-        self.cluster_combo = QComboBox()
-        self.cluster_combo.addItem("auto", 0)
-        for k in range(2, MAX_CLUSTERS + 1):
-            self.cluster_combo.addItem(str(k), k)
-        self.cluster_combo.setToolTip("How many clusters the texts are grouped in (auto: where more "
-                                      "clusters stop gathering the texts much closer); each is named by "
-                                      "its typical words")
         self.cluster_combo.activated.connect(self._clusters_chosen)
-        self.segments_box = QCheckBox("Draw pairs as segments")
-        self.segments_box.setToolTip("A line between the two texts of every pair")
         self.segments_box.toggled.connect(self._draw_segments)
-        self.names_box = QCheckBox("Cluster names", checked=True)
-        self.names_box.setToolTip("Each cluster's most typical words, drawn at its centre")
-        self.clear_button = QPushButton("Clear selection")
         self.clear_button.clicked.connect(lambda: self.choose(np.zeros(0, dtype=np.int64)))
-        self.clear_button.setEnabled(False)
+        self.again_button.clicked.connect(self.refresh)
         self.nearest = NearestPanel()
         self.query_edit, self.neighbour_title = self.nearest.query_edit, self.nearest.title
         self.neighbour_table = self.nearest.table
         self.query_edit.returnPressed.connect(self.find_like)
         self.neighbour_table.currentCellChanged.connect(self._neighbour_chosen)
-        self.again_button = QPushButton("Draw the map")
-        self.again_button.setToolTip("Encode (from the cache) and project the texts again")
-        self.again_button.clicked.connect(self.refresh)
-        self.again_button.hide()
-        self.legend = QLabel()
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.legend.setWordWrap(True)
 
         self.view_box = SelectionViewBox()
         self.view_box.shape_drawn.connect(self.choose_inside)
@@ -177,28 +142,8 @@ class MapView(QWidget):
         splitter.addWidget(self.nearest)
         splitter.setSizes([600, 400])
 
-        bar = QHBoxLayout()                  # two rows: the Map fits half a 1024-pixel window
-        for label, combo in (("Colour by:", self.colour_combo), ("Projection:", self.projection_combo),
-                             ("Clusters:", self.cluster_combo)):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(8)
-            bar.addWidget(QLabel(label))
-            bar.addWidget(combo, 1)
-        tools = QHBoxLayout()
-        tools.addWidget(QLabel("Mouse:"))
-        tools.addWidget(self.mode_combo)
-        tools.addWidget(self.segments_box)
-        tools.addWidget(self.names_box)
-        tools.addWidget(self.clear_button)
-        tools.addStretch(1)
-        top = QHBoxLayout()
-        top.addWidget(self.summary, 1)
-        top.addWidget(self.again_button)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(bar)
-        layout.addLayout(tools)
-        layout.addWidget(self.legend)
+        layout.addWidget(self.controls)
         layout.addWidget(splitter, 1)
         state.results_changed.connect(self._results_changed)
         state.range_changed.connect(self._range_changed)
