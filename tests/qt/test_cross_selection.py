@@ -169,7 +169,7 @@ def test_brushing_distributions_filters_the_document_pairs_in_results(qtbot, sta
 
 def test_a_map_lasso_filters_results_marks_distributions_and_the_summary_and_a_brush_marks_the_map(
         window, qtbot, pairs_csv):
-    from calibsim_gui.qt.views.agreement_view import current_agreement
+    from calibsim_gui.qt.session.human_scores import current_agreement
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])

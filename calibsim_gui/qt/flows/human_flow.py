@@ -11,6 +11,7 @@ from calibsim_gui.core.analysis.distributions import guess_scale, label_values
 from calibsim_gui.core.analysis.human_fit import fit_human_calibration
 from calibsim_gui.core.calibration.human import HUMAN_SUFFIX, HumanFit
 from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.qt.session.human_scores import chosen_label
 from calibsim_gui.qt.widgets.messages import plural
 
 SCALE_PRESETS = ((0, 5), (1, 5), (0, 1), (0, 100), (1, 7), (0, 10))
@@ -44,8 +45,6 @@ class HumanFlow(QObject):
 
     def scale_choices(self) -> list[str]:
         """The usual scales, the one guessed from the human scores in view (if any) first."""
-        from calibsim_gui.qt.views.agreement_view import chosen_label  # a plot's module: not at start-up
-
         choices = [f"{low:g}–{high:g}" for low, high in SCALE_PRESETS]
         label = chosen_label(self.state)
         if label is not None:

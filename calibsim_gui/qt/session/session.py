@@ -57,7 +57,7 @@ def import_input_views() -> None:
     pyqtgraph, about half a second): done by the reading worker, so the window, which builds
     those views next, does not pause for the import (#29)."""
     from calibsim_gui.qt.views.distributions import distribution_plot  # noqa: F401
-    from calibsim_gui.qt.views.results import results_view
+    from calibsim_gui.qt.views.results import results_view  # noqa: F401
 
 
 def read_pairs_or_columns(path, options, budget, *, progress, should_stop):

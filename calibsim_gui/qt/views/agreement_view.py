@@ -6,8 +6,6 @@ everything here is derived from the scored frame, nothing is scored again.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
@@ -22,72 +20,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis.distributions import (
-    SPEARMAN_NOTE,
-    Agreement,
-    agreement,
-    guess_scale,
-    label_candidates,
-    label_values,
-)
-from calibsim_gui.core.analysis.pairs import ScoredPairs
+from calibsim_gui.core.analysis.distributions import SPEARMAN_NOTE, Agreement
+from calibsim_gui.qt.session.human_scores import calibrated_column, current_agreement
 from calibsim_gui.qt.session.state import COMPARED_FORMS
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
-from calibsim_gui.qt.widgets.plots import style_plot
+from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
 
-POINT_COLOR = QColor(76, 120, 168, 170)
-SELECTED_COLOR = QColor(214, 39, 40)
 NO_LABELS_HINT = ("No human scores to compare with. Load a pairs file with a numeric column of "
                   "human judgements (e.g. score, rating) and choose it above the results table.")
-
-
-_candidates: dict = {"frame": lambda: None, "value": []}
-
-
-def candidates_of(results: ScoredPairs) -> list[str]:
-    """`label_candidates` of the results' frame, remembered for the latest frame."""
-    if _candidates["frame"]() is not results.frame:
-        _candidates["value"] = label_candidates(results.frame, results.provenance)
-        _candidates["frame"] = weakref.ref(results.frame)
-    return list(_candidates["value"])
-
-
-def chosen_label(state) -> str | None:
-    """The human-score column in use: the user's choice, else the one the input was loaded with
-    ("" chosen: none)."""
-    results = state.results
-    if not isinstance(results, ScoredPairs):
-        return None
-    candidates = candidates_of(results)
-    if state.label_column is not None:
-        return state.label_column if state.label_column in candidates else None
-    loaded = (results.provenance.get("agreement") or {}).get("label")
-    return loaded if loaded in candidates else None
-
-
-def calibrated_column(state) -> str | None:
-    """The 0-1 column compared with human scores: ``<metric>_<compared form>`` (calibrated, or
-    human once fitted), else ``<metric>_calibrated``."""
-    results = state.results
-    if not isinstance(results, ScoredPairs):
-        return None
-    for column in (f"{state.metric}_{state.compared_form}", f"{state.metric}_calibrated"):
-        if column in results.frame:
-            return column
-    return None
-
-
-def current_agreement(state, rows=None) -> Agreement | None:
-    """Agreement of the current results (`rows` of them: None, all) with the chosen human scores
-    (None without labels); the scale is guessed from every row."""
-    label, column = chosen_label(state), calibrated_column(state)
-    if label is None or column is None:
-        return None
-    frame = state.results.frame
-    scale = state.label_scale or guess_scale(label_values(frame[label]))
-    if rows is not None:
-        frame = frame.iloc[rows]
-    return agreement(frame[label], frame[column].to_numpy(dtype=float), scale, label)
 
 
 def agreement_summary(result: Agreement) -> str:

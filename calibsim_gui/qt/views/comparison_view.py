@@ -34,10 +34,10 @@ from PySide6.QtWidgets import (
 from calibsim_gui.core.analysis.comparison import ModelComparison
 from calibsim_gui.core.analysis.distributions import guess_scale, label_values
 from calibsim_gui.core.errors import InputError
+from calibsim_gui.qt.session.human_scores import chosen_label
 from calibsim_gui.qt.session.state import form_label
-from calibsim_gui.qt.views.agreement_view import POINT_COLOR, SELECTED_COLOR, chosen_label
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
-from calibsim_gui.qt.widgets.plots import style_plot
+from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
 from calibsim_gui.qt.widgets.results_model import ResultsTableModel
 
 SCATTER_FORMS = ("raw", "calibrated")

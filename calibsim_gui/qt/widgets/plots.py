@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QComboBox
 
 from calibsim_gui.core.geometry.metrics import METRICS
 
+POINT_COLOR = QColor(76, 120, 168, 170)
 SELECTED_COLOR = QColor(214, 39, 40)
 SHOWN_COLOR = QColor(150, 40, 170)          # the rows every filter leaves, marked in every view
 

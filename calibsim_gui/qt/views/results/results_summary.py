@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibsim_gui.core.analysis.pairs import ScoredPairs
-from calibsim_gui.qt.views.agreement_view import current_agreement
+from calibsim_gui.qt.session.human_scores import current_agreement
 from calibsim_gui.qt.widgets.results_model import TRUNCATED_MARK
 
 

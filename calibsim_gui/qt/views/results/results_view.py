@@ -32,11 +32,7 @@ from calibsim_gui.core.analysis.pairs import (
     score_column,
     split_score_column,
 )
-from calibsim_gui.qt.views.agreement_view import (
-    candidates_of,
-    chosen_label,
-    current_agreement,
-)
+from calibsim_gui.qt.session.human_scores import candidates_of, chosen_label, current_agreement
 from calibsim_gui.qt.views.results.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
 from calibsim_gui.qt.views.results.frozen_texts import FrozenTexts
 from calibsim_gui.qt.views.results.results_summary import results_summary
