@@ -179,7 +179,7 @@ def test_a_project_keeps_the_human_calibration_and_the_columns(window, qtbot, tm
     pd.DataFrame({"sentence1": texts[:120], "sentence2": texts[120:],
                   "score": np.linspace(0, 5, 120)}).to_csv(labelled, index=False)
     with qtbot.waitSignal(window.human_runner.finished, timeout=120_000):
-        window.fit_human(str(labelled), "0,5")
+        window.human.fit(str(labelled), "0,5")
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     if hasattr(window.state, "set_labels"):

@@ -220,8 +220,8 @@ def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [labelled_csv])
-    window.show_threshold()
-    dialog = window.threshold_dialog
+    window.compare.show_threshold()
+    dialog = window.compare.threshold_dialog
     assert isinstance(dialog, ThresholdDialog) and dialog.isVisible()
     assert dialog.same_at.value() == pytest.approx(4, abs=0.2)        # upper fifth of the labels' range
     qtbot.waitUntil(lambda: getattr(dialog, "found", None) is not None, timeout=120_000)
@@ -250,7 +250,7 @@ def test_threshold_without_labels_says_what_it_needs(window, qtbot, good_results
     pd.DataFrame({"sentence1": texts, "sentence2": texts[::-1]}).to_csv(path, index=False)
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
-    window.show_threshold()
+    window.compare.show_threshold()
     from tests.qt.conftest import shown_error
 
     assert "human scores" in shown_error(window, qtbot)

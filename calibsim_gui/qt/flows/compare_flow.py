@@ -16,6 +16,7 @@ from calibsim_gui.core.analysis.pairs import ScoredPairs, iter_score_pairs
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.qt.widgets.messages import format_seconds, plural
+from calibsim_gui.qt.widgets.workers import TaskRunner
 
 STEPS = 3         # load the model, prepare its references, score the pairs
 LOAD_TICK_S = 1.0  # while a model loads (it reports nothing), the step's line is renewed this often
@@ -93,20 +94,22 @@ def comparison_task(spec: str, load, *, table, mine: ScoredPairs, mine_model, mi
 
 
 class CompareFlow(QObject):
-    """Scores the current pairs with another model in the compare runner and shows the result on
-    the Compare tab (`view`); shows the threshold dialog."""
+    """Scores the current pairs with another model in its own runner and shows the result on the
+    Compare tab; shows the threshold dialog. Its dialogs are parented to `parent` (the window)."""
 
-    def __init__(self, window):
-        super().__init__(window)
-        self.window = window
-        self.state = window.state
+    def __init__(self, state, *, models, session, preferences, view, tabs, show_error, parent):
+        super().__init__(parent)
+        self.state, self.models, self.session, self.preferences = state, models, session, preferences
+        self._view, self.tabs, self.show_error = view, tabs, show_error
+        self.runner = TaskRunner("scoring with the other model", self)
+        self.runner.finished.connect(self.compared)
         self.comparison_dialog = None          # the one-model help
         self.threshold_dialog = None
 
     @property
     def view(self):
         """The Compare tab (built when first shown or asked for)."""
-        return self.window.view("compare")
+        return self._view()
 
     def build_view(self):
         from calibsim_gui.qt.views.comparison_view import ComparisonView
@@ -116,11 +119,11 @@ class CompareFlow(QObject):
         return view
 
     def choose_model(self) -> None:
-        window = self.window
+        window = self.parent()
         if not isinstance(self.state.results, ScoredPairs) or not isinstance(self.state.input, PairTable):
-            window.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
+            self.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
             return
-        listed = window.models.table_model.models          # as listed on the Model tab
+        listed = self.models.table_model.models          # as listed on the Model tab
         current = self.state.model_info
         names = [str(m.path) if m.source == "local" else m.name for m in listed
                  if current is None or m.path != current.path]
@@ -128,7 +131,7 @@ class CompareFlow(QObject):
             from calibsim_gui.qt.views.comparison_view import ComparisonDialog
 
             self.comparison_dialog = ComparisonDialog(window, model=current.name if current else "")
-            self.comparison_dialog.model_chosen.connect(window.compare_with)
+            self.comparison_dialog.model_chosen.connect(self.compare_with)
             self.comparison_dialog.show()
             return
         other = "Another folder…"
@@ -140,35 +143,35 @@ class CompareFlow(QObject):
             choice = QFileDialog.getExistingDirectory(window, "A sentence-transformers model folder")
             if not choice:
                 return
-        window.compare_with(choice)
+        self.compare_with(choice)
 
     def compare_with(self, spec: str) -> None:
         """Score the current pairs with model `spec` (its own reference, refitted on the current
         anchor ladder) and compare, in a worker; the Compare tab shows the progress's home."""
-        state, window = self.state, self.window
+        state = self.state
         if not isinstance(state.results, ScoredPairs) or not isinstance(state.input, PairTable):
-            window.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
+            self.show_error("Nothing to compare", "Score a pairs file first; then compare another model on it.")
             return
-        device, precision, engine = state.device, window.models.precision(), window.models.engine()
+        device, precision, engine = state.device, self.models.precision(), self.models.engine()
         options = {"table": state.input, "mine": state.results, "mine_model": state.embedder,
-                   "mine_profile": state.profile, "metric": state.metric, "cache": window.cache,
-                   "memory_budget": window.memory_budget()}
-        window.compare_runner.start(comparison_task, spec, lambda spec: models.load_model(
+                   "mine_profile": state.profile, "metric": state.metric, "cache": self.session.cache,
+                   "memory_budget": self.preferences.memory_budget()}
+        self.runner.start(comparison_task, spec, lambda spec: models.load_model(
             spec, device=device, precision=precision, engine=engine), **options)
-        window.tabs.setCurrentWidget(self.view)
+        self.tabs.setCurrentWidget(self.view)
 
     def compared(self, comparison) -> None:
         """A new comparison replaces the one shown."""
         self.view.show_comparison(comparison)
-        self.window.tabs.setCurrentWidget(self.view)
+        self.tabs.setCurrentWidget(self.view)
 
     def show_threshold(self) -> None:
         """The Threshold dialog for scored pairs with a label column (non-modal)."""
         from calibsim_gui.qt.views.threshold_view import ThresholdDialog, labelled_columns
 
         if labelled_columns(self.state.results, self.state.metric) is None:
-            self.window.show_error("No labelled pairs", "Score a pairs file with a column of human scores "
-                                                        "or 0/1 labels first (e.g. score,sentence1,sentence2).")
+            self.show_error("No labelled pairs", "Score a pairs file with a column of human scores "
+                                                 "or 0/1 labels first (e.g. score,sentence1,sentence2).")
             return
-        self.threshold_dialog = ThresholdDialog(self.state.results, self.state.metric, self.window)
+        self.threshold_dialog = ThresholdDialog(self.state.results, self.state.metric, self.parent())
         self.threshold_dialog.show()

@@ -60,10 +60,14 @@ class MainWindow(QMainWindow):
         self.preferences = Preferences(self)
         self.session = Session(self)
         self.projects = Projects(self)
-        self.human = HumanFlow(self)
+        self.human = HumanFlow(self.state, session=self.session, preferences=self.preferences,
+                               projects=self.projects, show_error=self.show_error,
+                               show_message=self.show_message, parent=self)
+        self.human_runner = self.human.runner
         self.exports = ExportFlow(self)
-        self.compare = CompareFlow(self)
         self._build_tabs()
+        self.compare_runner = self.compare.runner
+        self.runners += [self.human_runner, self.compare_runner]
         self.task_status = TaskStatus(self, self.runners)
         self.status_label = self.task_status.status_label
         self.progress = self.task_status.progress
@@ -85,10 +89,8 @@ class MainWindow(QMainWindow):
         self.input_runner = TaskRunner("reading input", self)
         self.score_runner = TaskRunner("scoring", self)
         self.export_runner = TaskRunner("exporting report", self)
-        self.human_runner = TaskRunner("fitting the human calibration", self)
-        self.compare_runner = TaskRunner("scoring with the other model", self)
         self.runners = [self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
-                        self.export_runner, self.human_runner, self.compare_runner]
+                        self.export_runner]                    # and the flows' own runners
 
     def _build_tabs(self) -> None:
         memory_budget = self.preferences.memory_budget
@@ -104,6 +106,9 @@ class MainWindow(QMainWindow):
             widget.setObjectName(name)
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
+        self.compare = CompareFlow(self.state, models=self.models, session=self.session,
+                                   preferences=self.preferences, view=lambda: self.view("compare"),
+                                   tabs=self.tabs, show_error=self.show_error, parent=self)
         self.panels = Panels(self, self.tabs, waiting_views(self))
         self.panels.built.connect(self._view_built)
         self.setCentralWidget(self.panels.splitter)
@@ -161,8 +166,8 @@ class MainWindow(QMainWindow):
         self.score_runner.finished.connect(session.scored)
         self.score_runner.failed.connect(session.score_failed)
         self.export_runner.finished.connect(self.exports.exported)
-        self.human_runner.finished.connect(self.human.fitted)
-        self.compare_runner.finished.connect(self.compare.compared)
+        self.human.status.connect(self.status_label.setText)
+        self.human.savable.connect(lambda: self.menus.save_human_action.setEnabled(True))
         state.human_changed.connect(session.rescore)
         self.models.load_requested.connect(session.model_requested)
         self.anchors.anchors_applied.connect(session.apply_anchors)
@@ -244,14 +249,6 @@ class MainWindow(QMainWindow):
         return self.projects.restore_box
 
     @property
-    def comparison_dialog(self):
-        return self.compare.comparison_dialog
-
-    @property
-    def threshold_dialog(self):
-        return self.compare.threshold_dialog
-
-    @property
     def long_text_actions(self):
         return self.menus.long_text_actions
 
@@ -294,26 +291,11 @@ class MainWindow(QMainWindow):
     def write_project(self, path: str) -> bool:
         return self.projects.write(path)
 
-    def fit_human(self, path: str, scale_text: str, metric: str = "cosine") -> None:
-        self.human.fit(path, scale_text, metric)
-
-    def save_human(self) -> None:
-        self.human.save()
-
     def export_report(self) -> None:
         self.exports.ask()
 
     def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
         self.exports.start(path=path, metric=metric, form=form, figures=figures, force=force)
-
-    def choose_comparison_model(self) -> None:
-        self.compare.choose_model()
-
-    def compare_with(self, spec: str) -> None:
-        self.compare.compare_with(spec)
-
-    def show_threshold(self) -> None:
-        self.compare.show_threshold()
 
     def memory_budget(self) -> int:
         return self.preferences.memory_budget()

@@ -160,7 +160,7 @@ class ScreenshotTour:
 
         w.compare_runner.finished.connect(done)
         w.compare_runner.failed.connect(done)
-        w.compare_with(spec)
+        w.compare.compare_with(spec)
 
     def _shoot_brushed(self, results) -> None:
         """A range brushed on the calibrated histogram, and the table it filters."""
