@@ -21,12 +21,12 @@ from calibsim_gui.qt.editors.model_manager import ModelManager
 from calibsim_gui.qt.flows.compare_flow import CompareFlow
 from calibsim_gui.qt.flows.export_flow import ExportFlow
 from calibsim_gui.qt.flows.human_flow import HumanFlow
-from calibsim_gui.qt.session.autosave import Autosaver
 from calibsim_gui.qt.session.preferences import Preferences
 from calibsim_gui.qt.session.projects import Projects
 from calibsim_gui.qt.session.session import Session
 from calibsim_gui.qt.session.state import AppState
 from calibsim_gui.qt.shell.actions import WindowMenus
+from calibsim_gui.qt.shell.autosave import Autosaver
 from calibsim_gui.qt.shell.panels import Panels
 from calibsim_gui.qt.shell.tab_views import TABS, BuiltOnUse, waiting_views
 from calibsim_gui.qt.shell.task_status import TaskStatus
