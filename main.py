@@ -11,7 +11,7 @@ from calibsim_gui.cli import main  # noqa: E402
 if __name__ == "__main__":
     import sys
 
-    if getattr(sys, "frozen", False):       # a packaged app: let its child processes start (qt/child_process)
+    if getattr(sys, "frozen", False):       # a packaged app: let its child processes start (qt/widgets/child_process)
         import multiprocessing
 
         multiprocessing.freeze_support()

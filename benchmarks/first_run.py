@@ -86,7 +86,7 @@ def shown():
     print("shown", flush=True)
     os._exit(0)
 QTimer.singleShot(0, shown)      # the first event-loop turn: after run_app shows the window
-from calibsim_gui.qt.app import run_app
+from calibsim_gui.qt.shell.app import run_app
 run_app()
 """
 

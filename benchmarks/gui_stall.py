@@ -61,7 +61,7 @@ def shown():
     os._exit(0)
 
 QTimer.singleShot(0, shown)
-from calibsim_gui.qt.app import run_app
+from calibsim_gui.qt.shell.app import run_app
 run_app()
 """
 
@@ -203,7 +203,7 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     from PySide6.QtWidgets import QApplication
 
     from calibsim_gui.core.io.inputs import load_documents
-    from calibsim_gui.qt.main_window import MainWindow
+    from calibsim_gui.qt.shell.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("calibsim-benchmark")

@@ -78,8 +78,8 @@ def measure(n: int) -> dict:
 
     from calibsim_gui.core.analysis.clusters import cluster_texts
     from calibsim_gui.core.analysis.projection import TextMap, nearest, pca_2d, points_in_polygon, tsne_2d
-    from calibsim_gui.qt.map_view import MapView
-    from calibsim_gui.qt.state import AppState
+    from calibsim_gui.qt.views.map.map_view import MapView
+    from calibsim_gui.qt.session.state import AppState
 
     app = QApplication.instance() or QApplication([])
     x, topics = vectors(n, with_topics=True)

@@ -53,8 +53,8 @@ def measure(n: int) -> dict:
 
     from calibsim_gui.core.analysis.clusters import Clusters
     from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-    from calibsim_gui.qt.map_view import MapView
-    from calibsim_gui.qt.state import AppState
+    from calibsim_gui.qt.session.state import AppState
+    from calibsim_gui.qt.views.map.map_view import MapView
 
     app = QApplication.instance() or QApplication([])
     x, topics = unit_vectors(n)

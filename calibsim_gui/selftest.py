@@ -155,8 +155,8 @@ def _show_and_close_window() -> dict:
     """Open the main window, wait until the model and reference are ready, close it."""
     from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
-    from calibsim_gui.qt.main_window import MainWindow
-    from calibsim_gui.qt.workers import wait_for_workers
+    from calibsim_gui.qt.shell.main_window import MainWindow
+    from calibsim_gui.qt.widgets.workers import wait_for_workers
 
     start, outcome = time.perf_counter(), {"failures": []}
     window = MainWindow(autosave=False)          # never touch (or discard) the user's autosaved session
@@ -186,7 +186,7 @@ def open_main_window(ctx: Context) -> str:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from calibsim_gui.qt.app import application_icon
+    from calibsim_gui.qt.shell.app import application_icon
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     icon = application_icon()
@@ -216,10 +216,10 @@ CORE_STEPS = (
     Step("write reports", write_reports, needs=("score the demo pairs",)),
 )
 def draw_in_child_process(ctx: Context) -> str:
-    """The app draws and writes reports in a child process (`qt.child_process`): it must start
+    """The app draws and writes reports in a child process (`qt.widgets.child_process`): it must start
     (a packaged app's spawned child included) and write a report with its figures."""
     from calibsim_gui.core.reports import build_report, write_report_files
-    from calibsim_gui.qt.child_process import run_in_child
+    from calibsim_gui.qt.widgets.child_process import run_in_child
 
     report = build_report(ctx.values["scored"], ctx.values["profile"])
     written = run_in_child(write_report_files, report, ctx.folder / "child-process.html", figures=True,

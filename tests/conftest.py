@@ -57,7 +57,7 @@ def private_state(tmp_path_factory, monkeypatch):
 def no_unsaved_prompts(monkeypatch):
     """Closing a window in a test never waits on the modal Save / Discard / Cancel question
     (the tests of that question turn it back on). Qt-free: only if the window module is loaded."""
-    module = sys.modules.get("calibsim_gui.qt.main_window")
+    module = sys.modules.get("calibsim_gui.qt.shell.main_window")
     if module is not None:
         monkeypatch.setattr(module.MainWindow, "ask_before_discarding", False)
 

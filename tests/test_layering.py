@@ -77,7 +77,7 @@ def test_rooms_stay_small():
 
     root = Path(calibsim_gui.__file__).parent
     limits = [(path, 600) for package in ("core", "session") for path in (root / package).rglob("*.py")]
-    limits += [(path, 500 if path.name == "main_window.py" else 650) for path in (root / "qt").glob("*.py")]
+    limits += [(path, 500 if path.name == "main_window.py" else 600) for path in (root / "qt").rglob("*.py")]
     limits += [(path, 300) for path in (root / "cli").glob("*.py")]
     too_big = {str(path.relative_to(root)): n for path, limit in limits
                if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit}

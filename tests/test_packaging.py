@@ -34,7 +34,7 @@ def test_spec_names_an_existing_icon_for_every_os_and_no_absolute_path():
 
 
 def test_the_application_icon_loads(qapp):
-    from calibsim_gui.qt.app import application_icon
+    from calibsim_gui.qt.shell.app import application_icon
 
     icon = application_icon()
     assert not icon.isNull()
@@ -57,7 +57,7 @@ def test_desktop_entry_template_is_a_launchable_application():
     assert entry["MimeType"].endswith(";") and {"text/csv", "text/tab-separated-values"} <= set(mime_types)
     assert entry["Icon"] == "calibsim" and entry["Terminal"] == "false"
     assert entry["Categories"].endswith(";") and "Science" in entry["Categories"].split(";")
-    assert entry["StartupWMClass"] == "calibsim"      # the desktop file name set in qt/app.py
+    assert entry["StartupWMClass"] == "calibsim"      # the desktop file name set in qt/shell/app.py
 
 
 # --------------------------------------------------------------------------- install / uninstall

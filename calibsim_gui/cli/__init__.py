@@ -74,7 +74,7 @@ def main(argv=None) -> int:
 
         return run_self_test()
     if args.command is None:
-        from calibsim_gui.qt.app import run_app  # Qt loads for the window alone
+        from calibsim_gui.qt.shell.app import run_app  # Qt loads for the window alone
 
         return run_app(screenshot_dir=args.screenshot, files=files)
     previous = _stop_on_sigterm()

@@ -4,7 +4,7 @@ Left out here, before PyInstaller resolves their library dependencies (filtering
 spec would leave those in):
 
 - the GTK 3 platform theme, which drags about 20 MB of the build machine's GTK stack in:
-  calibsim draws with Qt's own Fusion style (qt/palettes.py);
+  calibsim draws with Qt's own Fusion style (qt/widgets/palettes.py);
 - the platforms and input plugins for embedded devices without a desktop (EGLFS, LinuxFB, VNC,
   Vulkan display, evdev/tuio input): the bundle runs on X11 or Wayland, or offscreen for its
   self-test;

@@ -156,7 +156,7 @@ def test_doctor_exits_0_headless_and_never_loads_qt():
 
 
 def test_the_app_names_missing_system_libraries_as_doctor_does_before_qt_aborts(qt_probe, capsys, monkeypatch):
-    from calibsim_gui.qt import app
+    from calibsim_gui.qt.shell import app
 
     qt_probe.ldd = ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]
     monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")

@@ -8,8 +8,8 @@ from PySide6.QtGui import QDropEvent
 from scipy.stats import spearmanr
 
 from calibsim_gui.core.analysis.pairs import ScoredPairs
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS
 
 pytestmark = pytest.mark.slow

@@ -13,9 +13,9 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.state import AppState
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.session.state import AppState
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
 
 

@@ -11,9 +11,9 @@ from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.analysis.distributions import (
     SPEARMAN_NOTE, agreement, guess_scale, label_candidates, label_rows)
 from calibsim_gui.core.io.inputs import load_pairs
-from calibsim_gui.qt.agreement_view import AgreementView
-from calibsim_gui.qt.results_view import ResultsView
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.views.agreement_view import AgreementView
+from calibsim_gui.qt.views.results.results_view import ResultsView
+from calibsim_gui.qt.session.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -130,7 +130,7 @@ def test_selection_is_linked_between_table_and_scatter(views, qtbot):
 
 
 def test_new_results_clear_the_pair_read_from_the_old_ones(views, scored):
-    from calibsim_gui.qt.agreement_view import HOVER_HINT
+    from calibsim_gui.qt.views.agreement_view import HOVER_HINT
 
     state, _table_view, view = views
     state.set_labels("rating", (0, 10))

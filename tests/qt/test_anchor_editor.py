@@ -8,9 +8,9 @@ from PySide6.QtWidgets import QComboBox, QStyleOptionViewItem
 
 from calibsim_gui.core.calibration.profile_builder import build_profile, with_anchors
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors, load_anchors
-from calibsim_gui.qt.anchor_editor import AnchorEditor
-from calibsim_gui.qt.anchor_models import LEVEL, PENDING, TEXT_A, TEXT_B
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.editors.anchor_editor import AnchorEditor
+from calibsim_gui.qt.editors.anchor_models import LEVEL, PENDING, TEXT_A, TEXT_B
+from calibsim_gui.qt.session.state import AppState
 from tests.fakes import FakeEmbedder
 
 

@@ -12,10 +12,11 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui import cli
 from calibsim_gui.core.resources import resource_path
-from calibsim_gui.qt import actions, projects
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.messages import format_seconds, plural
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.session import projects
+from calibsim_gui.qt.shell import actions
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.messages import format_seconds, plural
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, Gate, drop
 from tests.qt.test_interruptions import SlowEmbedder, many_pairs
 
@@ -178,7 +179,7 @@ def test_a_project_keeps_the_human_calibration_and_the_columns(window, qtbot, tm
     pd.DataFrame({"sentence1": texts[:120], "sentence2": texts[120:],
                   "score": np.linspace(0, 5, 120)}).to_csv(labelled, index=False)
     with qtbot.waitSignal(window.human_runner.finished, timeout=120_000):
-        window.fit_human(str(labelled), "0,5")
+        window.human.fit(str(labelled), "0,5")
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     if hasattr(window.state, "set_labels"):
@@ -331,7 +332,7 @@ def test_mnemonics_of_tabs_and_menus_are_unique(window):
 
 def test_files_on_the_command_line_open_in_the_app(monkeypatch, tmp_path, pairs_csv):
     opened = []
-    import calibsim_gui.qt.app as app_module
+    import calibsim_gui.qt.shell.app as app_module
 
     monkeypatch.setattr(app_module, "run_app", lambda **kw: opened.append(kw) or 0)
     assert cli.main([str(pairs_csv)]) == 0

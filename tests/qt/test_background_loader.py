@@ -7,9 +7,9 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.qt import background_loader
-from calibsim_gui.qt.background_loader import BackgroundLoader
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.editors import background_loader
+from calibsim_gui.qt.editors.background_loader import BackgroundLoader
+from calibsim_gui.qt.session.state import AppState
 from tests.fakes import FakeEmbedder, random_sentences
 
 

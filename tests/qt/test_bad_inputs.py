@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QDialog
 
 from calibsim_gui.core.io import tables
-from calibsim_gui.qt import preferences, projects, session
+from calibsim_gui.qt.session import preferences, projects, session
 from tests.fakes import random_sentences
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, drop, shown_error
 
@@ -313,8 +313,8 @@ def test_utf16_with_a_bom_is_read_like_utf8(window, qtbot, tmp_path):
 def test_an_unusable_cache_folder_is_reported_and_scoring_works_without_it(
         qtbot, tmp_path, monkeypatch, pairs_csv):
     from calibsim_gui.core.embedding import models
-    from calibsim_gui.qt.main_window import MainWindow
-    from calibsim_gui.qt.workers import wait_for_workers
+    from calibsim_gui.qt.shell.main_window import MainWindow
+    from calibsim_gui.qt.widgets.workers import wait_for_workers
     from tests.fakes import FakeEmbedder
 
     (tmp_path / "a file").write_text("not a folder")

@@ -11,7 +11,7 @@ import pytest
 
 KILLED_APP = textwrap.dedent("""
     import multiprocessing, os, signal
-    from calibsim_gui.qt.child_process import child_process
+    from calibsim_gui.qt.widgets.child_process import child_process
     child_process().warm_up()
     print(*[process.pid for process in multiprocessing.active_children()], flush=True)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -11,7 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from calibsim_gui.core.analysis.comparison import ModelComparison
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.comparison_view import ComparisonView
+from calibsim_gui.qt.views.comparison_view import ComparisonView
 from tests.fakes import FakeEmbedder
 
 OTHER = "fake-small"
@@ -26,7 +26,7 @@ def compared(window, qtbot, pairs_csv, monkeypatch):
     other = FakeEmbedder(dimension=32, name=OTHER)
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: other)
     with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
-        window.compare_with("small")
+        window.compare.compare_with("small")
     return window
 
 
@@ -40,7 +40,7 @@ def test_the_compare_tab_starts_empty_with_a_button_that_asks_for_results_first(
     assert view.objectName() == "compare" and window.tabs.indexOf(view) >= 0
     assert view.stack.currentIndex() == 0 and view.compare_button.text() == "Compare with a model…"
     shown = []
-    monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
+    monkeypatch.setattr(window.compare, "show_error", lambda title, text: shown.append(text))
     view.compare_button.click()
     assert "Score a pairs file first" in shown[0]
 
@@ -188,7 +188,7 @@ def test_a_calibrated_difference_above_the_raw_one_is_explained_by_the_reference
 
 
 def test_comparison_progress_reports_counts_from_the_first_update(window, qtbot, pairs_csv):
-    from calibsim_gui.qt.compare_flow import comparison_task
+    from calibsim_gui.qt.flows.compare_flow import comparison_task
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
@@ -220,7 +220,7 @@ def test_with_one_model_the_comparison_says_how_to_add_another(window, qtbot, pa
         window.open_inputs([pairs_csv])
     monkeypatch.setattr(window.models.table_model, "models", [])       # nothing else listed
     window.compare.view.compare_button.click()
-    dialog = window.comparison_dialog
+    dialog = window.compare.comparison_dialog
     qtbot.waitExposed(dialog, timeout=120_000)
     text = dialog.summary.text()
     assert "Only one model is available" in text and "Choose a model folder" in text
@@ -229,9 +229,9 @@ def test_with_one_model_the_comparison_says_how_to_add_another(window, qtbot, pa
     folder.mkdir()
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
     chosen = []
-    monkeypatch.setattr(window, "compare_with", lambda spec: chosen.append(spec))
+    monkeypatch.setattr(window.compare, "compare_with", lambda spec: chosen.append(spec))
     dialog.model_chosen.disconnect()
-    dialog.model_chosen.connect(window.compare_with)
+    dialog.model_chosen.connect(window.compare.compare_with)
     dialog.choose_button.click()
     assert chosen == [str(folder)] and not dialog.isVisible()
 
@@ -251,7 +251,7 @@ def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pa
     other = FakeEmbedder(dimension=32, name=OTHER)
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: other)
     with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
-        window.compare_with("small")
+        window.compare.compare_with("small")
     view = window.compare.view
     assert "same anchor ladder" in view.summary.text() and "Warning" not in view.summary.text()
     # the second model's calibrated scores are those of its own reference refitted on the edited ladder
@@ -262,7 +262,7 @@ def test_every_model_is_calibrated_with_the_same_edited_ladder(window, qtbot, pa
 
 
 def test_while_the_model_loads_its_step_line_is_renewed_with_the_time_so_far(monkeypatch):
-    from calibsim_gui.qt import compare_flow
+    from calibsim_gui.qt.flows import compare_flow
 
     monkeypatch.setattr(compare_flow, "LOAD_TICK_S", 0.01)
     reports = []

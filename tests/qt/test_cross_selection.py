@@ -10,10 +10,10 @@ from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.qt.distribution_plot import DistributionPlot
-from calibsim_gui.qt.heatmap_view import HeatmapView
-from calibsim_gui.qt.results_view import ResultsView
-from calibsim_gui.qt.state import document_pair, pair_row
+from calibsim_gui.qt.session.state import document_pair, pair_row
+from calibsim_gui.qt.views.distributions.distribution_plot import DistributionPlot
+from calibsim_gui.qt.views.heatmap.heatmap_view import HeatmapView
+from calibsim_gui.qt.views.results.results_view import ResultsView
 from tests.fakes import FakeEmbedder
 
 TEXTS = ["w1 w2 w3 w4 cat", "w7 w8 w9 dog", "w1 w2 w3 w4 mat", "w7 w8 w9 fog", "w1 w2 w3 w5 hat",
@@ -169,7 +169,7 @@ def test_brushing_distributions_filters_the_document_pairs_in_results(qtbot, sta
 
 def test_a_map_lasso_filters_results_marks_distributions_and_the_summary_and_a_brush_marks_the_map(
         window, qtbot, pairs_csv):
-    from calibsim_gui.qt.agreement_view import current_agreement
+    from calibsim_gui.qt.session.human_scores import current_agreement
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])

@@ -9,7 +9,7 @@ import numpy as np
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS
 from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.core.io.memory import file_read_bytes
-from calibsim_gui.qt.document_sets import GROUP_COLUMN, NeighbourPairs, largest_heatmap, matrix_fits
+from calibsim_gui.qt.session.document_sets import GROUP_COLUMN, NeighbourPairs, largest_heatmap, matrix_fits
 from tests.fakes import random_sentences
 from tests.qt.conftest import drop, shown_error
 

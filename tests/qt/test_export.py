@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 
-from calibsim_gui.qt.export_dialog import ExportDialog
+from calibsim_gui.qt.flows.export_dialog import ExportDialog
 from tests.qt.conftest import drop
 
 
@@ -144,7 +144,7 @@ def test_export_progress_from_the_report_process_reaches_the_window(scored_windo
 def test_a_stopped_export_in_the_report_process_writes_nothing(scored_window, tmp_path):
     from calibsim_gui.core import reports
     from calibsim_gui.core.errors import Cancelled
-    from calibsim_gui.qt.child_process import child_process
+    from calibsim_gui.qt.widgets.child_process import child_process
 
     report = reports.build_report(scored_window.state.results, scored_window.state.profile)
     out = tmp_path / "out"

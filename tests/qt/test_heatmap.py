@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QSplitter
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.matrix_order import cluster_order, short_document_label
 from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.qt.heatmap_view import HeatmapView
+from calibsim_gui.qt.views.heatmap.heatmap_view import HeatmapView
 from tests.fakes import FakeEmbedder
 
 # two topics, interleaved in the input: clustering must bring each topic together
@@ -98,7 +98,7 @@ def test_hover_names_both_documents_and_the_score(qtbot, state, matrix):
 
 
 def test_large_sets_fall_back_to_input_order(qtbot, state, matrix, monkeypatch):
-    from calibsim_gui.qt import heatmap_view
+    from calibsim_gui.qt.views.heatmap import heatmap_view
 
     monkeypatch.setattr(heatmap_view, "MAX_CLUSTERED_DOCUMENTS", 4)
     view = make_view(qtbot, state)

@@ -17,8 +17,8 @@ import calibsim_gui.core.calibration.profile as core_profile
 from calibsim_gui.core.references.anchors import AnchorPair, builtin_anchors
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.analysis.project import Project, ProjectInput
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import random_sentences
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, drop, shown_error
 

@@ -9,21 +9,21 @@ def test_fit_then_scores_gain_expected_human_similarity(window, qtbot, labelled_
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     assert "Cross-validated error" in window._last_error.text()
     human = window.state.results.frame["cosine_human"]
     assert human.between(0, 1).all()
     saved = tmp_path / "mine.calibsim-human"
-    monkeypatch.setattr("calibsim_gui.qt.human_flow.QFileDialog.getSaveFileName",
+    monkeypatch.setattr("calibsim_gui.qt.flows.human_flow.QFileDialog.getSaveFileName",
                         lambda *a, **k: (str(saved), ""))
-    window.save_human()
+    window.human.save()
     assert HumanFit.load(saved).calibrator.model == window.state.embedder.fingerprint.id
 
 
 def test_a_bad_scale_is_explained(window, labelled_pairs, monkeypatch):
     shown = []
-    monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
-    window.fit_human(str(labelled_pairs), "five")
+    monkeypatch.setattr(window.human, "show_error", lambda title, text: shown.append(text))
+    window.human.fit(str(labelled_pairs), "five")
     assert "low,high" in shown[0]
 
 
@@ -36,7 +36,7 @@ def test_a_fitted_human_calibration_is_shown_and_can_be_compared_with_people(win
     agreement, table = window.agreement, window.results
     assert not agreement.form_combo.model().item(1).isEnabled()            # nothing fitted yet
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     names = table.model.column_names
     assert not table.table.isColumnHidden(names.index("cosine_human"))      # in the default columns
     assert "+ human" in table.columns_combo.currentText()
@@ -66,5 +66,5 @@ def test_the_scale_is_picked_from_presets_the_guessed_one_first(window, qtbot, l
     window.human.choose_pairs()
     assert offered[1][0] == "0–5" and len(set(offered[1])) == len(offered[1])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0–5")                         # a preset as offered
+        window.human.fit(str(labelled_pairs), "0–5")                         # a preset as offered
     assert "cosine_human" in window.state.results.frame

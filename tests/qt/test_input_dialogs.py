@@ -2,7 +2,7 @@ import pandas as pd
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
-from calibsim_gui.qt.input_dialogs import ColumnMappingDialog, DocumentModeDialog
+from calibsim_gui.qt.session.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 
 COLUMNS = ["id", "left", "right", "rating"]
 
@@ -56,7 +56,7 @@ def test_document_mode_dialog_returns_per_file_and_shows_counts(qtbot):
 
 def test_a_dropped_folder_of_one_line_files_defaults_to_one_document_per_file(window, qtbot, tmp_path,
                                                                               monkeypatch):
-    from calibsim_gui.qt import session
+    from calibsim_gui.qt.session import session
     from tests.fakes import random_sentences
     from tests.qt.conftest import drop
 

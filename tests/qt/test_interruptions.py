@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication
 from calibsim_gui.core.io import inputs
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core import reports as core_reports
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import WORKERS_END_MS, Gate, drop
 

@@ -11,10 +11,10 @@ import pytest
 from calibsim_gui.core.analysis import projection
 from calibsim_gui.core.analysis.clusters import cluster_texts
 from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-from calibsim_gui.qt import map_items, map_stages
-from calibsim_gui.qt.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
-from calibsim_gui.qt.map_view import MANY_POINTS, MapView
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.views.map import map_items, map_stages
+from calibsim_gui.qt.views.map.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
+from calibsim_gui.qt.views.map.map_view import MANY_POINTS, MapView
+from calibsim_gui.qt.session.state import AppState
 
 
 TOPICS = ("apple pear plum", "boat ship sail", "rain snow wind")

@@ -7,8 +7,8 @@ import json
 from PySide6.QtWidgets import QMessageBox
 
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import FakeEmbedder
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS
 
@@ -52,7 +52,7 @@ def test_a_reopened_project_has_its_tab_side_by_side_panes_and_view_choices(
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     window.agreement.form_combo.setCurrentIndex(1)              # compare people with the fitted map
     window.resize(*WIDE)
     window.panels.pair_actions[0].trigger()                     # View ▸ Side by side ▸ Text map beside Results
@@ -126,7 +126,7 @@ def test_view_choices_alone_are_not_unsaved_work(window, qtbot, pairs_csv, label
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     path = tmp_path / "study.calibsim"
     assert window.write_project(str(path))
     window.panels.pair_actions[1].trigger()

@@ -10,8 +10,8 @@ from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import ScoredPairs
 from calibsim_gui.core.analysis.project import Project
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.main_window import MainWindow
-from calibsim_gui.qt.workers import wait_for_workers
+from calibsim_gui.qt.shell.main_window import MainWindow
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import REFERENCES_MS, WORKERS_END_MS, Gate, build_background, drop
 
@@ -150,7 +150,7 @@ def test_project_with_edited_anchors_and_a_built_background_reopens_the_same(win
 
 
 def test_unrecognised_columns_are_asked_for_and_then_scored(window, qtbot, tmp_path, monkeypatch):
-    import calibsim_gui.qt.session as session
+    import calibsim_gui.qt.session.session as session
 
     asked = {}
 

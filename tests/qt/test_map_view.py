@@ -12,7 +12,7 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from calibsim_gui.qt.map_colours import SIDE
+from calibsim_gui.qt.views.map.map_colours import SIDE
 from tests.qt.conftest import drop
 
 
@@ -211,8 +211,8 @@ def test_the_chosen_colour_column_stays_when_the_pairs_are_scored_again(mapped, 
 
 def test_a_large_map_is_one_image_that_panning_moves_without_drawing_it_again(qtbot, monkeypatch):
     from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-    from calibsim_gui.qt.map_view import MANY_POINTS, MapView
-    from calibsim_gui.qt.state import AppState
+    from calibsim_gui.qt.session.state import AppState
+    from calibsim_gui.qt.views.map.map_view import MANY_POINTS, MapView
 
     n = MANY_POINTS + 1500
     vectors = np.random.default_rng(0).standard_normal((n, 16)).astype(np.float32)
@@ -350,7 +350,7 @@ def test_cancelling_a_new_clustering_keeps_the_drawn_map(mapped):
 
 
 def test_view_state_round_trip_with_t_sne(mapped, qtbot):
-    from calibsim_gui.qt.map_view import MapView
+    from calibsim_gui.qt.views.map.map_view import MapView
 
     view = mapped.map
     assert view.view_state() == {"projection": "PCA", "colour": "cosine_calibrated", "segments": False,

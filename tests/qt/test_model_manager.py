@@ -4,9 +4,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from calibsim_gui.core.embedding.model_folders import BUILTIN_MODEL_NAME, discover_models, fingerprint_folder
-from calibsim_gui.qt import model_manager as mm
-from calibsim_gui.qt.model_manager import COLUMNS, ModelManager
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.editors import model_manager as mm
+from calibsim_gui.qt.editors.model_manager import COLUMNS, ModelManager
+from calibsim_gui.qt.session.state import AppState
 from tests.fakes import FakeEmbedder
 
 

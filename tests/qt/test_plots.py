@@ -10,9 +10,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPointF
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import PairChunk, score_pairs
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
-from calibsim_gui.qt.calibrated_map_plot import CalibratedMapPlot
-from calibsim_gui.qt.distribution_plot import DistributionPlot
-from calibsim_gui.qt.heatmap_view import HeatmapView
+from calibsim_gui.qt.editors.calibrated_map_plot import CalibratedMapPlot
+from calibsim_gui.qt.views.distributions.distribution_plot import DistributionPlot
+from calibsim_gui.qt.views.heatmap.heatmap_view import HeatmapView
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -192,7 +192,7 @@ def test_count_axes_start_at_zero_so_small_bins_are_drawn(plot, state, scored, q
 
 
 def test_new_results_clear_the_counts_read_from_the_old_ones(plot, state, scored, qtbot):
-    from calibsim_gui.qt.distribution_plot import DISTRIBUTIONS_HINT
+    from calibsim_gui.qt.views.distributions.distribution_plot import DISTRIBUTIONS_HINT
 
     state.set_results(scored)
     _shown(qtbot, plot)
@@ -266,7 +266,7 @@ def test_anchor_labels_do_not_overlap(plot, state, scored, qtbot):
 def test_every_plot_has_the_small_menu_not_pyqtgraphs(qtbot, state, matrix, tmp_path):
     """Heatmap, calibrated map and Space plots: right-click gives Reset view and Export image…,
     never pyqtgraph's developer menu."""
-    from calibsim_gui.qt.space_view import SpaceView
+    from calibsim_gui.qt.views.space_view import SpaceView
 
     state.set_results(matrix)
     views = [HeatmapView(state), CalibratedMapPlot(state), SpaceView(state)]

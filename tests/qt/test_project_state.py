@@ -13,7 +13,7 @@ from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.references.anchors import AnchorSet
-from calibsim_gui.qt import background_loader
+from calibsim_gui.qt.editors import background_loader
 from calibsim_gui.session import references
 from tests.fakes import FakeEmbedder, random_sentences
 from tests.qt.conftest import REFERENCES_MS
@@ -91,7 +91,7 @@ def test_a_reopened_project_has_every_column_it_was_saved_with(banded, qtbot, tm
     build_html_background(window, qtbot, tmp_path)
     qtbot.waitUntil(lambda: window.state.results is not None and not window.score_runner.running, timeout=120_000)
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     window.set_long_texts("chunk:max")
     qtbot.waitUntil(lambda: window.state.results is not None and not window.score_runner.running, timeout=120_000)
     before = window.state.results.frame.copy()
@@ -213,7 +213,7 @@ def test_another_engine_of_the_same_model_keeps_the_human_calibration(banded, qt
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
-        window.fit_human(str(labelled_pairs), "0,5")
+        window.human.fit(str(labelled_pairs), "0,5")
     table = window.results
     table.table.sortByColumn(table.model.column_of("cosine_human"), Qt.SortOrder.DescendingOrder)
     choose_engine(window, "onnx")

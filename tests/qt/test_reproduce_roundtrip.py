@@ -66,7 +66,7 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
                     and not window.profile_runner.running, timeout=REFERENCES_MS)
     assert "edited" in state.profile.provenance["anchors"]["name"]
     assert state.profile.provenance["anchors"]["builtin"] is False
-    window.fit_human(str(user_files / "data" / "stsb" / "train.csv"), "0–5")   # File ▸ Fit human calibration
+    window.human.fit(str(user_files / "data" / "stsb" / "train.csv"), "0–5")   # File ▸ Fit human calibration
     qtbot.waitUntil(lambda: state.human is not None, timeout=120_000)
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [stsb])

@@ -14,9 +14,9 @@ from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
-from calibsim_gui.qt.results_model import SORT_ROLE, ResultsTableModel
-from calibsim_gui.qt.results_view import EMPTY_HINT, ResultsView
-from calibsim_gui.qt.state import AppState
+from calibsim_gui.qt.session.state import AppState
+from calibsim_gui.qt.views.results.results_view import EMPTY_HINT, ResultsView
+from calibsim_gui.qt.widgets.results_model import SORT_ROLE, ResultsTableModel
 from tests.fakes import FakeEmbedder, random_sentences
 
 PAIRS = [
@@ -399,7 +399,7 @@ def test_new_results_drop_the_range_filter(view, scored):
 
 
 def test_column_filter_chips_filter_the_rows_and_clear_one_by_one(view, scored, qtbot, monkeypatch):
-    from calibsim_gui.qt.column_filters import ColumnFilter, ColumnFilterDialog
+    from calibsim_gui.qt.views.results.column_filters import ColumnFilter, ColumnFilterDialog
 
     frame, state = scored.frame, view.state
     values = frame["cosine_calibrated"].to_numpy()
@@ -434,7 +434,7 @@ def test_column_filter_chips_filter_the_rows_and_clear_one_by_one(view, scored, 
 
 
 def test_results_view_state_round_trips_columns_sort_and_filters(view, scored, profile):
-    from calibsim_gui.qt.column_filters import ColumnFilter
+    from calibsim_gui.qt.views.results.column_filters import ColumnFilter
 
     view.columns_combo.setCurrentIndex(view.columns_combo.findData("all"))
     view.table.sortByColumn(view.model.column_of("cosine_raw"), Qt.SortOrder.DescendingOrder)

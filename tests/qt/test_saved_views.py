@@ -6,7 +6,7 @@ import json
 from PySide6.QtCore import Qt
 
 from calibsim_gui.core.embedding import models
-from calibsim_gui.qt.column_filters import ColumnFilter
+from calibsim_gui.qt.views.results.column_filters import ColumnFilter
 from tests.fakes import FakeEmbedder
 from tests.qt.test_layout import close, new_window
 
@@ -18,7 +18,7 @@ def test_a_reopened_project_shows_its_comparison_filters_and_map_settings(
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder(dimension=32,
                                                                                             name="fake-small"))
     with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
-        window.compare_with("small")
+        window.compare.compare_with("small")
     compared = window.compare.view.comparison
     window.results.set_column_filter(ColumnFilter("sentence1", text="a"))
     window.results.table.sortByColumn(window.results.model.column_names.index("cosine_calibrated"),

@@ -72,7 +72,7 @@ def test_search_tab_ranks_hits_in_a_worker_and_exports_them(window, qtbot, searc
 
 def test_search_export_never_replaces_its_inputs_and_names_a_file_it_cannot_write(window, qtbot,
                                                                                   search_files, tmp_path):
-    from calibsim_gui.qt.search_view import run_search
+    from calibsim_gui.qt.views.search_view import run_search
 
     queries, _, texts = search_files
     corpus = tmp_path / "corpus.csv"                 # a table the user may pick as the report's name
@@ -131,8 +131,8 @@ def test_the_search_export_offers_the_last_format_and_folder_in_a_new_session(wi
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QDialog
 
-    from calibsim_gui.qt.export_dialog import ExportDialog
-    from calibsim_gui.qt.search_view import SearchView
+    from calibsim_gui.qt.flows.export_dialog import ExportDialog
+    from calibsim_gui.qt.views.search_view import SearchView
 
     view = searched(window, qtbot, search_files)
     chosen = tmp_path / "reports" / "mine.json"
@@ -216,12 +216,12 @@ def labelled_csv(tmp_path):
 
 
 def test_threshold_dialog_shows_curves_and_raw_and_calibrated_cuts(window, qtbot, labelled_csv):
-    from calibsim_gui.qt.threshold_view import ThresholdDialog
+    from calibsim_gui.qt.views.threshold_view import ThresholdDialog
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [labelled_csv])
-    window.show_threshold()
-    dialog = window.threshold_dialog
+    window.compare.show_threshold()
+    dialog = window.compare.threshold_dialog
     assert isinstance(dialog, ThresholdDialog) and dialog.isVisible()
     assert dialog.same_at.value() == pytest.approx(4, abs=0.2)        # upper fifth of the labels' range
     qtbot.waitUntil(lambda: getattr(dialog, "found", None) is not None, timeout=120_000)
@@ -250,7 +250,7 @@ def test_threshold_without_labels_says_what_it_needs(window, qtbot, good_results
     pd.DataFrame({"sentence1": texts, "sentence2": texts[::-1]}).to_csv(path, index=False)
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [path])
-    window.show_threshold()
+    window.compare.show_threshold()
     from tests.qt.conftest import shown_error
 
     assert "human scores" in shown_error(window, qtbot)

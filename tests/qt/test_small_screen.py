@@ -6,7 +6,7 @@ import math
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QPainter
 
-from calibsim_gui.qt.anchor_models import TEXT_A, TEXT_B
+from calibsim_gui.qt.editors.anchor_models import TEXT_A, TEXT_B
 from tests.qt.conftest import build_background
 
 SMALL = (1024, 700)

@@ -20,7 +20,7 @@ def test_the_window_opens_without_its_plots_and_pandas_and_builds_a_tab_when_it_
         import json, os, sys
         from PySide6.QtWidgets import QApplication
         app = QApplication([])
-        from calibsim_gui.qt.main_window import MainWindow
+        from calibsim_gui.qt.shell.main_window import MainWindow
         window = MainWindow(load_default_model=False, autosave=False)
         window.show()
         app.processEvents()
@@ -100,7 +100,7 @@ def test_reading_an_input_imports_the_plot_library_off_the_gui_thread(tmp_path):
 
         sys.meta_path.insert(0, Watch())
         app = QApplication([])
-        from calibsim_gui.qt.main_window import MainWindow
+        from calibsim_gui.qt.shell.main_window import MainWindow
         window = MainWindow(load_default_model=False, autosave=False)
         window.show()
         window.open_inputs([sys.argv[1]])

@@ -4,7 +4,7 @@ import time
 from PySide6.QtCore import QCoreApplication
 
 from calibsim_gui.core.errors import Cancelled, InputError
-from calibsim_gui.qt.workers import TaskRunner, wait_for_workers
+from calibsim_gui.qt.widgets.workers import TaskRunner, wait_for_workers
 from tests.qt.conftest import WORKERS_END_MS, Gate
 
 
@@ -75,7 +75,7 @@ def test_user_errors_arrive_as_messages(qtbot):
 
 
 def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
-    from calibsim_gui.qt import workers
+    from calibsim_gui.qt.widgets import workers
 
     clock = [100.0]
     monkeypatch.setattr(workers.time, "monotonic", lambda: clock[0])
@@ -103,7 +103,7 @@ def test_a_run_knows_its_time_left_and_how_long_it_took(qtbot, monkeypatch):
 def test_time_left_follows_the_pace_of_the_current_step(qtbot, monkeypatch):
     """A run of several steps (load a model, encode its references, score the pairs) reports each
     step's own counts: the time left is the current step's pace, not the whole run's."""
-    from calibsim_gui.qt import workers
+    from calibsim_gui.qt.widgets import workers
 
     clock = [100.0]
     monkeypatch.setattr(workers.time, "monotonic", lambda: clock[0])
@@ -139,7 +139,7 @@ def test_garbage_is_collected_on_the_gui_thread_never_in_a_worker(qtbot):
     collects instead."""
     import gc
 
-    from calibsim_gui.qt import workers
+    from calibsim_gui.qt.widgets import workers
 
     runner = TaskRunner("allocating")
     assert not gc.isenabled() and workers._gui_thread_collector.timer.isActive()

@@ -1,0 +1,83 @@
+"""The window's tabs: their names and titles, and the views built when a tab is first shown.
+
+A plot's module imports pyqtgraph and a view builds its plots, which together cost more than the
+rest of the window: so the views below wait until their tab is shown or asked for
+(`MainWindow.view`, or the window's attribute of the same name), and the window opens first.
+"""
+
+from __future__ import annotations
+
+# mnemonics are unique across tabs and menus (Alt+H is Help; Heatmap is Alt+E); the names are
+# the tabs' objectName, which projects and the layout keep
+TABS = (("welcome", "&Welcome"), ("model", "&Model"), ("anchors", "&Anchors"), ("background", "&Background"),
+        ("results", "&Results"), ("distributions", "&Distributions"), ("agreement", "Agreeme&nt"),
+        ("heatmap", "H&eatmap"), ("map", "Te&xt map"), ("space", "S&pace"), ("search", "Sear&ch"),
+        ("compare", "C&ompare"))
+
+
+class BuiltOnUse:
+    """A window attribute naming a tab built on first use: reading it builds the tab."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, window, owner=None):
+        return self if window is None else window.view(self.name)
+
+
+def waiting_views(window) -> dict:
+    """``{tab name: function building its view}`` for the tabs built when first shown."""
+    return {"results": lambda: results(window), "distributions": lambda: distributions(window),
+            "agreement": lambda: agreement(window), "heatmap": lambda: heatmap(window),
+            "map": lambda: text_map(window), "space": lambda: space(window),
+            "search": lambda: search(window), "compare": window.compare.build_view}
+
+
+def results(window):
+    from calibsim_gui.qt.views.results.results_view import ResultsView
+
+    return ResultsView(window.state)
+
+
+def distributions(window):
+    from calibsim_gui.qt.views.distributions.distribution_plot import DistributionPlot
+
+    return DistributionPlot(window.state)
+
+
+def agreement(window):
+    from calibsim_gui.qt.views.agreement_view import AgreementView
+
+    return AgreementView(window.state)
+
+
+def heatmap(window):
+    from calibsim_gui.qt.views.heatmap.heatmap_view import HeatmapView
+
+    return HeatmapView(window.state)
+
+
+def text_map(window):
+    from calibsim_gui.qt.views.map.map_view import MapView
+
+    view = MapView(window.state, cache=lambda: window.cache)
+    window.watch_runners(view.runner, view.query_runner)
+    return view
+
+
+def space(window):
+    from calibsim_gui.qt.views.space_view import SpaceView
+
+    view = SpaceView(window.state)
+    window.watch_runners(view.runner)
+    view.geometry_chosen.connect(window.state.set_geometry)
+    return view
+
+
+def search(window):
+    from calibsim_gui.qt.views.search_view import SearchView
+
+    view = SearchView(window.state, cache=lambda: window.cache, memory_budget=window.preferences.memory_budget,
+                      settings=window.settings, run_sources=window.state.run_sources)
+    window.watch_runners(view.runner, view.export_runner)
+    return view

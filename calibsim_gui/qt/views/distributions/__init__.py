@@ -1,0 +1,1 @@
+"""The Distributions tab: raw and calibrated histograms against the references."""

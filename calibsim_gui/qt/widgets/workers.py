@@ -1,0 +1,173 @@
+"""The one adapter between the core's long work and Qt: runs tasks off the GUI thread.
+
+A task is a core function called as ``task(progress=..., should_stop=...)``; it may return a
+value or be a generator whose yields are partial results. `TaskRunner` runs one task at a time
+on the global `QThreadPool`: starting a task cancels the one before, and every signal carries
+the run's generation so results of a cancelled run are dropped, never shown. (A plain
+`QRunnable` suffices here: the runner has its own signals and stop flag, and superqt's import
+alone cost 0.3 s of start-up.)
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import itertools
+import time
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+
+from calibsim_gui.core.errors import Cancelled
+from calibsim_gui.qt.widgets.messages import failure_message
+
+_gui_thread_collector = None
+
+
+class GuiThreadCollector:
+    """Python's cycle collector, turned off and run instead by a GUI-thread timer, generation by
+    generation when the counts pass the usual thresholds (as pyqtgraph's `GarbageCollector` does,
+    without importing pyqtgraph at start-up). The timer lasts as long as the process."""
+
+    def __init__(self, interval_s: float = 1.0):
+        self.threshold = gc.get_threshold()
+        self.timer = QTimer()
+        self.timer.timeout.connect(self.check)
+        gc.disable()
+        self.timer.start(int(interval_s * 1000))
+
+    def check(self) -> None:
+        counts = gc.get_count()
+        for generation in range(3):
+            if counts[generation] <= self.threshold[generation]:
+                break
+            gc.collect(generation)
+
+
+def collect_garbage_on_gui_thread() -> None:
+    """Run Python's cycle collector only from a GUI-thread timer (once per process).
+
+    Left automatic, it runs in whichever thread happens to allocate, often a busy worker, and
+    may destroy Qt objects there: Qt then crashes or hangs.
+    """
+    global _gui_thread_collector
+    if _gui_thread_collector is None:
+        _gui_thread_collector = GuiThreadCollector()
+
+
+class TaskRunner(QObject):
+    """Runs one named task at a time; emits its progress, partial results and outcome.
+
+    Signals (all delivered on the GUI thread, only for the current run):
+    ``progress(done, total, message)``, ``partial(value)``, ``finished(value)``,
+    ``failed(message)``, ``cancelled()``, ``busy(bool)``.
+    """
+
+    progress = Signal(int, int, str)
+    partial = Signal(object)
+    finished = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+    busy = Signal(bool)
+
+    _from_worker = Signal(int, str, object)      # generation, kind, payload (queued to GUI thread)
+
+    def __init__(self, name: str = "task", parent: QObject | None = None):
+        super().__init__(parent)
+        self.name = name
+        self._generation = itertools.count(1)
+        self._current = 0                 # generation of the running task; 0 when idle
+        self._stop = {"stop": False}      # the running task's stop flag
+        self.started_at = 0.0             # time.monotonic() when the current (or last) run started
+        self.duration = 0.0               # seconds the last run that ended took
+        self._step = (0.0, 0, 0)          # the current step of the run: (started at, total, done then)
+        self._done = 0                    # the count the run reported last
+        self._from_worker.connect(self._deliver)
+        collect_garbage_on_gui_thread()
+
+    @property
+    def running(self) -> bool:
+        return self._current != 0
+
+    def start(self, task, *args, **kwargs) -> int:
+        """Run ``task(*args, progress=..., should_stop=..., **kwargs)``; returns the generation."""
+        self.cancel()
+        generation = self._current = next(self._generation)
+        emit = self._from_worker.emit
+        state = {"stop": False}
+
+        def progress(done: int, total: int, message: str = "") -> None:
+            emit(generation, "progress", (done, total, message))
+
+        def run():
+            try:
+                result = task(*args, progress=progress, should_stop=lambda: state["stop"], **kwargs)
+                if inspect.isgenerator(result):
+                    while True:
+                        if state["stop"]:
+                            raise Cancelled("stopped")
+                        try:
+                            emit(generation, "partial", next(result))
+                        except StopIteration as end:
+                            result = end.value
+                            break
+                emit(generation, "finished", result)
+            except Cancelled:
+                emit(generation, "cancelled", None)
+            except Exception as exc:     # a message, or a bug's traceback: never a lost thread
+                emit(generation, "failed", failure_message(exc))
+
+        self._stop = state
+        self.started_at = time.monotonic()
+        self._step, self._done = (self.started_at, 0, 0), 0
+        self.busy.emit(True)
+        QThreadPool.globalInstance().start(QRunnable.create(run))
+        return generation
+
+    def elapsed(self) -> float:
+        """Seconds since the running task started (0 when idle)."""
+        return time.monotonic() - self.started_at if self.running else 0.0
+
+    def time_left(self, done: int, total: int) -> float | None:
+        """Seconds left by the pace of the current step (a run of several steps, each reporting
+        its own counts, starts a step whenever the total changes or the count goes back), or
+        None while it cannot be told yet."""
+        started, step_total, done_then = self._step
+        if step_total != total:                       # counts not delivered as progress
+            started, done_then = self.started_at, 0
+        elapsed = time.monotonic() - started if self.running else 0.0
+        if not self.running or total <= 0 or done <= done_then or done >= total or elapsed < 1.0:
+            return None
+        return elapsed * (total - done) / (done - done_then)
+
+    def cancel(self) -> None:
+        """Ask the running task to stop; its later signals are dropped."""
+        if self.running:
+            self._stop["stop"] = True
+            self._current = 0
+            self.busy.emit(False)
+            self.cancelled.emit()
+
+    @Slot(int, str, object)
+    def _deliver(self, generation: int, kind: str, payload) -> None:
+        if generation != self._current:
+            return                                   # a stale run: never shown
+        if kind == "progress":
+            done, total, _ = payload
+            if total != self._step[1] or done < self._done:
+                self._step = (time.monotonic(), total, done)
+            self._done = done
+            self.progress.emit(*payload)
+            return
+        if kind == "partial":
+            self.partial.emit(payload)
+            return
+        self._current = 0
+        self.duration = time.monotonic() - self.started_at
+        self.busy.emit(False)
+        {"finished": self.finished, "failed": self.failed, "cancelled": self.cancelled}[kind].emit(
+            *(() if kind == "cancelled" else (payload,)))
+
+
+def wait_for_workers(msecs: int = 10_000) -> bool:
+    """Wait for every running task thread to end (e.g. when the app closes)."""
+    return QThreadPool.globalInstance().waitForDone(msecs)
