@@ -259,8 +259,8 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     phase("after the engine switch", lambda: None, window.results_shown if rescoring else None, after_s=10.0,
           runner=window.score_runner if rescoring else None)
     report = work / "report.html"
-    phase("first export", lambda: window.start_export(path=str(report), metric="cosine", form="calibrated",
-                                                      figures=True, force=True),
+    phase("first export", lambda: window.exports.start(path=str(report), metric="cosine", form="calibrated",
+                                                       figures=True, force=True),
           window.export_runner.finished, runner=window.export_runner)
     documents = load_documents(work / "background.txt")
     phase("background build", lambda: window.build_background(documents, pairs, 0),

@@ -42,8 +42,8 @@ def test_drop_stsb_then_save_and_reopen_the_project(qtbot, stsb_test_path, tmp_p
     for suffix in (".html", ".pdf", ".xlsx", ".json", ".csv"):          # every export format
         out = tmp_path / f"stsb-report{suffix}"
         with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
-            window.start_export(path=str(out), metric="cosine", form="calibrated", figures=False,
-                                force=False)
+            window.exports.start(path=str(out), metric="cosine", form="calibrated", figures=False,
+                                 force=False)
         assert out.stat().st_size > 100_000, suffix
     exported = pd.read_excel(tmp_path / "stsb-report.xlsx", sheet_name="results")
     np.testing.assert_allclose(exported["cosine_calibrated"], frame["cosine_calibrated"], rtol=1e-12)

@@ -103,7 +103,7 @@ def test_a_set_scored_by_neighbours_exports_its_pairs_and_groups_and_draws_a_hea
     assert window.exports.default_path().endswith(".xlsx")      # tables, never an HTML or PDF report
     out = tmp_path / "neighbours.xlsx"
     with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
-        window.start_export(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
+        window.exports.start(path=str(out), metric="cosine", form="calibrated", figures=False, force=False)
     assert "Exported" in window.status_label.text() and str(out) in window.status_label.text()
     sheets = pd.read_excel(out, sheet_name=None)
     pairs, groups = sheets["pairs"], sheets["groups"]
@@ -117,7 +117,7 @@ def test_a_set_scored_by_neighbours_exports_its_pairs_and_groups_and_draws_a_hea
     assert len(groups) == len(results.neighbours.groups) and (pairs[GROUP_COLUMN] == "group 1").any()
     csv = tmp_path / "pairs.csv"                                # CSV: the pairs as Results lists them
     with qtbot.waitSignal(window.export_runner.finished, timeout=120_000):
-        window.start_export(path=str(csv), metric="cosine", form="calibrated", figures=False, force=False)
+        window.exports.start(path=str(csv), metric="cosine", form="calibrated", figures=False, force=False)
     assert pd.read_csv(csv, comment="#")["document"].tolist() == results.frame["document"].tolist()
     # the Heatmap tab: a heatmap of the top pairs' texts, then of the texts chosen on the Map
     window.tabs.setCurrentWidget(window.heatmap)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from PySide6.QtWidgets import QDialog, QMessageBox
 
-from calibsim_gui.qt.flows.export_dialog import ExportDialog
+from calibsim_gui.qt.session.exports import ExportDialog
 from tests.qt.conftest import drop
 
 
@@ -101,8 +101,8 @@ def test_dialog_refuses_a_folder_where_the_report_or_a_figure_goes(qtbot, tmp_pa
 def test_export_writes_each_format_in_a_worker(scored_window, qtbot, tmp_path, suffix):
     out = tmp_path / f"report{suffix}"
     with qtbot.waitSignal(scored_window.export_runner.finished, timeout=120_000):
-        scored_window.start_export(path=str(out), metric="cosine", form="calibrated",
-                                   figures=suffix == ".html", force=False)
+        scored_window.exports.start(path=str(out), metric="cosine", form="calibrated",
+                                    figures=suffix == ".html", force=False)
     frame = scored_window.state.results.frame
     if suffix == ".html":
         tables = pd.read_html(io.StringIO(out.read_text()))
@@ -124,8 +124,8 @@ def test_export_failure_is_shown_and_leaves_nothing(scored_window, qtbot, tmp_pa
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder should be")
     with qtbot.waitSignal(scored_window.export_runner.failed, timeout=120_000) as failed:
-        scored_window.start_export(path=str(blocker / "report.html"), metric="cosine",
-                                   form="calibrated", figures=False, force=False)
+        scored_window.exports.start(path=str(blocker / "report.html"), metric="cosine",
+                                    form="calibrated", figures=False, force=False)
     assert "report.html" in failed.args[0] or "not-a-folder" in failed.args[0]
     assert blocker.read_text() == "a file where a folder should be"
 
@@ -135,8 +135,8 @@ def test_export_progress_from_the_report_process_reaches_the_window(scored_windo
     messages = []
     scored_window.export_runner.progress.connect(lambda done, total, message: messages.append(message))
     with qtbot.waitSignal(scored_window.export_runner.finished, timeout=120_000) as finished:
-        scored_window.start_export(path=str(out), metric="cosine", form="calibrated", figures=True,
-                                   force=False)
+        scored_window.exports.start(path=str(out), metric="cosine", form="calibrated", figures=True,
+                                    force=False)
     assert messages[:2] == ["writing report.html", "drawing figures"] and messages[-1] == "wrote report.html"
     assert finished.args[0][0] == out and "<html" in out.read_text().lower()
 
@@ -157,8 +157,8 @@ def test_a_stopped_export_in_the_report_process_writes_nothing(scored_window, tm
 
 def test_export_without_results_says_what_to_do(window, monkeypatch):
     shown = []
-    monkeypatch.setattr(window, "show_error", lambda title, text: shown.append(text))
-    window.export_report()
+    monkeypatch.setattr(window.exports, "show_error", lambda title, text: shown.append(text))
+    window.exports.ask()
     assert "Score a pairs file" in shown[0]
 
 
@@ -217,11 +217,11 @@ def test_export_while_the_results_are_scored_again_says_to_wait_and_writes_nothi
     the geometry fix changed): the window says to export once scoring finishes, never an
     unexpected error, and writes nothing."""
     shown = []
-    monkeypatch.setattr(scored_window, "show_error", lambda title, text: shown.append(text))
+    monkeypatch.setattr(scored_window.exports, "show_error", lambda title, text: shown.append(text))
     with qtbot.waitSignal(scored_window.results_shown, timeout=120_000):
         scored_window.state.set_geometry("center")
         assert scored_window.state.results is None and scored_window.score_runner.running
-        scored_window.start_export(path=str(tmp_path / "report.html"), metric="cosine", form="calibrated",
-                                   figures=False, force=False)
+        scored_window.exports.start(path=str(tmp_path / "report.html"), metric="cosine", form="calibrated",
+                                    figures=False, force=False)
     assert shown == ["The results are being scored; export them once scoring has finished."]
     assert not scored_window.export_runner.running and not (tmp_path / "report.html").exists()

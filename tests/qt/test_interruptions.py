@@ -92,8 +92,8 @@ def start_scoring(window, tmp_path, monkeypatch, gate):
 
 def start_export(window, tmp_path, monkeypatch, gate):
     monkeypatch.setattr(core_reports, "build_report", held(core_reports.build_report, gate))
-    window.start_export(path=str(tmp_path / "report.pdf"), metric="cosine", form="calibrated",
-                        figures=True, force=False)
+    window.exports.start(path=str(tmp_path / "report.pdf"), metric="cosine", form="calibrated",
+                         figures=True, force=False)
     return window.export_runner
 
 

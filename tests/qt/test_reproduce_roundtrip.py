@@ -74,7 +74,7 @@ def test_a_typical_session_reproduces_from_its_report_in_a_fresh_folder(session_
 
     reports = user_files / "reports"
     for report in (reports / "session.json", reports / "session.html"):    # File ▸ Export report
-        window.start_export(path=str(report), metric="cosine", form="calibrated", figures=False, force=False)
+        window.exports.start(path=str(report), metric="cosine", form="calibrated", figures=False, force=False)
         qtbot.waitUntil(lambda written=report: written.is_file() and not window.export_runner.running,
                         timeout=120_000)
     data = json.loads((reports / "session.json").read_text())

@@ -131,7 +131,7 @@ def test_the_search_export_offers_the_last_format_and_folder_in_a_new_session(wi
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QDialog
 
-    from calibsim_gui.qt.flows.export_dialog import ExportDialog
+    from calibsim_gui.qt.session.exports import ExportDialog
     from calibsim_gui.qt.views.search_view import SearchView
 
     view = searched(window, qtbot, search_files)

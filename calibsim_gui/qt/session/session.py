@@ -47,17 +47,10 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
     return embedder
 
 
-def import_input_views() -> None:
-    """Import the modules of the views a read input opens (Results, Distributions; with them
-    pyqtgraph, about half a second): done by the reading worker, so the window, which builds
-    those views next, does not pause for the import (#29)."""
-    from calibsim_gui.qt.views.distributions import distribution_plot  # noqa: F401
-    from calibsim_gui.qt.views.results import results_view  # noqa: F401
-
-
-def read_pairs_or_columns(path, options, budget, *, progress, should_stop):
-    """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user."""
-    import_input_views()
+def read_pairs_or_columns(path, options, budget, preload, *, progress, should_stop):
+    """`load_pairs`, or the `ColumnsNotFound` problem itself so the window can ask the user;
+    `preload()` first (`Session`'s)."""
+    preload()
     try:
         return inputs.load_pairs(path, memory_budget=budget, **options)
     except ColumnsNotFound as problem:
@@ -82,18 +75,22 @@ def measure_text_files(paths, options, *, progress, should_stop) -> DroppedTexts
         return DroppedTexts(paths, options, None)
 
 
-def read_document_files(paths, options, budget, *, progress, should_stop):
-    """`load_documents` of `paths`, after `import_input_views`."""
-    import_input_views()
+def read_document_files(paths, options, budget, preload, *, progress, should_stop):
+    """`load_documents` of `paths`, after `preload()` (`Session`'s)."""
+    preload()
     return load_documents(paths, memory_budget=budget, **options)
 
 
 class Session(QObject):
-    """Loads models, prepares references, reads inputs and scores them, in the window's runners."""
+    """Loads models, prepares references, reads inputs and scores them, in the window's runners.
 
-    def __init__(self, window):
+    `preload()` runs in the reading worker before an input is read: the shell imports there the
+    modules of the views the input opens, so the window does not pause for them (#29)."""
+
+    def __init__(self, window, *, preload):
         super().__init__(window)
         self.window = window
+        self.preload = preload
         self.state = window.state
         self.session_model = window.state.session_model   # the session's state and rules
         self.incoming_input: dict | None = None       # input_spec of the file being read
@@ -307,13 +304,14 @@ class Session(QObject):
 
     def read_pairs(self, path: str, options: dict) -> None:
         self.incoming_input = {"paths": [path], "kind": "pairs", "options": options}
-        self.window.input_runner.start(read_pairs_or_columns, path, options, self.window.memory_budget())
+        self.window.input_runner.start(read_pairs_or_columns, path, options, self.window.memory_budget(),
+                                       self.preload)
         self.update_results_hint()
 
     def read_documents(self, paths: list[str], options: dict) -> None:
         self.incoming_input = {"paths": paths, "kind": "documents", "options": options}
         budget = self.window.memory_budget()
-        self.window.input_runner.start(read_document_files, paths, options, budget)
+        self.window.input_runner.start(read_document_files, paths, options, budget, self.preload)
 
     def input_read(self, value) -> None:
         if isinstance(value, DroppedTexts):

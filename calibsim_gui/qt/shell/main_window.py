@@ -28,7 +28,7 @@ from calibsim_gui.qt.session.state import AppState
 from calibsim_gui.qt.shell.actions import WindowMenus
 from calibsim_gui.qt.shell.autosave import Autosaver
 from calibsim_gui.qt.shell.panels import Panels
-from calibsim_gui.qt.shell.tab_views import TABS, BuiltOnUse, waiting_views
+from calibsim_gui.qt.shell.tab_views import TABS, BuiltOnUse, import_input_views, waiting_views
 from calibsim_gui.qt.shell.task_status import TaskStatus
 from calibsim_gui.qt.shell.window_title import WindowTitle
 from calibsim_gui.qt.views.first_run import FirstRunView
@@ -58,16 +58,18 @@ class MainWindow(QMainWindow):
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
         self._build_runners()
         self.preferences = Preferences(self)
-        self.session = Session(self)
+        self.session = Session(self, preload=import_input_views)
         self.projects = Projects(self)
         self.human = HumanFlow(self.state, session=self.session, preferences=self.preferences,
                                projects=self.projects, show_error=self.show_error,
                                show_message=self.show_message, parent=self)
         self.human_runner = self.human.runner
-        self.exports = ExportFlow(self)
+        self.exports = ExportFlow(self.state, settings=self.settings, scoring=lambda: self.score_runner.running,
+                                  show_error=self.show_error, parent=self)
+        self.export_runner = self.exports.runner
         self._build_tabs()
         self.compare_runner = self.compare.runner
-        self.runners += [self.human_runner, self.compare_runner]
+        self.runners += [self.export_runner, self.human_runner, self.compare_runner]
         self.task_status = TaskStatus(self, self.runners)
         self.status_label = self.task_status.status_label
         self.progress = self.task_status.progress
@@ -88,9 +90,8 @@ class MainWindow(QMainWindow):
         self.profile_runner = TaskRunner("preparing references", self)
         self.input_runner = TaskRunner("reading input", self)
         self.score_runner = TaskRunner("scoring", self)
-        self.export_runner = TaskRunner("exporting report", self)
-        self.runners = [self.model_runner, self.profile_runner, self.input_runner, self.score_runner,
-                        self.export_runner]                    # and the flows' own runners
+        self.runners = [self.model_runner, self.profile_runner, self.input_runner,
+                        self.score_runner]                    # and the flows' own runners
 
     def _build_tabs(self) -> None:
         memory_budget = self.preferences.memory_budget
@@ -167,6 +168,7 @@ class MainWindow(QMainWindow):
         self.score_runner.finished.connect(session.scored)
         self.score_runner.failed.connect(session.score_failed)
         self.export_runner.finished.connect(self.exports.exported)
+        self.exports.status.connect(self.status_label.setText)
         self.human.status.connect(self.status_label.setText)
         self.human.savable.connect(lambda: self.menus.save_human_action.setEnabled(True))
         state.human_changed.connect(session.rescore)
@@ -291,12 +293,6 @@ class MainWindow(QMainWindow):
 
     def write_project(self, path: str) -> bool:
         return self.projects.write(path)
-
-    def export_report(self) -> None:
-        self.exports.ask()
-
-    def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
-        self.exports.start(path=path, metric=metric, form=form, figures=figures, force=force)
 
     def memory_budget(self) -> int:
         return self.preferences.memory_budget()

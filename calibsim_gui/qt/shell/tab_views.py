@@ -2,7 +2,8 @@
 
 A plot's module imports pyqtgraph and a view builds its plots, which together cost more than the
 rest of the window: so the views below wait until their tab is shown or asked for
-(`MainWindow.view`, or the window's attribute of the same name), and the window opens first.
+(`MainWindow.view`, or the window's attribute of the same name), and the window opens first;
+the modules of those an input opens are imported by the reading worker (`import_input_views`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ class BuiltOnUse:
 
     def __get__(self, window, owner=None):
         return self if window is None else window.view(self.name)
+
+
+def import_input_views() -> None:
+    """Import the modules of the views a read input opens (Results, Distributions; with them
+    pyqtgraph, about half a second): the session's reading worker calls it, so the window, which
+    builds those views next, does not pause for the import (#29)."""
+    from calibsim_gui.qt.views.distributions import distribution_plot  # noqa: F401
+    from calibsim_gui.qt.views.results import results_view  # noqa: F401
 
 
 def waiting_views(window) -> dict:

@@ -3,7 +3,7 @@
 Queries are files or folders (chosen or dropped) or a typed query; the corpus is files or
 folders, or else the current input's texts. The search runs `core.search.search` in a
 `TaskRunner` with progress and Cancel, and the hits fill a table that the Export dialog writes
-as any report (`export_flow.export_report`, in the app's child process). Choosing a hit selects
+as any report (`session.exports.export_report`, in the app's child process). Choosing a hit selects
 it in `AppState` (Results row, Map points) when its texts are in the current input.
 """
 
@@ -31,7 +31,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.qt.flows.export_flow import export_report, exported_message
+from calibsim_gui.qt.session.exports import (
+    ExportDialog,
+    export_figures,
+    export_report,
+    exported_message,
+    remember_export,
+    report_path,
+)
 from calibsim_gui.qt.widgets.child_process import child_process
 from calibsim_gui.qt.widgets.messages import SEARCH_FIXES, plural, with_window_fixes
 from calibsim_gui.qt.widgets.workers import TaskRunner
@@ -405,8 +412,6 @@ class SearchView(QWidget):
     # ------------------------------------------------------------------ export
 
     def export(self) -> None:
-        from calibsim_gui.qt.flows.export_dialog import ExportDialog, export_figures, report_path
-
         if self.hits is None:
             return
         metric = self.hits.provenance["search"]["metric"]
@@ -422,8 +427,6 @@ class SearchView(QWidget):
     def start_export(self, *, path: str, metric: str, form: str, figures: bool, force: bool) -> None:
         """Write the hits as File ▸ Export writes results: drawn and written in the app's child
         process, with progress and Cancel in the status bar; the choices are kept for the next export."""
-        from calibsim_gui.qt.flows.export_dialog import remember_export
-
         remember_export(self.settings, path, figures)
         self.export_runner.start(export_report, self.hits, self.hits_profile, path=path, metric=metric,
                                  form=form, figures=figures, force=force, sources=self.hits_sources)

@@ -1,7 +1,13 @@
-"""The Export dialog: where, in which format, featuring which metric and form, figures or not."""
+"""What File ▸ Export and the Search tab's Export share: the Export dialog (where, in which
+format, featuring which metric and form, figures or not), the choices it remembers, and the
+writing of a report (`export_report`, in the app's child process).
+
+The reports' modules (pandas, the writers) load with the first export, not with the window.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -21,12 +27,50 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.errors import CalibsimError, Cancelled
 from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths, sidecar_path
 from calibsim_gui.core.references.anchors import load_anchors
-from calibsim_gui.core.reports.reproduce import anchors_path, is_builtin_ladder
+from calibsim_gui.core.reports.reproduce import RunSources, anchors_path, is_builtin_ladder
+from calibsim_gui.qt.session.document_sets import NeighbourPairs
 from calibsim_gui.qt.session.preferences import user_folder
 from calibsim_gui.qt.session.state import form_label
+from calibsim_gui.qt.widgets.child_process import child_process
+
+
+def export_report(results, profile, *, path, metric, form, figures, force, progress, should_stop,
+                  sources=None):
+    """Build the report here (a worker thread), then draw and write it (plus its figures when
+    asked) in the app's child process, which never holds the window's interpreter lock; returns
+    the files written.
+
+    `sources` (`RunSources`'s fields, `Session.run_sources`) names the profile file, human
+    calibration and input columns used."""
+    from calibsim_gui.core import reports  # looked up when called, so a replaced function is the one used
+
+    if isinstance(results, NeighbourPairs):
+        return [export_neighbours(results, path, force=force)]
+    report = reports.build_report(results, profile, metric=metric, form=form,
+                                  sources=RunSources(**sources) if sources is not None else None)
+    if should_stop():
+        raise Cancelled("export stopped; nothing was written")
+    return child_process().run(reports.write_report_files, report, path, figures=figures, force=force,
+                               progress=progress, should_stop=should_stop)
+
+
+def export_neighbours(results: NeighbourPairs, path, *, force: bool):
+    """A document set scored by neighbours, as its tables: the most similar pairs as Results shows
+    them (raw, calibrated, the band, each pair's duplicate group), then the duplicate groups
+    (XLSX and JSON; CSV and TSV hold the pairs)."""
+    from calibsim_gui.core.reports.neighbour_tables import write_neighbour_tables  # pandas' writers
+
+    shown = dataclasses.replace(results.neighbours, pairs=results.frame)
+    return write_neighbour_tables(shown, path, tables=("pairs", "groups"), force=force)
+
+
+def exported_message(written) -> str:
+    """What the window says once `export_report` wrote `written` (the report first)."""
+    extra = f" and {len(written) - 1} figure files" if len(written) > 1 else ""
+    return f"Exported {written[0]}{extra}"
 
 
 def report_folder(settings: QSettings) -> str:
