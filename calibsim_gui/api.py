@@ -20,7 +20,7 @@ from calibsim_gui.core.analysis.evaluation import evaluate as evaluate_scores
 from calibsim_gui.core.analysis.human_fit import fit_human_pairs
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS, document_neighbours
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
-from calibsim_gui.core.analysis.run_setup import open_model
+from calibsim_gui.core.analysis.run_setup import check_cache_folders, open_model
 from calibsim_gui.core.analysis.search import search as search_corpus
 from calibsim_gui.core.analysis.thresholds import same_meaning, score_thresholds
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit, human_pairs
@@ -121,7 +121,10 @@ class Session:
                  engine: str = "auto", precision: str = "float32", allow_pickle: bool = False,
                  cache: bool = True, batch_size: int = 64, memory_budget: int | None = None,
                  progress: bool = True):
-        if model is not None and not _is_path(model):
+        loads = model is None or _is_path(model)
+        if not vectors:                       # before the model loads, as the command line checks
+            check_cache_folders(cache=cache, onnx=loads and engine != "torch")
+        if not loads:
             if vectors:
                 raise InputError("vectors files are a model of their own: give either vectors= or model=.",
                                  fix="leave out model= (or vectors=)")
