@@ -1,11 +1,12 @@
 """#41's acceptance: the command line, the Python API and the app drive one session model, so
-they write byte-identical score tables for the same pairs, model, references, anchors and
-geometry fix. 40 STS-B pairs scored with the fake model by each face."""
+they write byte-identical score tables for the same pairs, model, references, anchors, geometry
+fix and human calibration. 40 STS-B pairs scored with the fake model by each face."""
 
 import json
 
 import pandas as pd
 import pytest
+from PySide6.QtWidgets import QFileDialog
 
 import calibsim
 from calibsim_gui import cli
@@ -46,16 +47,30 @@ def ladder(tmp_path):
     return path
 
 
+@pytest.fixture
+def human_fit(tmp_path):
+    """A human calibration fitted by `calibsim human fit` on the next 200 STS-B test pairs (fake model)."""
+    labelled = tmp_path / "stsb200.csv"
+    pd.read_csv(DATA / "stsb" / "test.csv", skiprows=range(1, 41), nrows=200).to_csv(labelled, index=False)
+    assert cli.main(["human", "fit", str(labelled), "--scale", "0,5", "--out", str(tmp_path / "fit"), "-q"]) == 0
+    return tmp_path / "fit.calibsim-human"
+
+
 def export_csv(window, qtbot, path) -> None:
     """File ▸ Export, past its dialog: the current results as a CSV table."""
     with qtbot.waitSignal(window.export_runner.finished, timeout=EXPORT_MS):
         window.start_export(path=str(path), metric="cosine", form="calibrated", figures=False, force=False)
 
 
-def app_scores(window, qtbot, pairs, out, *, profile=None, anchors=None, geometry="none") -> None:
-    """Open `profile` (and `anchors`) and choose `geometry` in the app, drop `pairs`, export the
-    results at rest to `out`."""
+def app_scores(window, qtbot, pairs, out, monkeypatch, *, profile=None, anchors=None, geometry="none",
+               human=None) -> None:
+    """Open `profile`, `anchors` and a `human` calibration file and choose `geometry` in the app,
+    drop `pairs`, export the results at rest to `out`."""
     state = window.state
+    if human is not None:
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(human), ""))
+        window.human.choose_file()
+        assert state.human is not None
     if profile is not None:
         with qtbot.waitSignal(state.profile_changed, timeout=REFERENCES_MS):
             window.open_profile(str(profile))
@@ -77,14 +92,16 @@ CASES = {
     "a background profile, whitened": {"profile": True, "geometry": "whiten"},
     "an edited anchor ladder": {"anchors": True},
     "a profile, edited anchors, centred": {"profile": True, "anchors": True, "geometry": "center"},
+    "a human calibration": {"human": True},
 }
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_cli_the_api_and_the_app_write_the_same_table(case, window, qtbot, pairs, profile_file, ladder,
-                                                          tmp_path, monkeypatch):
+                                                          tmp_path, monkeypatch, request):
     monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())   # as the app's and the API's
     chosen = CASES[case]
+    human = request.getfixturevalue("human_fit") if chosen.get("human") else None
     profile = profile_file if chosen.get("profile") else None
     anchors = ladder if chosen.get("anchors") else None
     geometry = chosen.get("geometry", "none")
@@ -93,17 +110,20 @@ def test_the_cli_the_api_and_the_app_write_the_same_table(case, window, qtbot, p
     command += ["--profile", str(profile)] if profile else []
     command += ["--anchors", str(anchors)] if anchors else []
     command += ["--geometry", geometry] if geometry != "none" else []
+    command += ["--human", str(human)] if human else []
     assert cli.main(command) == 0
 
     session = calibsim.Session(profile=profile, anchors=anchors, progress=False)
-    frame = session.score(pairs, geometry=[] if geometry == "none" else [geometry])
+    frame = session.score(pairs, geometry=[] if geometry == "none" else [geometry], human=human)
     write_frame(frame, frame.attrs["provenance"], tmp_path / "api.csv")
 
-    app_scores(window, qtbot, pairs, tmp_path / "app.csv", profile=profile, anchors=anchors, geometry=geometry)
+    app_scores(window, qtbot, pairs, tmp_path / "app.csv", monkeypatch, profile=profile, anchors=anchors,
+               geometry=geometry, human=human)
 
     tables = {face: (tmp_path / f"{face}.csv").read_bytes() for face in ("cli", "api", "app")}
     header = tables["cli"].split(b"\n", 1)[0].decode()
     assert "cosine_calibrated" in header
     assert (f"@{geometry}" in header) == (geometry != "none")
+    assert ("cosine_human" in header) == (human is not None)
     assert tables["api"] == tables["cli"], "the API's table differs from the command line's"
     assert tables["app"] == tables["cli"], "the app's table differs from the command line's"

@@ -1,12 +1,15 @@
 """The model a run starts from, as the command line and the Python API open it: a model folder
-or vectors files. Its references are the session model's choice (`session.references.chosen`)."""
+or vectors files, after checking the cache folders it will write to. Its references are the
+session model's choice (`session.references.chosen`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from calibsim_gui.core.embedding import models
+from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
 from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
 from calibsim_gui.core.embedding.prompts import choose_prompts
 from calibsim_gui.core.embedding.vectors_file import load_vectors
 from calibsim_gui.core.errors import InputError
@@ -63,9 +66,6 @@ def check_cache_folders(*, cache: bool = True, onnx: bool = True) -> None:
     InputError
         Naming the folder and the environment variable that moves it.
     """
-    from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
-    from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
-
     folders = [(default_cache_dir(), "embedding cache", "CALIBSIM_CACHE_DIR")] if cache else []
     if onnx:
         folders.append((onnx_cache_dir(), "ONNX graph", ONNX_DIR_ENV))
