@@ -116,7 +116,7 @@ def score_table(args, table, *, human=(), norms: bool = False, interval: bool = 
     from calibsim_gui.session.model import scoring_geometries
 
     embedder, cache, profile = model_and_references(args)
-    geometry = scoring_geometries(args.geometry)
+    geometry = scoring_geometries(args.geometry, human)     # a human calibration's fix too, as the app
     progress = Progress(args.quiet)
     try:
         scorer = Scorer(embedder, profile, metrics=args.metrics, geometry=geometry,

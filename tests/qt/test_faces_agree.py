@@ -47,12 +47,13 @@ def ladder(tmp_path):
     return path
 
 
-@pytest.fixture
-def human_fit(tmp_path):
-    """A human calibration fitted by `calibsim human fit` on the next 200 STS-B test pairs (fake model)."""
+def human_fit(tmp_path, profile=None, geometry="none"):
+    """A human calibration fitted by `calibsim human fit` on the next 200 STS-B test pairs (fake
+    model), under `geometry` with the references of `profile`."""
     labelled = tmp_path / "stsb200.csv"
     pd.read_csv(DATA / "stsb" / "test.csv", skiprows=range(1, 41), nrows=200).to_csv(labelled, index=False)
-    assert cli.main(["human", "fit", str(labelled), "--scale", "0,5", "--out", str(tmp_path / "fit"), "-q"]) == 0
+    command = ["human", "fit", str(labelled), "--scale", "0,5", "--geometry", geometry, "--out", str(tmp_path / "fit")]
+    assert cli.main(command + (["--profile", str(profile)] if profile else []) + ["-q"]) == 0
     return tmp_path / "fit.calibsim-human"
 
 
@@ -92,17 +93,18 @@ CASES = {
     "a background profile, whitened": {"profile": True, "geometry": "whiten"},
     "an edited anchor ladder": {"anchors": True},
     "a profile, edited anchors, centred": {"profile": True, "anchors": True, "geometry": "center"},
-    "a human calibration": {"human": True},
+    "a human calibration": {"human": "none"},
+    "a human calibration fitted under centring": {"profile": True, "human": "center"},
 }
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_cli_the_api_and_the_app_write_the_same_table(case, window, qtbot, pairs, profile_file, ladder,
-                                                          tmp_path, monkeypatch, request):
+                                                          tmp_path, monkeypatch):
     monkeypatch.setattr(common, "load_model", lambda args: FakeEmbedder())   # as the app's and the API's
     chosen = CASES[case]
-    human = request.getfixturevalue("human_fit") if chosen.get("human") else None
     profile = profile_file if chosen.get("profile") else None
+    human = human_fit(tmp_path, profile, chosen["human"]) if "human" in chosen else None
     anchors = ladder if chosen.get("anchors") else None
     geometry = chosen.get("geometry", "none")
 
@@ -124,6 +126,7 @@ def test_the_cli_the_api_and_the_app_write_the_same_table(case, window, qtbot, p
     header = tables["cli"].split(b"\n", 1)[0].decode()
     assert "cosine_calibrated" in header
     assert (f"@{geometry}" in header) == (geometry != "none")
-    assert ("cosine_human" in header) == (human is not None)
+    human_column = "cosine_human" + ("" if chosen.get("human", "none") == "none" else f"@{chosen['human']}")
+    assert (human_column in header) == (human is not None)
     assert tables["api"] == tables["cli"], "the API's table differs from the command line's"
     assert tables["app"] == tables["cli"], "the app's table differs from the command line's"
