@@ -20,7 +20,7 @@ from calibsim_gui.core.analysis.evaluation import evaluate as evaluate_scores
 from calibsim_gui.core.analysis.human_fit import fit_human_pairs
 from calibsim_gui.core.analysis.neighbours import DEFAULT_DUPLICATE_THRESHOLD, MAX_PAIRS, document_neighbours
 from calibsim_gui.core.analysis.pairs import ScoredPairs, score_pairs
-from calibsim_gui.core.analysis.run_setup import open_model
+from calibsim_gui.core.analysis.run_setup import check_cache_folders, open_model
 from calibsim_gui.core.analysis.search import search as search_corpus
 from calibsim_gui.core.analysis.thresholds import same_meaning, score_thresholds
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit, human_pairs
@@ -34,7 +34,7 @@ from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
 from calibsim_gui.core.references.texts import texts_to_embed as all_texts_to_embed
 from calibsim_gui.session import references
-from calibsim_gui.session.model import SessionModel
+from calibsim_gui.session.model import SessionModel, scoring_geometries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,7 +121,10 @@ class Session:
                  engine: str = "auto", precision: str = "float32", allow_pickle: bool = False,
                  cache: bool = True, batch_size: int = 64, memory_budget: int | None = None,
                  progress: bool = True):
-        if model is not None and not _is_path(model):
+        loads = model is None or _is_path(model)
+        if not vectors:                       # before the model loads, as the command line checks
+            check_cache_folders(cache=cache, onnx=loads and engine != "torch")
+        if not loads:
             if vectors:
                 raise InputError("vectors files are a model of their own: give either vectors= or model=.",
                                  fix="leave out model= (or vectors=)")
@@ -175,12 +178,11 @@ class Session:
 
     def _scored(self, table: PairTable, *, profile=None, anchors=None, metrics=None, geometry=(), human=None,
                 **options) -> ScoredPairs:
-        fixes = [geometry] if isinstance(geometry, str) else list(geometry)
         human = [] if human is None else [human] if not isinstance(human, (list, tuple)) else list(human)
         calibrators = [HumanFit.load(h).calibrator if _is_path(h) else h.calibrator if isinstance(h, HumanFit)
                        else h for h in human]
         return self._run(score_pairs, table, self.embedder, self._reference(profile, anchors), desc="scoring",
-                         metrics=metrics, geometry=tuple(dict.fromkeys(["none", *fixes])), human=calibrators,
+                         metrics=metrics, geometry=scoring_geometries(geometry, calibrators), human=calibrators,
                          **options)
 
     def score(self, pairs, *, text_a: str | None = None, text_b: str | None = None, label: str | None = None,
@@ -202,7 +204,8 @@ class Session:
         geometry : str or list of str
             Geometry fixes to score under as well (center, whiten, abtt, soft): ``<metric>_<form>@<fix>``.
         human : HumanFit, HumanCalibrator or path, optional
-            A human calibration (`fit_human`): adds ``<metric>_human``.
+            A human calibration (`fit_human`): adds ``<metric>_human`` (scoring under the geometry
+            fix it was fitted under too, as the app and the command line do).
         norms, interval, long_texts, chunk_aggregate, chunk_overlap
             As ``calibsim score --norms --interval --long-texts ...``.
         profile, anchors : optional

@@ -122,6 +122,17 @@ def test_a_dataframe_with_unnamed_columns_is_refused_with_the_fix(loads):
         calibsim.Session(progress=False).score(pd.DataFrame({"x": [1.0], "y": [2.0]}))
 
 
+@pytest.mark.parametrize("variable", ["CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR"])
+def test_a_cache_folder_that_cannot_be_used_is_refused_before_the_model_loads(tmp_path, monkeypatch, variable):
+    """As the command line refuses it (#43): a session would otherwise fail only after its
+    model's graph was exported."""
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    (tmp_path / "a file").write_text("not a folder")
+    monkeypatch.setenv(variable, str(tmp_path / "a file"))
+    with pytest.raises(calibsim.InputError, match=f"is a file, not a folder.*set {variable} to one"):
+        calibsim.Session(engine="onnx", progress=False)
+
+
 @pytest.mark.slow
 def test_the_built_in_model_gives_the_same_table_through_the_api_and_the_cli(tmp_path):
     demo = ROOT / "resources" / "demo" / "pairs.csv"

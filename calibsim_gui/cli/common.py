@@ -25,7 +25,7 @@ def say(args, text: str = "") -> None:
 
 def load_model(args):
     """The model of --model (or --vectors), loaded as --device, --engine, --precision and the prompts ask."""
-    from calibsim_gui.core.analysis.run_setup import open_model
+    from calibsim_gui.core.analysis.run_setup import check_cache_folders, open_model
     from calibsim_gui.core.embedding.devices import embedder_engine
 
     vectors = getattr(args, "vectors", None) or ()
@@ -35,7 +35,7 @@ def load_model(args):
     else:
         from calibsim_gui.core.embedding.model_folders import resolve_model
 
-        check_cache_folders(args, engine)
+        check_cache_folders(cache=not getattr(args, "no_cache", False), onnx=engine != "torch")
         info = resolve_model(args.model)
         say(args, f"loading model {info.name} ({info.source}) ...")
     embedder = open_model(args.model, vectors=vectors, device=args.device, engine=engine,
@@ -63,22 +63,6 @@ def short(text, width: int = 70) -> str:
     """`text` on one line, cut to `width` characters with an ellipsis."""
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def check_cache_folders(args, engine: str) -> None:
-    """Refuse, before a model is loaded (exporting its graph can take a minute), an embedding
-    cache folder (unless --no-cache) or ONNX graph folder that is a file or cannot be written."""
-    from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
-    from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
-
-    folders = [] if getattr(args, "no_cache", False) else [(default_cache_dir(), "embedding cache", "CALIBSIM_CACHE_DIR")]
-    if engine != "torch":
-        folders.append((onnx_cache_dir(), "ONNX graph", ONNX_DIR_ENV))
-    for folder, what, env in folders:
-        problem = folder_problem(folder)
-        if problem:
-            raise InputError(f"Cannot open the {what} folder: {problem}.",
-                             fix=f"make it a writable folder, or set {env} to one")
 
 
 def check_input_memory(args, inputs, *, pairs: int = 0) -> None:
@@ -132,7 +116,7 @@ def score_table(args, table, *, human=(), norms: bool = False, interval: bool = 
     from calibsim_gui.session.model import scoring_geometries
 
     embedder, cache, profile = model_and_references(args)
-    geometry = scoring_geometries(args.geometry)
+    geometry = scoring_geometries(args.geometry, human)     # a human calibration's fix too, as the app
     progress = Progress(args.quiet)
     try:
         scorer = Scorer(embedder, profile, metrics=args.metrics, geometry=geometry,

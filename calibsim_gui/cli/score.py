@@ -41,7 +41,8 @@ def add_parser(sub) -> None:
                         "of people's scores fall for pairs with that calibrated score")
     p.add_argument("--human", metavar="FILE",
                    help="a human calibration (from `calibsim human fit`): adds <metric>_human, the "
-                        "expected human similarity on a 0-1 scale")
+                        "expected human similarity on a 0-1 scale (and scores under the geometry fix it "
+                        "was fitted under, as the app does)")
     g = p.add_argument_group("long texts (past the model's max length, e.g. 256 tokens)")
     g.add_argument("--long-texts", choices=["truncate", "chunk"], default="truncate",
                    help="truncate (default): score their beginning and mark the pair in a 'truncated' "

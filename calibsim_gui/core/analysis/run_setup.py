@@ -1,12 +1,15 @@
 """The model a run starts from, as the command line and the Python API open it: a model folder
-or vectors files. Its references are the session model's choice (`session.references.chosen`)."""
+or vectors files, after checking the cache folders it will write to. Its references are the
+session model's choice (`session.references.chosen`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from calibsim_gui.core.embedding import models
+from calibsim_gui.core.embedding.cache_folder import default_cache_dir, folder_problem
 from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.onnx_engine import ONNX_DIR_ENV, onnx_cache_dir
 from calibsim_gui.core.embedding.prompts import choose_prompts
 from calibsim_gui.core.embedding.vectors_file import load_vectors
 from calibsim_gui.core.errors import InputError
@@ -51,3 +54,23 @@ def open_model(model=None, *, vectors=(), device: str = "auto", engine: str = "a
                              no_prompt=no_prompt)
     return models.load_model(info, device=device, precision=precision, allow_pickle=allow_pickle, prompts=prompts,
                              engine=engine, trust_folder_graph=trust_folder_graph)
+
+
+def check_cache_folders(*, cache: bool = True, onnx: bool = True) -> None:
+    """Refuse, before a model is loaded (exporting its graph can take a minute), the embedding
+    cache folder (`cache`: one is used) or the ONNX graph folder (`onnx`: the model may run on the
+    ONNX engine) when it is a file or cannot be written; the command line and the API check alike.
+
+    Raises
+    ------
+    InputError
+        Naming the folder and the environment variable that moves it.
+    """
+    folders = [(default_cache_dir(), "embedding cache", "CALIBSIM_CACHE_DIR")] if cache else []
+    if onnx:
+        folders.append((onnx_cache_dir(), "ONNX graph", ONNX_DIR_ENV))
+    for folder, what, env in folders:
+        problem = folder_problem(folder)
+        if problem:
+            raise InputError(f"Cannot open the {what} folder: {problem}.",
+                             fix=f"make it a writable folder, or set {env} to one")
