@@ -60,7 +60,7 @@ def human_fit(tmp_path, profile=None, geometry="none"):
 def export_csv(window, qtbot, path) -> None:
     """File ▸ Export, past its dialog: the current results as a CSV table."""
     with qtbot.waitSignal(window.export_runner.finished, timeout=EXPORT_MS):
-        window.start_export(path=str(path), metric="cosine", form="calibrated", figures=False, force=False)
+        window.exports.start(path=str(path), metric="cosine", form="calibrated", figures=False, force=False)
 
 
 def app_scores(window, qtbot, pairs, out, monkeypatch, *, profile=None, anchors=None, geometry="none",
