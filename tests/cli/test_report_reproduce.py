@@ -1,16 +1,16 @@
 """A report made after editing the anchors reproduces its calibrated numbers with its own
-Reproduce commands, run as a user would run them (the real built-in model, tiny inputs)."""
+Reproduce commands, run as a user would type them: the same argv, from the report's folder,
+through `cli.main` in this process (the real built-in model, tiny inputs)."""
 
 import html
 import json
 import re
 import shlex
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
+from calibsim_gui import cli
 from calibsim_gui.core.references.anchors import AnchorLevel, AnchorSet, builtin_anchors
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.io.inputs import load_pairs
@@ -33,16 +33,14 @@ def edited_ladder() -> AnchorSet:
     return AnchorSet(ladder.name, levels, tuple(keep))
 
 
-def _run(argv, cwd, env):
+def _run(argv, cwd, monkeypatch):
+    """`argv` (a Reproduce command) run from `cwd` as `calibsim` would run it."""
     assert argv[0] == "calibsim"
-    done = subprocess.run([sys.executable, "-m", "calibsim_gui", *argv[1:], "--quiet"], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    monkeypatch.chdir(cwd)
+    assert cli.main([*argv[1:], "--quiet"]) == 0
 
 
 def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, monkeypatch, real_embedder):
-    import os
-
     monkeypatch.setenv("CALIBSIM_CACHE_DIR", str(tmp_path / "cache"))
     pairs = tmp_path / "test.csv"
     pd.DataFrame({"sentence1": ["A cat sleeps on the sofa.", "Stocks fell sharply today.",
@@ -76,7 +74,7 @@ def test_an_edited_anchor_report_reproduces_its_calibrated_numbers(tmp_path, mon
     assert argv[argv.index("--anchors") + 1] == "report-anchors.json"
     again = tmp_path / "again.json"
     argv[argv.index("--out") + 1] = str(again)
-    _run(argv, tmp_path, {**os.environ, "CALIBSIM_CACHE_DIR": str(tmp_path / "cache")})
+    _run(argv, tmp_path, monkeypatch)
     first = pd.DataFrame(data["rows"])
     second = pd.DataFrame(json.loads(again.read_text())["rows"])
     for column in ("cosine_raw", "cosine_calibrated", "cosine_anchor_minmax", "cosine_bg_percentile"):
