@@ -279,7 +279,7 @@ def dropped_text(work: Path, megabytes: int) -> Path:
     line count (then nothing is read or scored)."""
     from PySide6.QtWidgets import QDialog
 
-    from calibsim_gui.qt import session
+    from calibsim_gui.qt.session import session
 
     class Cancelled(session.DocumentModeDialog):
         def exec(self):
