@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -16,6 +17,7 @@ from calibsim_gui.core.geometry.space import SpaceReport, profile_space
 
 KEPT = 4                    # profiles whose diagnostics stay in memory (each ~1 MB)
 _SPACES: OrderedDict[str, SpaceReport] = OrderedDict()
+_LOCK = threading.Lock()           # reports may be written from several worker threads at once
 
 
 def _content_key(profile) -> str:
@@ -31,10 +33,13 @@ def _content_key(profile) -> str:
 def cached_profile_space(profile) -> SpaceReport:
     """`profile_space(profile)`, shared by every profile with the same content (read only)."""
     key = _content_key(profile)
-    if key in _SPACES:
-        _SPACES.move_to_end(key)
-        return _SPACES[key]
-    space = _SPACES[key] = profile_space(profile)
-    while len(_SPACES) > KEPT:
-        _SPACES.popitem(last=False)
+    with _LOCK:
+        if key in _SPACES:
+            _SPACES.move_to_end(key)
+            return _SPACES[key]
+    space = profile_space(profile)              # outside the lock: seconds of work
+    with _LOCK:
+        _SPACES[key] = space
+        while len(_SPACES) > KEPT:
+            _SPACES.popitem(last=False)
     return space
