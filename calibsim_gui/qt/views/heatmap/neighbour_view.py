@@ -120,12 +120,11 @@ class NeighbourList(QWidget):
             self.image.setImage(selection_matrix(results, profile, self.documents), levels=(0, 1))
         else:                                              # every pair filtered out
             self.image.clear()
-        which = "the most similar pairs" if shown is None else \
-            f"the {plural(len(shown), 'pair')} Results shows (chosen on the Map or filtered)"
+        which = ("the most similar pairs. Choose texts on the Map (lasso) to see theirs" if shown is None
+                 else f"the {plural(len(shown), 'pair')} Results shows, chosen on the Map or filtered")
+        cap = f" (the first pairs' first: at most {SELECTION_TEXTS})" if len(self.documents) >= SELECTION_TEXTS else ""
         self.selection_title.setText(
-            f"Heatmap (calibrated) of {plural(len(self.documents), 'text')}: those of {which}"
-            + f" (at most {SELECTION_TEXTS}, the first pairs' first). Choose texts on the Map (lasso) "
-            "to see theirs.")
+            f"Heatmap (calibrated) of {plural(len(self.documents), 'text')}{cap}: those of {which}.")
 
     def show_document(self, results: NeighbourPairs, doc_id: str) -> None:
         """List the nearest texts of the document `doc_id`, best first."""
