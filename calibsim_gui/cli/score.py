@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from calibsim_gui.cli import common, options
 from calibsim_gui.core.io.csv_writer import write_csv
-from calibsim_gui.core.io.output import protect_formulas
+from calibsim_gui.core.io.output import TABLE_SUFFIXES, protect_formulas
 
 
 def add_parser(sub) -> None:
@@ -61,11 +62,15 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from calibsim_gui.core.io.inputs import load_pairs
+    from calibsim_gui.core.io.light_tables import light_pair_table
 
     inputs = [p for p in (args.pairs, args.profile, args.human, args.anchors) if p]
     common.check_outputs(args, inputs, stdout=True)
-    table = load_pairs(args.pairs, text_a=args.text_a, text_b=args.text_b, label=args.label,
-                       encoding=args.encoding, memory_budget=args.memory_budget)
+    reading = dict(text_a=args.text_a, text_b=args.text_b, label=args.label, encoding=args.encoding,
+                   memory_budget=args.memory_budget)
+    # a small plain CSV/TSV scored to a table (or the screen) is read and written without pandas
+    light = not args.figures and (not args.out or args.out == "-" or Path(args.out).suffix.lower() in TABLE_SUFFIXES)
+    table = (light and light_pair_table(args.pairs, **reading)) or load_pairs(args.pairs, **reading)
     fit = None
     if args.human:
         from calibsim_gui.core.calibration.human import HumanFit

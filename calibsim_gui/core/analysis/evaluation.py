@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui.core.analysis.pairs import ScoredPairs, split_score_column
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.geometry.metrics import METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 EVALUATION_COLUMNS = ("mae", "top_ties", "spearman_x100", "mean", "bias", "worst_tenth", "worst_tenth_ratio")
 TENTHS = 10
@@ -133,6 +135,8 @@ def reliability(scores, target) -> pd.DataFrame:
     DataFrame indexed by the tenth's lower edge (0.0 ... 0.9), columns ``share``,
     ``mean_score``, ``mean_human``
     """
+    import pandas as pd
+
     scores, target = np.asarray(scores, dtype=np.float64), np.asarray(target, dtype=np.float64)
     tenth = tenth_of(scores)
     counts = np.bincount(tenth, minlength=TENTHS)
@@ -225,6 +229,8 @@ class Evaluation:
 
 
 def _labels(scored: ScoredPairs) -> tuple[str, np.ndarray]:
+    import pandas as pd
+
     agreement = scored.provenance.get("agreement")
     if not agreement:
         raise InputError("the scored pairs have no human scores to evaluate against.",
@@ -249,6 +255,8 @@ def evaluate(results: Mapping[str, ScoredPairs], *, scale=None) -> Evaluation:
     -------
     Evaluation
     """
+    import pandas as pd
+
     if not results:
         raise InputError("nothing to evaluate: no scored pairs.")
     models = list(results)

@@ -51,6 +51,7 @@ from calibsim_gui.core.embedding.readability import side_marks
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores, preload_matrix_libraries
 from calibsim_gui.core.geometry.transforms import GEOMETRIES, get_geometries
+from calibsim_gui.core.io.csv_writer import ColumnTable
 from calibsim_gui.core.io.memory import check_budget, pair_run_bytes
 from calibsim_gui.core.provenance import library_versions
 
@@ -62,7 +63,7 @@ __all__ = ["PairChunk", "ScoredPairs", "Scorer", "agreement_band_columns", "prom
 class ScoredPairs:
     """Input rows with raw and calibrated scores, provenance and plain-language notes."""
 
-    frame: pd.DataFrame
+    frame: pd.DataFrame | ColumnTable          # a ColumnTable for a file read by `light_pair_table`
     provenance: dict
     notes: list[str] = field(default_factory=list)
 
@@ -451,23 +452,23 @@ class Scorer:
 def _pair_texts(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Which rows of `table` are scored (no empty text), the distinct texts of their pairs, and
     each scored pair's two texts as positions among them."""
-    import pandas as pd
-
     frame = table.frame
     scored = np.ones(len(frame), dtype=bool)
     scored[list(table.empty_rows)] = False
     rows = np.flatnonzero(scored)
-    texts_a = frame[table.text_a].to_numpy()[rows]
-    texts_b = frame[table.text_b].to_numpy()[rows]
-    distinct = pd.unique(np.concatenate([texts_a, texts_b]))
+    texts_a = np.asarray(frame[table.text_a], dtype=object)[rows]
+    texts_b = np.asarray(frame[table.text_b], dtype=object)[rows]
+    distinct = np.array(list(dict.fromkeys(np.concatenate([texts_a, texts_b]).tolist())), dtype=object)
     index = {t: i for i, t in enumerate(distinct)}
     first = np.fromiter((index[t] for t in texts_a), dtype=np.int64, count=len(rows))
     second = np.fromiter((index[t] for t in texts_b), dtype=np.int64, count=len(rows))
     return scored, distinct, first, second
 
 
-def _joined(frame, flags: dict, columns: dict) -> pd.DataFrame:
-    """The input rows, then the flag columns, then the score columns."""
+def _joined(frame, flags: dict, columns: dict) -> pd.DataFrame | ColumnTable:
+    """The input rows, then the flag columns, then the score columns (a `ColumnTable` of one)."""
+    if isinstance(frame, ColumnTable):
+        return ColumnTable(frame.items + list(flags.items()) + list(columns.items()))
     import pandas as pd
 
     parts = [frame.reset_index(drop=True)] + ([pd.DataFrame(flags)] if flags else []) + [pd.DataFrame(columns)]

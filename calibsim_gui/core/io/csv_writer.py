@@ -5,7 +5,8 @@ pandas' writer turns each text into a Python string and the csv module builds ea
 buffer of 4 bytes per character, so one 45 MB text held about 400 MB while it was written. Here
 a text longer than `LONG_TEXT` characters is left out of the rows pandas writes (a marker stands
 in for it) and written after them in pieces of `PIECE` characters, quoted as the csv module
-quotes it; the rest of the table goes through pandas as before.
+quotes it; the rest of the table goes through pandas as before. A `ColumnTable` (a small file
+read without pandas, `light_tables`) is written by the csv module alone.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import math
 import secrets
 
 LONG_TEXT = 1 << 20
@@ -23,7 +25,13 @@ PIECE = 1 << 20
 
 def write_csv(frame, handle, *, sep: str, lineterminator: str, index: bool, float_format: str) -> None:
     """``frame.to_csv(handle, ...)`` with these options, holding at most `PIECE` characters of
-    any long text as a Python string; `handle` is a text file opened with ``newline=""``."""
+    any long text as a Python string; `handle` is a text file opened with ``newline=""``.
+    A `ColumnTable` (index False) is written by the csv module alone, in the same bytes."""
+    if isinstance(frame, ColumnTable):
+        writer = csv.writer(handle, delimiter=sep, lineterminator=lineterminator)
+        writer.writerow(frame.columns)
+        writer.writerows(zip(*(_cells(values, float_format) for _, values in frame.items)))
+        return
     options = {"sep": sep, "lineterminator": lineterminator, "index": index, "float_format": float_format}
     long = _long_cells(frame)
     if not long:
@@ -45,6 +53,36 @@ def write_csv(frame, handle, *, sep: str, lineterminator: str, index: bool, floa
         start = row + 1
     if start < len(frame):
         frame.iloc[start:].to_csv(handle, header=False, **options)
+
+
+class ColumnTable:
+    """An all-string table, then score columns, without pandas: (name, values) in column order;
+    `ScoredPairs.frame` of a file read by `light_pair_table`."""
+
+    def __init__(self, items: list[tuple[str, object]]):
+        self.items = items
+
+    @property
+    def columns(self) -> list[str]:
+        return [name for name, _ in self.items]
+
+    def __len__(self) -> int:
+        return len(self.items[0][1]) if self.items else 0
+
+    def __getitem__(self, name: str):
+        return next(values for column, values in self.items if column == name)
+
+
+def number_column(values) -> bool:
+    """Whether a `ColumnTable` column holds numbers (a float array), not texts."""
+    return getattr(values, "dtype", None) is not None and values.dtype.kind == "f"
+
+
+def _cells(values, float_format: str) -> list:
+    """A `ColumnTable` column's cells as pandas writes them: floats in `float_format`, NaN empty."""
+    if number_column(values):
+        return ["" if math.isnan(v) else float_format % v for v in values.tolist()]
+    return list(values)
 
 
 def _long_cells(frame) -> dict[int, list[int]]:

@@ -41,7 +41,7 @@ _PAIR_NAMES = (
     ("left", "right"), ("query", "document"), ("query", "passage"), ("premise", "hypothesis"),
     ("source", "target"), ("anchor", "positive"), ("question1", "question2"),
 )
-_LABEL_NAMES = (
+LABEL_NAMES = (
     "score", "label", "similarity", "similarity_score", "gold", "gold_score", "human_score",
     "relatedness_score",
 )
@@ -65,15 +65,15 @@ def _text_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if len(_non_empty(frame[c])) and not _is_numeric(frame[c])]
 
 
-def _by_key(frame: pd.DataFrame) -> dict[str, str]:
+def columns_by_key(frame: pd.DataFrame) -> dict[str, str]:
     """Column names keyed case- and space-insensitively (first occurrence wins)."""
     return {str(c).strip().lower(): c for c in reversed(frame.columns)}
 
 
-def _column(frame: pd.DataFrame, name: str, path: Path, option: str) -> str:
+def find_column(frame: pd.DataFrame, name: str, path: Path, option: str) -> str:
     if name in frame.columns:
         return name
-    found = _by_key(frame).get(name.strip().lower())
+    found = columns_by_key(frame).get(name.strip().lower())
     if found is None:
         raise InputError(
             f"has no column {name!r}; its columns are {_names(frame.columns)}.",
@@ -168,19 +168,29 @@ def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None
                 "sentence1,sentence2).",
         )
     a, b = _pair_columns(frame, path, text_a, text_b)
-    guessed = text_a is None and text_b is None and not any(
-        _by_key(frame).get(x) == a and _by_key(frame).get(y) == b for x, y in _PAIR_NAMES)
-    documents = next((c for c in (a, b) if str(c).strip().lower() in _DOCUMENT_NAMES), None) if guessed else None
     texts = frame[[a, b]].apply(lambda c: c.str.strip())
     empty = (texts == "").any(axis=1).to_numpy()
-    empty_rows = tuple(int(i) for i in empty.nonzero()[0])
-    if len(empty_rows) == len(frame):
+    if empty.all():
         raise InputError(
             f"has no pair with two non-empty texts in columns {a!r} and {b!r}.", path=path,
             fix="pick the text columns with --text-a COL --text-b COL.",
         )
     label, label_notes = _label_column(frame, path, label, exclude=(a, b))
+    duplicates = int(frame[[a, b]][~empty].duplicated().sum())
+    unscored = int((frame[label].str.strip() == "").sum()) if label else 0
+    return finish_pair_table(frame, path, notes, (a, b, label), tuple(int(i) for i in empty.nonzero()[0]),
+                             label_notes=label_notes, duplicates=duplicates, unscored=unscored,
+                             guessed=text_a is None and text_b is None)
 
+
+def finish_pair_table(frame, path, notes: list, columns: tuple, empty_rows: tuple[int, ...], *,
+                      label_notes=(), duplicates: int = 0, unscored: int = 0, guessed: bool = False) -> PairTable:
+    """The `PairTable` of `frame` (a DataFrame or a `ColumnTable`) with text columns and label
+    `columns` found, its empty rows, duplicate pairs and unscored labels counted: the notes."""
+    a, b, label = columns
+    documents = (next((c for c in (a, b) if str(c).strip().lower() in _DOCUMENT_NAMES), None)
+                 if guessed and not any(columns_by_key(frame).get(x) == a and columns_by_key(frame).get(y) == b
+                                        for x, y in _PAIR_NAMES) else None)
     notes.append(
         f"{_plural(len(frame), 'pair')} from columns {a!r} and {b!r}; "
         + (f"human scores from {label!r}" if label else "no human scores column")
@@ -192,13 +202,10 @@ def pair_table(frame: pd.DataFrame, path, notes=(), *, text_a: str | None = None
             f"an empty text ({_pair_numbers(empty_rows)}) and "
             f"{'is' if len(empty_rows) == 1 else 'are'} left unscored"
         )
-    duplicates = int(frame[[a, b]][~empty].duplicated().sum())
     if duplicates:
         notes.append(f"{_plural(duplicates, 'duplicate pair')} (same texts as an earlier pair)")
-    if label:
-        unscored = int((frame[label].str.strip() == "").sum())
-        if unscored:
-            notes.append(f"{_plural(unscored, 'pair')} without a human score")
+    if unscored:
+        notes.append(f"{_plural(unscored, 'pair')} without a human score")
     return PairTable(path, frame, a, b, label, empty_rows, tuple(notes), documents)
 
 
@@ -207,15 +214,10 @@ def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
 
     Columns holding only numbers are never taken as texts unless named explicitly.
     """
-    a = _column(frame, text_a, path, "--text-a") if text_a is not None else None
-    b = _column(frame, text_b, path, "--text-b") if text_b is not None else None
+    a = find_column(frame, text_a, path, "--text-a") if text_a is not None else None
+    b = find_column(frame, text_b, path, "--text-b") if text_b is not None else None
     if a is None or b is None:
-        keys = _by_key(frame)
-        texts = _text_columns(frame)
-        found = next(((keys[x], keys[y]) for x, y in _PAIR_NAMES
-                      if x in keys and y in keys and {keys[x], keys[y]} <= set(texts)), None)
-        if found is None and len(texts) == 2:
-            found = texts
+        found = choose_pair(columns_by_key(frame), _text_columns(frame))
         if found is None:
             numeric = [c for c in frame.columns if _is_numeric(frame[c])]
             what = ("has no two text columns to compare: "
@@ -237,12 +239,20 @@ def _pair_columns(frame, path, text_a, text_b) -> tuple[str, str]:
     return a, b
 
 
+def choose_pair(keys: dict[str, str], texts: list[str]) -> tuple[str, str] | None:
+    """The text columns by name (`keys`: `columns_by_key`) among the columns holding `texts`, else the
+    only two such columns; None when neither."""
+    found = next(((keys[x], keys[y]) for x, y in _PAIR_NAMES
+                  if x in keys and y in keys and {keys[x], keys[y]} <= set(texts)), None)
+    return found if found is not None or len(texts) != 2 else tuple(texts)
+
+
 def _label_column(frame, path, label, exclude) -> tuple[str | None, list[str]]:
     """The human-score column (explicit or by name) and notes about columns passed over."""
     import pandas as pd
 
     if label is not None:
-        label = _column(frame, label, path, "--label")
+        label = find_column(frame, label, path, "--label")
         values = _non_empty(frame[label])
         bad = values[pd.to_numeric(values, errors="coerce").isna()]
         if label in exclude or values.empty or len(bad):
@@ -254,7 +264,7 @@ def _label_column(frame, path, label, exclude) -> tuple[str | None, list[str]]:
         return label, []
     notes = []
     for column in frame.columns:
-        if column in exclude or str(column).strip().lower() not in _LABEL_NAMES:
+        if column in exclude or str(column).strip().lower() not in LABEL_NAMES:
             continue
         if _is_numeric(frame[column]):
             return column, notes
@@ -553,8 +563,8 @@ def _file_texts(file: Path, name: str, per_file: bool, column: str | None, encod
 def document_column(frame: pd.DataFrame, path: Path, column: str | None) -> str:
     """The text column of a document table: `column`, else a known name, else the only text column."""
     if column is not None:
-        return _column(frame, column, path, "--column")
-    keys = _by_key(frame)
+        return find_column(frame, column, path, "--column")
+    keys = columns_by_key(frame)
     found = next((keys[n] for n in _DOCUMENT_NAMES if n in keys), None)
     candidates = _text_columns(frame)
     if found is None and len(candidates) == 1:

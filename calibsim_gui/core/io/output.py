@@ -12,7 +12,7 @@ from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.atomic import atomic_paths
-from calibsim_gui.core.io.csv_writer import write_csv
+from calibsim_gui.core.io.csv_writer import ColumnTable, number_column, write_csv
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 REPORT_FORMATS = {
@@ -120,7 +120,13 @@ def protect_formulas(frame):
     Texts starting with ``= + - @``, a tab or a carriage return (OWASP's list) in text columns,
     column names and the index; numbers are never changed. Returns ``(frame, cells_changed)``.
     Text columns pandas holds as strings are checked without making a Python string of each text.
+    A `ColumnTable` gives a `ColumnTable`.
     """
+    if isinstance(frame, ColumnTable):
+        count = [0]
+        items = [(_defused(name, count), values if number_column(values) else [_defused(v, count) for v in values])
+                 for name, values in frame.items]
+        return ColumnTable(items), count[0]
     import pandas as pd
 
     count = [0]
@@ -144,6 +150,9 @@ def protect_formulas(frame):
 
 def _holds_carriage_return(frame) -> bool:
     """Whether a text of `frame` (in a cell, a column name or the index) holds a carriage return."""
+    if isinstance(frame, ColumnTable):
+        return any("\r" in name for name in frame.columns) or any(
+            "\r" in v for _, values in frame.items if not number_column(values) for v in values)
     import pandas as pd
 
     def holds(values) -> bool:

@@ -151,11 +151,9 @@ def check_text_source(path, encoding: str | None = None, *, block: int = 1 << 20
                 header += data[:data.find(b"\n") + 1] if b"\n" in data else data
             line += data.count(b"\n")
             data = f.read(block)
-    sep = TABLE_SEPARATORS.get(path.suffix.lower())
-    if table and sep and not wide:
+    if table and not wide:
         first = header.decode(encoding or "utf-8", errors="replace").removeprefix("\ufeff").rstrip("\r\n")
-        if sep == "," and "," not in first:
-            sep = "\t" if "\t" in first else ";" if ";" in first else ","
+        sep = table_separator(path.suffix.lower(), first)
         _check_columns(path, len(next(csv.reader([first], delimiter=sep), [])))
 
 
@@ -175,11 +173,9 @@ def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[st
     text = read_text_file(path, encoding)
     if TABLE_SEPARATORS[suffix] is None:
         return _parse_jsonl(path, text), []
-    sep = TABLE_SEPARATORS[suffix]
     end = text.find("\n")
     header = text if end < 0 else text[:end]
-    if sep == "," and "," not in header:
-        sep = "\t" if "\t" in header else ";" if ";" in header else ","
+    sep = table_separator(suffix, header)
     _check_columns(path, len(next(csv.reader([header], delimiter=sep), [])))
     try:
         frame = _parse_delimited(path, text, sep, csv.QUOTE_MINIMAL)
@@ -191,6 +187,15 @@ def read_table(path, encoding: str | None = None) -> tuple[pd.DataFrame, list[st
     # Tab-separated data sets (STS-B, GLUE) often hold stray quotes that are plain text.
     frame = _parse_delimited(path, text, sep, csv.QUOTE_NONE)
     return frame, ["quote characters are read as plain text (the file is not quoted CSV-style)"]
+
+
+def table_separator(suffix: str, header: str) -> str:
+    """The separator of a CSV/TSV table (`suffix`) with this header line: a .csv whose header has
+    no comma is read by the tab or semicolon it has."""
+    sep = TABLE_SEPARATORS[suffix]
+    if sep == "," and "," not in header:
+        sep = "\t" if "\t" in header else ";" if ";" in header else ","
+    return sep
 
 
 def _check_columns(path: Path, count: int) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui.core.analysis.distributions import anchor_medians, calibrate_form
 from calibsim_gui.core.analysis.evaluation import evaluate
@@ -30,6 +30,9 @@ from calibsim_gui.core.reports.reproduce import (
 )
 from calibsim_gui.core.reports.space_cache import cached_profile_space
 from calibsim_gui.core.reports.tables import numbers_as_numbers
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 FILE_ROLES = {"pairs": "Input file", "documents": "Input file", "queries": "Input file",
               "corpus": "Input file", "background": "Background file", "profile": "Profile file",
@@ -276,6 +279,8 @@ class Report:
 
     def anchors_table(self) -> pd.DataFrame:
         """Anchor levels with their target, pair count and median score (raw and calibrated)."""
+        import pandas as pd
+
         profile, metric = self.profile, self.metric
         counts = pd.Series([p.level for p in profile.anchors.pairs]).value_counts()
         medians = dict(anchor_medians(profile, metric))
@@ -291,6 +296,8 @@ class Report:
 
     def agreement_table(self) -> pd.DataFrame | None:
         """Spearman (x100) of every score column with the human labels, metric by form."""
+        import pandas as pd
+
         agreement = self.provenance.get("agreement")
         if not agreement:
             return None
@@ -304,6 +311,8 @@ class Report:
         """The featured metric's score columns checked against the human labels (as by
         `calibsim evaluate`, see `calibsim_gui.core.analysis.evaluation`) and a note on how to read them;
         None when the input has no usable labels."""
+        import pandas as pd
+
         if not self.provenance.get("agreement"):
             return None
         try:
@@ -356,6 +365,8 @@ class Report:
         return table, note
 
     def _top_document_pairs(self) -> tuple[pd.DataFrame, str]:
+        import pandas as pd
+
         matrices, ids = self.matrices, self.result.ids
         key = self.form if self.form in matrices else "raw"
         sim = METRICS[self.metric].as_similarity(matrices["raw"]) if key == "raw" else matrices[key]
@@ -434,6 +445,8 @@ class Report:
 
     def anchors_summary(self) -> str:
         """The ladder in use, in words: built-in or not, levels, pair count."""
+        import pandas as pd
+
         anchors = self.profile.anchors
         counts = pd.Series([p.level for p in anchors.pairs]).value_counts()
         levels = "; ".join(f"{lv.label} → {lv.target:g} ({int(counts.get(lv.name, 0))})"
@@ -494,6 +507,8 @@ class Report:
 
     def space_table(self) -> pd.DataFrame | None:
         """The diagnostics as a readable table: one row per measure, one column per geometry."""
+        import pandas as pd
+
         if self.space is None:
             return None
         names = list(self.space.diagnostics)
@@ -566,6 +581,8 @@ def readable(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with every value formatted for reading (see `format_number`); a number column that
     is not a score (also one read as text, such as an input's labels) shows all its values with
     the same decimals."""
+    import pandas as pd
+
     numbers = numbers_as_numbers(frame)
     out = {}
     for column in frame.columns:

@@ -6,14 +6,16 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui import __version__
 from calibsim_gui.core.analysis.evaluation import BAND_LABELS, HOLE, TENTHS, Evaluation
 from calibsim_gui.core.analysis.pairs import split_score_column
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 
 def _number(value, spec: str) -> str:
@@ -27,6 +29,8 @@ def tenth_name(edge: float) -> str:
 
 def readable_forms(frame: pd.DataFrame) -> pd.DataFrame:
     """`Evaluation.forms` of one model as the strings a table shows, indexed by score column."""
+    import pandas as pd
+
     worst = [("n/a" if not np.isfinite(edge) else
               f"{f'{ratio:.3f}x' if np.isfinite(ratio) else 'inf'}{', a hole,' * (ratio < HOLE)} in {tenth_name(edge)}")
              for edge, ratio in zip(frame["worst_tenth"], frame["worst_tenth_ratio"])]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import html
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from calibsim_gui import __version__
 from calibsim_gui.core.reports.content import readable
 from calibsim_gui.core.resources import resource_path
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 TEMPLATE = ("report", "report.html.j2")
 
@@ -26,6 +28,8 @@ def html_table(frame: pd.DataFrame, *, numeric=()) -> str:
 
 
 def _numeric(frame: pd.DataFrame) -> set:
+    import pandas as pd
+
     return {c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
 
 

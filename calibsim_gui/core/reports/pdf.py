@@ -16,11 +16,13 @@ import io
 import re
 import unicodedata
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from calibsim_gui import __version__
 from calibsim_gui.core.reports.content import readable
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 FONT, FONT_BOLD, FONT_MONO = "DejaVuSans", "DejaVuSans-Bold", "DejaVuSansMono"
 TEXT_COLUMN_SHARE = 2.2        # a text column is this many times wider than a number column
@@ -127,6 +129,8 @@ def _table(frame: pd.DataFrame, texts: _Texts, width: float, *, small: bool = Fa
     Headers wrap between words; where the columns are too many for whole words, the words are
     abbreviated (see `ABBREVIATIONS`) and the abbreviations used are added to `legend`.
     """
+    import pandas as pd
+
     from reportlab.lib import colors
     from reportlab.platypus import LongTable, TableStyle
 
@@ -212,6 +216,7 @@ def render_pdf(report, path, *, progress=None, check=None) -> None:
 
     `check()` is called after every laid-out element and may raise to stop.
     """
+    import pandas as pd
     from reportlab.lib.pagesizes import A4, landscape
     from reportlab.lib.units import cm
     from reportlab.platypus import (

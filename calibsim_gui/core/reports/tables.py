@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from calibsim_gui.core.analysis.matrices import LOCAL_MINMAX_ROWS
 from calibsim_gui.core.analysis.pairs import split_score_column
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.io.output import dump_json, jsonable
+
+if TYPE_CHECKING:
+    import pandas as pd  # heavy: imported where a table is made
 
 JSON_SCHEMA_VERSION = 2          # 2: adds calibrators, anchors and column descriptions
 
@@ -73,6 +76,8 @@ def _flatten(prefix: str, value, rows: list) -> None:
 
 def provenance_frame(report) -> pd.DataFrame:
     """Provenance flattened to (key, value) rows, summary first."""
+    import pandas as pd
+
     rows = [(f"summary.{label}", value) for label, value in report.summary()]
     _flatten("provenance", report.provenance, rows)
     rows += [(f"reproduce[{i}]", command) for i, command in enumerate(report.reproduce())]
@@ -90,6 +95,8 @@ def _cell(value) -> str:
 
 
 def calibrators_frame(report) -> pd.DataFrame:
+    import pandas as pd
+
     rows = [(metric, form, key, _cell(value))
             for metric, forms in report.calibrators().items() for form, params in forms.items()
             for key, value in params.items()]
@@ -109,6 +116,8 @@ def _cell_safe(frame: pd.DataFrame) -> pd.DataFrame:
 def numbers_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     """Text columns that hold only numbers (and blanks), such as an input's human scores, as
     numbers; a column with a number written with a leading zero ("007", an id) stays text."""
+    import pandas as pd
+
     out = frame.copy()
     for column in frame.columns:
         values = frame[column]
@@ -165,6 +174,8 @@ def _close_quietly(exc: BaseException) -> None:
 
 
 def _write_sheets(report, path) -> None:
+    import pandas as pd
+
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         if report.kind != "matrix":
             results = _cell_safe(numbers_as_numbers(report.result.frame))
@@ -198,6 +209,8 @@ def write_table_sheets(frames: dict[str, pd.DataFrame], provenance: dict, path) 
 
 
 def _write_frames(frames: dict[str, pd.DataFrame], provenance: dict, path) -> None:
+    import pandas as pd
+
     rows: list = []
     _flatten("provenance", provenance, rows)
     with pd.ExcelWriter(path, engine="openpyxl") as writer:

@@ -1,0 +1,118 @@
+"""Small CSV/TSV pair files read and scored tables written without pandas (issue 44: importing
+pandas and pyarrow is half of a 10-pair run's time).
+
+A file is read here only when the result is provably what `inputs.load_pairs` gives: a plain
+CSV/TSV of at most `LIGHT_MAX_BYTES`, written in the csv module's canonical quoting (writing
+its rows back gives its text exactly), every row as long as the header, the two text columns
+found without doubt, and no human-score column. Anything else (and every error, which pandas'
+reading words) goes to the pandas path: `light_pair_table` then returns None.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from calibsim_gui.core.errors import InputError
+from calibsim_gui.core.io.csv_writer import ColumnTable
+from calibsim_gui.core.io.files import check_file_size
+from calibsim_gui.core.io.inputs import (
+    LABEL_NAMES,
+    PairTable,
+    check_read_budget,
+    choose_pair,
+    columns_by_key,
+    find_column,
+    finish_pair_table,
+)
+from calibsim_gui.core.io.tables import MAX_TABLE_COLUMNS, TABLE_SEPARATORS, read_text_file, table_separator
+
+LIGHT_MAX_BYTES = 256 * 1024
+"""Largest pairs file read without pandas (bytes): the files of a quick run."""
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=None,
+                     memory_budget: int | None = None) -> PairTable | None:
+    """`inputs.load_pairs`'s table of a small plain CSV/TSV `path`, read without pandas, or None
+    when the file is not one whose reading is provably the same (see the module)."""
+    path = Path(path)
+    check_read_budget([path], memory_budget)        # load_pairs' first check, its error
+    try:
+        if (label is not None or TABLE_SEPARATORS.get(path.suffix.lower()) is None
+                or check_file_size(path, limit=LIGHT_MAX_BYTES, what="text file") > LIGHT_MAX_BYTES):
+            return None
+        table = _read(path, read_text_file(path, encoding))
+        if table is None:
+            return None
+        if text_a is not None and text_b is not None:
+            a, b = find_column(table, text_a, path, "--text-a"), find_column(table, text_b, path, "--text-b")
+        elif text_a is None and text_b is None:
+            texts = _text_columns(table)
+            found = choose_pair(columns_by_key(table), texts) if texts is not None else None
+            if found is None:
+                return None
+            a, b = found
+        else:
+            return None
+    except (InputError, csv.Error):
+        return None
+    if a == b or any(str(c).strip().lower() in LABEL_NAMES and c not in (a, b) for c in table.columns):
+        return None
+    first, second = table[a], table[b]
+    empty = [not x.strip() or not y.strip() for x, y in zip(first, second)]
+    if all(empty):
+        return None
+    seen: set = set()
+    duplicates = 0
+    for x, y, blank in zip(first, second, empty):
+        if not blank:
+            duplicates += (x, y) in seen
+            seen.add((x, y))
+    return finish_pair_table(table, path, [], (a, b, None), tuple(i for i, e in enumerate(empty) if e),
+                             duplicates=duplicates, guessed=text_a is None)
+
+
+def _read(path: Path, text: str) -> ColumnTable | None:
+    """The table of `text` as `tables.read_table` reads it, or None unless its reading is sure."""
+    end = text.find("\n")
+    sep = table_separator(path.suffix.lower(), text if end < 0 else text[:end])
+    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True))
+    out = io.StringIO()
+    csv.writer(out, delimiter=sep, lineterminator="\n").writerows(rows)
+    if out.getvalue() != text.removesuffix("\n") + "\n" or len(rows) < 2 or len(rows[0]) > MAX_TABLE_COLUMNS:
+        return None             # not canonical CSV (or no data rows): pandas reads it
+    width = len(rows[0])
+    names = [name if name.strip() else f"column {i + 1}" for i, name in enumerate(rows[0])]
+    if any(len(row) != width for row in rows) or len(set(names)) < width:
+        return None
+    if any("\n" in cell and "\t" in cell for row in rows for cell in row):
+        return None             # a TSV's stray quote may have swallowed lines: pandas decides
+    table = ColumnTable([(name, [row[i] for row in rows[1:]]) for i, name in enumerate(names)])
+    if not any(cell.strip() for _, values in table.items for cell in values):
+        return None
+    return table
+
+
+def _text_columns(table: ColumnTable) -> list[str] | None:
+    """`inputs._text_columns` of `table`: columns with a non-empty cell that are not all numbers;
+    None when a column's cells might be numbers to pandas but are not plain decimals."""
+    texts = []
+    for name, values in table.items:
+        cells = [v.strip() for v in values if v.strip()]
+        if not cells or all(_NUMBER.fullmatch(c) for c in cells):
+            continue
+        if not any(_not_a_number(c) for c in cells):
+            return None
+        texts.append(name)
+    return texts
+
+
+def _not_a_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return True
+    return False
