@@ -104,6 +104,8 @@ def test_named_text_columns_are_taken_as_the_pandas_path_takes_them(tmp_path):
     ("sentence1,sentence2\na\n", {}),                                     # a short row
     ("sentence1,sentence2\n\"a,b\n", {}),                                 # a quote never closed
     ("one,two\n1_000,a\n2,b\n", {}),                                      # a number pandas may not read
+    ("one,two\n12345678901234567890,a\n2,b\n", {}),                       # nor this one, alike
+    ("sentence1,sentence2\n\u00a0,b\nc,d\n", {}),                           # a space Arrow may not strip
     ("x,x\na,b\n", {}),                                                   # a repeated column name
     ("sentence1,sentence2\n", {}),                                        # no data rows
     ("sentence1,sentence2\na,b\n", {"text_a": "sentence1"}),              # one text column named

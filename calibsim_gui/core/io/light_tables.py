@@ -17,7 +17,6 @@ from pathlib import Path
 
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.csv_writer import ColumnTable
-from calibsim_gui.core.io.files import check_file_size
 from calibsim_gui.core.io.inputs import (
     LABEL_NAMES,
     PairTable,
@@ -27,11 +26,18 @@ from calibsim_gui.core.io.inputs import (
     find_column,
     finish_pair_table,
 )
-from calibsim_gui.core.io.tables import MAX_TABLE_COLUMNS, TABLE_SEPARATORS, read_text_file, table_separator
+from calibsim_gui.core.io.tables import (
+    MAX_TABLE_COLUMNS,
+    TABLE_SEPARATORS,
+    read_text_file,
+    table_separator,
+    text_file_size,
+)
 
 LIGHT_MAX_BYTES = 256 * 1024
 """Largest pairs file read without pandas (bytes): the files of a quick run."""
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d{1,15}\.?\d{0,15}|\.\d{1,15})([eE][+-]?\d{1,3})?")     # read alike by all
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
 
 
 def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=None,
@@ -42,7 +48,7 @@ def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=Non
     check_read_budget([path], memory_budget)        # load_pairs' first check, its error
     try:
         if (label is not None or TABLE_SEPARATORS.get(path.suffix.lower()) is None
-                or check_file_size(path, limit=LIGHT_MAX_BYTES, what="text file") > LIGHT_MAX_BYTES):
+                or text_file_size(path) > LIGHT_MAX_BYTES):
             return None
         table = _read(path, read_text_file(path, encoding))
         if table is None:
@@ -88,8 +94,9 @@ def _read(path: Path, text: str) -> ColumnTable | None:
     names = [name if name.strip() else f"column {i + 1}" for i, name in enumerate(rows[0])]
     if any(len(row) != width for row in rows) or len(set(names)) < width:
         return None
-    if any("\n" in cell and "\t" in cell for row in rows for cell in row):
-        return None             # a TSV's stray quote may have swallowed lines: pandas decides
+    if any(("\n" in cell and "\t" in cell) or cell.strip() != cell.strip(_ASCII_SPACE)
+           for row in rows for cell in row):
+        return None             # a TSV's stray quote may have swallowed lines; other spaces: pandas decides
     table = ColumnTable([(name, [row[i] for row in rows[1:]]) for i, name in enumerate(names)])
     if not any(cell.strip() for _, values in table.items for cell in values):
         return None
