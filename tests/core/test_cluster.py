@@ -19,7 +19,8 @@ import pytest
 from calibsim_gui import cli
 from calibsim_gui.core.calibration import cluster
 from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import build_profile, profile_settings
+from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
 from calibsim_gui.core.errors import InputError, ModelError
@@ -59,7 +60,7 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_profile(embedder, corpus, cache_dir):
     texts = load_documents(corpus, column="title").texts
-    return build_profile(embedder, texts, n_pairs=PAIRS, seed=SEED,
+    return build_profile(embedder, texts, ProfileSettings(n_pairs=PAIRS, seed=SEED),
                          cache=EmbeddingCache(cache_dir / "embeddings.sqlite"))
 
 
@@ -187,11 +188,14 @@ def tiny_corpus(tmp_path_factory):
     return path, texts
 
 
+TINY_SETTINGS = ProfileSettings(n_pairs=400, seed=SEED, geometries=("center", "whiten", "abtt"),
+                                geometry_settings={"abtt": {"n_directions": 2}})
+"""One settings object for the Ray and the local build, geometry settings included."""
+
+
 def _tiny_background(embedder, path, **kwargs):
-    metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten"), ("cosine",))
-    return cluster.build_background_on_ray([path], embedder=embedder, model=str(embedder.info.path),
-                                           n_pairs=400, seed=SEED, metrics=metrics, fixes=fixes,
-                                           fixed_metrics=fixed_metrics, **kwargs)
+    return cluster.build_background_on_ray([path], TINY_SETTINGS, embedder=embedder,
+                                           model=str(embedder.info.path), **kwargs)
 
 
 def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_instance, tiny_embedder,
@@ -199,7 +203,7 @@ def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_i
     path, texts = tiny_corpus
     monkeypatch.setattr(cluster, "BLOCK_ROWS", 128)
     background, _ = _tiny_background(tiny_embedder, path, workers=2)
-    local = build_profile(tiny_embedder, texts, n_pairs=400, seed=SEED, geometries=("center", "whiten"))
+    local = build_profile(tiny_embedder, texts, TINY_SETTINGS)
     ray_info = background.provenance["ray"]
     assert (ray_info["worker_engine"], ray_info["worker_device"], ray_info["workers"]) == ("onnx", "cpu", 2)
     assert ray_info["blocks"] >= 4
@@ -208,6 +212,9 @@ def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_i
     mine, theirs = background.sketches["none"]["cosine"], local.references("none")["cosine"].background
     assert mine.n == theirs.n == 400
     np.testing.assert_allclose([mine.mean, mine.min, mine.max], [theirs.mean, theirs.min, theirs.max], atol=1e-5)
+    fixes = {fix: local.geometries[fix].transform.get_params() for fix in local.geometries}
+    assert {fix: t.get_params() for fix, t in background.transforms.items()} == fixes
+    assert fixes["abtt"]["n_directions"] == 2
 
 
 def test_a_worker_whose_graph_differs_stops_the_build_with_a_message(ray_instance, tiny_embedder,
