@@ -26,6 +26,7 @@ from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, 
 from calibsim_gui.core.errors import InputError, ModelError
 from calibsim_gui.core.io.inputs import load_documents
 from tests.conftest import DATA
+from tests.fakes import FakeEmbedder
 from tests.tiny_models import write_tiny_model
 
 PAIRS, SEED = 2500, 4          # 2,500 pairs of 700 texts: several rounds, sketches past their exact size
@@ -153,6 +154,12 @@ def test_without_ray_the_engine_says_how_to_install_it(monkeypatch, tmp_path, ca
     assert cli.main(["profile", "build", "--engine", "ray", "--background", str(background),
                      "--out", str(out), "-q"]) == 2
     assert "pip install 'calibsim[cluster]'" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_ray_build_refuses_settings_that_say_the_texts_were_cleaned_here(tmp_path):
+    """The workers read the files as they are: a profile built there cannot claim cleaned texts."""
+    with pytest.raises(InputError, match="not on Ray"):
+        cluster.build_profile_on_ray(FakeEmbedder(), [tmp_path / "bg.txt"], ProfileSettings(clean_html=True))
 
 
 def test_sources_expand_globs_and_folders_and_keep_uris(tmp_path):
