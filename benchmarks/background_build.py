@@ -67,11 +67,12 @@ def memory_child(n: int, pairs: int) -> dict:
 
     from calibsim_gui.core.embedding.model_folders import ModelFingerprint
     from calibsim_gui.core.calibration.profile_builder import build_profile
+    from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 
     texts, vectors = synthetic(n)
     embedder = PrecomputedEmbedder(texts, vectors, ModelFingerprint("synthetic", "0" * 64))
     before, peak_before = common.rss_mb(), common.peak_rss_mb()
-    seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=pairs)
+    seconds, profile = common.timed(build_profile, embedder, texts, ProfileSettings(n_pairs=pairs))
     peak = common.peak_rss_mb()
     return {"sentences": n, "pairs": profile.background_pairs, "build_s": round(seconds, 3),
             "rss_before_build_mb": round(before, 1), "peak_before_build_mb": round(peak_before, 1),
@@ -90,16 +91,18 @@ def main() -> None:
     from calibsim_gui.core.references.anchors import builtin_anchors
     from calibsim_gui.core.embedding.encoding import encode_texts
     from calibsim_gui.core.calibration.profile_builder import build_profile
+    from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 
     texts = common.agnews_texts(n)
     embedder = common.builtin_embedder("float32")
     embedder.encode_batch(["warm up"] * 8)
-    included_s, _ = common.timed(build_profile, embedder, texts, n_pairs=pairs, batch_size=64)
+    settings = ProfileSettings(n_pairs=pairs)
+    included_s, _ = common.timed(build_profile, embedder, texts, settings, batch_size=64)
     anchors = builtin_anchors()
     known = texts + [p.text_a for p in anchors.pairs] + [p.text_b for p in anchors.pairs]
     vectors = encode_texts(embedder, known).embeddings
     precomputed = PrecomputedEmbedder(known, vectors, embedder.fingerprint)
-    excluded_s, profile = common.timed(build_profile, precomputed, texts, n_pairs=pairs)
+    excluded_s, profile = common.timed(build_profile, precomputed, texts, settings)
     timing = {"sentences": n, "pairs": profile.background_pairs,
               "encoding_included_s": round(included_s, 2), "encoding_excluded_s": round(excluded_s, 3)}
     common.print_table([timing])

@@ -37,11 +37,14 @@ def child(case: dict) -> dict:
     """One measured build, in this (fresh) process; its query sample saved to ``case["sample"]``."""
     texts = common.agnews_texts(case["sentences"])
     embedder = common.builtin_embedder("float32", engine="auto")
+    from calibsim_gui.core.calibration.profile_settings import ProfileSettings
+
+    settings = ProfileSettings(n_pairs=case["pairs"], seed=SEED)
     if case["engine"] == "local":
         from calibsim_gui.core.calibration.profile_builder import build_profile
 
         embedder.encode_batch(["warm up"] * 8)
-        seconds, profile = common.timed(build_profile, embedder, texts, n_pairs=case["pairs"], seed=SEED)
+        seconds, profile = common.timed(build_profile, embedder, texts, settings)
         np.save(case["sample"], profile.query_reference)
         return {"engine": f"local-{embedder.engine}", "workers": 1, "cores": common.os.cpu_count(),
                 "sentences": len(texts), "pairs": profile.background_pairs,
@@ -50,9 +53,7 @@ def child(case: dict) -> dict:
     import ray
 
     from calibsim_gui.core.calibration.cluster import build_background_on_ray
-    from calibsim_gui.core.calibration.profile_builder import profile_settings
 
-    metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten", "abtt"), ("cosine",))
     with tempfile.TemporaryDirectory() as folder:
         corpus = Path(folder) / "agnews.txt"
         corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
@@ -60,9 +61,8 @@ def child(case: dict) -> dict:
         ray.init(num_cpus=case["workers"], include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
         try:
-            background, _ = build_background_on_ray(
-                [corpus], embedder=embedder, n_pairs=case["pairs"], seed=SEED, metrics=metrics,
-                fixes=fixes, fixed_metrics=fixed_metrics, workers=case["workers"])
+            background, _ = build_background_on_ray([corpus], settings, embedder=embedder,
+                                                    workers=case["workers"])
         finally:
             ray.shutdown()
         seconds = time.perf_counter() - start

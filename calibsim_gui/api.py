@@ -26,6 +26,7 @@ from calibsim_gui.core.analysis.thresholds import same_meaning, score_thresholds
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit, human_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile as build_reference
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.inputs import DocumentSet, PairTable, document_set, load_documents, load_pairs, pair_table
@@ -313,10 +314,9 @@ class Session:
         """
         docs = None if background is None else _documents(background, column=column, name="<background>")
         ladder = anchors if anchors is None or isinstance(anchors, AnchorSet) else load_anchors(anchors)
-        profile = self._run(build_reference, self.embedder, docs.texts if docs else None, desc="building",
-                            anchors=ladder, n_pairs=n_pairs, seed=seed, metrics=metrics,
-                            sources=docs.files if docs else (), text_columns=docs.text_columns if docs else (),
-                            name=Path(out).name if out else name)
+        settings = ProfileSettings(anchors=ladder, n_pairs=n_pairs, seed=seed, metrics=metrics,
+                                   name=Path(out).name if out else name)
+        profile = self._run(build_reference, self.embedder, docs, settings, desc="building")
         if out is not None:
             profile.save(out)
         if use:

@@ -65,21 +65,19 @@ def add_parser(psub) -> None:
 def build(args, out: Path) -> int:
     """Build the profile of `args` and save it to `out`, whose name was checked."""
     from calibsim_gui.core.calibration.profile_builder import build_profile
+    from calibsim_gui.core.calibration.profile_settings import ProfileSettings
     from calibsim_gui.core.geometry.transforms import geometry_settings
     from calibsim_gui.core.io.inputs import load_documents
 
     on_ray = args.engine == "ray"
     if not on_ray and (args.address or args.workers):
         raise InputError("--address and --workers apply to the ray engine only.", fix="add --engine ray")
-    settings = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim,
-                                 soft_factors=args.soft_factors)
+    fixes = geometry_settings(abtt_directions=args.abtt_directions, whiten_dim=args.whiten_dim,
+                              soft_factors=args.soft_factors)
     if on_ray and args.vectors:
         raise InputError("--engine ray runs a model on the cluster's machines; vectors files are read here.",
                          fix="leave out --engine ray, or give --model")
-    if on_ray and settings:
-        raise InputError("--abtt-directions, --whiten-dim and --soft-factors apply to the local engine "
-                         "only.", fix="leave out --engine ray, or the geometry settings")
-    if settings and not args.background:
+    if fixes and not args.background:
         raise InputError("--abtt-directions, --whiten-dim and --soft-factors set geometry fixes, which "
                          "are fitted on a background.", fix="add --background FILES")
     if on_ray and not args.background:
@@ -112,17 +110,15 @@ def build(args, out: Path) -> int:
     anchors = load_anchors(args.anchors) if args.anchors else None
     embedder = common.load_model(args)
     progress = common.Progress(args.quiet)
-    build_args = dict(anchors=anchors, n_pairs=args.pairs, seed=args.seed, name=out.name,
-                      cache=common.embedding_cache(args), batch_size=args.batch_size, metrics=args.metrics)
+    settings = ProfileSettings(anchors=anchors, n_pairs=args.pairs, seed=args.seed, metrics=args.metrics,
+                               geometry_settings=fixes, clean_html=cleaned, name=out.name)
+    run = dict(cache=common.embedding_cache(args), batch_size=args.batch_size)
     try:
         if on_ray:
-            profile = _build_on_ray(args, embedder, progress, **build_args)
+            profile = _build_on_ray(args, embedder, settings, progress, **run)
         else:
-            profile = build_profile(embedder, docs.texts if docs else None,
-                                    sources=docs.files if docs else (), progress=progress,
-                                    text_columns=docs.text_columns if docs else (),
-                                    geometry_settings=settings, clean_html=cleaned,
-                                    memory_budget=args.memory_budget, **build_args)
+            profile = build_profile(embedder, docs, settings, progress=progress,
+                                    memory_budget=args.memory_budget, **run)
         if args.band_pairs:
             _fit_band(args, profile, embedder)
     finally:
@@ -135,7 +131,7 @@ def build(args, out: Path) -> int:
     return 0
 
 
-def _build_on_ray(args, embedder, progress, **settings):
+def _build_on_ray(args, embedder, settings, progress, **run):
     """The profile with its background read and encoded on a Ray cluster."""
     from calibsim_gui.core.calibration.cluster import build_profile_on_ray
 
@@ -148,10 +144,10 @@ def _build_on_ray(args, embedder, progress, **settings):
                      + (f"at {args.address}" if args.address else "(a local instance)"))
     info = embedder.info
     profile = build_profile_on_ray(
-        embedder, args.background, model=None if info.source == "built-in" else str(info.path),
+        embedder, args.background, settings, model=None if info.source == "built-in" else str(info.path),
         device=args.device, precision=embedder.precision, allow_pickle=args.allow_pickle,
         column=args.column, encoding=args.encoding, workers=args.workers,
-        address=args.address, progress=progress_with_rate, **settings)
+        address=args.address, progress=progress_with_rate, **run)
     ray_info = profile.provenance["ray"]
     common.say(args, f"background: {profile.provenance['background']['sentences']:,} distinct "
                      f"sentences of {ray_info['sentences_read']:,} read, {ray_info['blocks']} blocks "

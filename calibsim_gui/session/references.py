@@ -19,6 +19,7 @@ from calibsim_gui.core.calibration.profile_builder import (
     keep_agreement_bands,
     with_anchors,
 )
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
@@ -80,23 +81,17 @@ def anchored(profile: ReferenceProfile, label: str, embedder, anchors: AnchorSet
                       label.split(" + ")[0] + " + edited anchors", path, built_from)
 
 
-def background(embedder, documents, *, pairs: int, seed: int, anchors: AnchorSet | None, built_from: dict,
-               previous: ReferenceProfile | None, name: str, cache=None,
-               memory_budget: int | None = None) -> References:
-    """A profile (named `name`) measured on the background `documents` (a `DocumentSet`), keeping
+def background(embedder, documents, settings: ProfileSettings, *, built_from: dict,
+               previous: ReferenceProfile | None, cache=None, memory_budget: int | None = None) -> References:
+    """A profile measured with `settings` on the background `documents` (a `DocumentSet`), keeping
     `previous`'s human bands where the calibrated scale is the same (it does not depend on the
     background)."""
-    files = list(documents.files)
-
     def make(progress, should_stop):
-        profile = build_profile(embedder, documents.texts, anchors=anchors, n_pairs=pairs, seed=seed,
-                                sources=files, cache=cache, text_columns=documents.text_columns,
-                                clean_html=bool(built_from.get("options", {}).get("clean_html")),
-                                progress=progress, should_stop=should_stop, memory_budget=memory_budget,
-                                name=name)
+        profile = build_profile(embedder, documents, settings, cache=cache, progress=progress,
+                                should_stop=should_stop, memory_budget=memory_budget)
         return keep_agreement_bands(profile, previous)
 
-    return References(make, f"built from {len(files)} file(s)", built_from=built_from)
+    return References(make, f"built from {len(documents.files)} file(s)", built_from=built_from)
 
 
 def chosen(embedder, profile=None, *, anchors=None, cache=None, batch_size: int = 64) -> ReferenceProfile:

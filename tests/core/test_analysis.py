@@ -10,12 +10,13 @@ from calibsim_gui.core.calibration.human import HumanCalibrator
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from tests.fakes import FakeEmbedder, random_sentences
 
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), n_pairs=1500)
+    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), ProfileSettings(n_pairs=1500))
 
 
 @pytest.fixture
@@ -397,7 +398,7 @@ def test_query_scales_are_kept_in_the_cache_and_rescoring_gives_identical_scores
                                 AssertionError("scales were computed again")))
         warm = score_pairs(table, FakeEmbedder(), profile, cache=cache).frame
         pd.testing.assert_frame_equal(cold, warm)
-        other = build_profile(FakeEmbedder(), random_sentences(500, seed=9), n_pairs=300)
+        other = build_profile(FakeEmbedder(), random_sentences(500, seed=9), ProfileSettings(n_pairs=300))
         with pytest.raises(AssertionError, match="computed again"):
             score_pairs(table, FakeEmbedder(), other, cache=cache)     # another reference
 
@@ -422,8 +423,8 @@ def test_norm_aware_metrics_are_calibrated_with_identical_texts_on_top(pairs_fil
 
 
 def test_a_profile_without_the_new_metrics_says_how_to_get_them(pairs_file):
-    cosine_only = build_profile(FakeEmbedder(), random_sentences(400, seed=6), n_pairs=300,
-                                metrics=["cosine"], geometries=())
+    cosine_only = build_profile(FakeEmbedder(), random_sentences(400, seed=6),
+                                ProfileSettings(n_pairs=300, metrics=["cosine"], geometries=()))
     scored = score_pairs(load_pairs(pairs_file), FakeEmbedder(), cosine_only, metrics=["cosine", "wrd"])
     assert any("wrd" in n and "calibsim profile build --metrics wrd" in n for n in scored.notes)
     with pytest.raises(InputError, match="not for scaled90") as error:

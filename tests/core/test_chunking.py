@@ -12,6 +12,7 @@ from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.geometry.metrics import pair_scores
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -38,7 +39,7 @@ DOC_B = BODY + " In the end the jury acquitted her because the evidence was thin
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), n_pairs=1500)
+    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), ProfileSettings(n_pairs=1500))
 
 
 def _pairs(tmp_path, rows, name="pairs.csv"):

@@ -19,12 +19,14 @@ import pytest
 from calibsim_gui import cli
 from calibsim_gui.core.calibration import cluster
 from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import build_profile, profile_settings
+from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
 from calibsim_gui.core.errors import InputError, ModelError
 from calibsim_gui.core.io.inputs import load_documents
 from tests.conftest import DATA
+from tests.fakes import FakeEmbedder
 from tests.tiny_models import write_tiny_model
 
 PAIRS, SEED = 2500, 4          # 2,500 pairs of 700 texts: several rounds, sketches past their exact size
@@ -59,7 +61,7 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_profile(embedder, corpus, cache_dir):
     texts = load_documents(corpus, column="title").texts
-    return build_profile(embedder, texts, n_pairs=PAIRS, seed=SEED,
+    return build_profile(embedder, texts, ProfileSettings(n_pairs=PAIRS, seed=SEED),
                          cache=EmbeddingCache(cache_dir / "embeddings.sqlite"))
 
 
@@ -154,6 +156,12 @@ def test_without_ray_the_engine_says_how_to_install_it(monkeypatch, tmp_path, ca
     assert "pip install 'calibsim[cluster]'" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_ray_build_refuses_settings_that_say_the_texts_were_cleaned_here(tmp_path):
+    """The workers read the files as they are: a profile built there cannot claim cleaned texts."""
+    with pytest.raises(InputError, match="not on Ray"):
+        cluster.build_profile_on_ray(FakeEmbedder(), [tmp_path / "bg.txt"], ProfileSettings(clean_html=True))
+
+
 def test_sources_expand_globs_and_folders_and_keep_uris(tmp_path):
     (tmp_path / "sub").mkdir()
     for name in ("a.txt", "b.md", "sub/c.txt", "skip.csv"):
@@ -187,11 +195,14 @@ def tiny_corpus(tmp_path_factory):
     return path, texts
 
 
+TINY_SETTINGS = ProfileSettings(n_pairs=400, seed=SEED, geometries=("center", "whiten", "abtt"),
+                                geometry_settings={"abtt": {"n_directions": 2}})
+"""One settings object for the Ray and the local build, geometry settings included."""
+
+
 def _tiny_background(embedder, path, **kwargs):
-    metrics, fixes, fixed_metrics = profile_settings(None, ("center", "whiten"), ("cosine",))
-    return cluster.build_background_on_ray([path], embedder=embedder, model=str(embedder.info.path),
-                                           n_pairs=400, seed=SEED, metrics=metrics, fixes=fixes,
-                                           fixed_metrics=fixed_metrics, **kwargs)
+    return cluster.build_background_on_ray([path], TINY_SETTINGS, embedder=embedder,
+                                           model=str(embedder.info.path), **kwargs)
 
 
 def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_instance, tiny_embedder,
@@ -199,7 +210,7 @@ def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_i
     path, texts = tiny_corpus
     monkeypatch.setattr(cluster, "BLOCK_ROWS", 128)
     background, _ = _tiny_background(tiny_embedder, path, workers=2)
-    local = build_profile(tiny_embedder, texts, n_pairs=400, seed=SEED, geometries=("center", "whiten"))
+    local = build_profile(tiny_embedder, texts, TINY_SETTINGS)
     ray_info = background.provenance["ray"]
     assert (ray_info["worker_engine"], ray_info["worker_device"], ray_info["workers"]) == ("onnx", "cpu", 2)
     assert ray_info["blocks"] >= 4
@@ -208,6 +219,9 @@ def test_cpu_workers_run_the_prepared_onnx_graph_and_equal_the_local_build(ray_i
     mine, theirs = background.sketches["none"]["cosine"], local.references("none")["cosine"].background
     assert mine.n == theirs.n == 400
     np.testing.assert_allclose([mine.mean, mine.min, mine.max], [theirs.mean, theirs.min, theirs.max], atol=1e-5)
+    fixes = {fix: local.geometries[fix].transform.get_params() for fix in local.geometries}
+    assert {fix: t.get_params() for fix, t in background.transforms.items()} == fixes
+    assert fixes["abtt"]["n_directions"] == 2
 
 
 def test_a_worker_whose_graph_differs_stops_the_build_with_a_message(ray_instance, tiny_embedder,

@@ -10,6 +10,7 @@ from calibsim_gui.core.analysis.comparison import (
 )
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import InputError
 from calibsim_gui.core.io.inputs import load_pairs
 from tests.fakes import FakeEmbedder, random_sentences
@@ -41,7 +42,7 @@ def scored_and_profiles(tmp_path_factory):
     table = load_pairs(path)
     out, profiles = {}, {}
     for embedder in (FakeEmbedder(), CrowdedEmbedder()):
-        profile = build_profile(embedder, corpus, n_pairs=1000, metrics=["cosine"])
+        profile = build_profile(embedder, corpus, ProfileSettings(n_pairs=1000, metrics=["cosine"]))
         out[embedder.fingerprint.name] = score_pairs(table, embedder, profile, metrics=["cosine"])
         profiles[embedder.fingerprint.name] = profile
     return out, profiles
@@ -107,7 +108,8 @@ def test_reference_scales_hold_each_levels_median_and_the_background_percentiles
     assert scale["levels"][0]["median"] == pytest.approx(np.median(scores))
     assert list(scale["background"]) == ["p5", "p25", "p50", "p75", "p95"]
     assert np.all(np.diff(list(scale["background"].values())) > 0)
-    assert reference_scale(build_profile(FakeEmbedder(), None, metrics=["cosine"]), "cosine")["background"] is None
+    cosine_only = build_profile(FakeEmbedder(), None, ProfileSettings(metrics=["cosine"]))
+    assert reference_scale(cosine_only, "cosine")["background"] is None
 
 
 def test_a_comparison_survives_json_and_says_when_calibrated_differs_more(scored_and_profiles):

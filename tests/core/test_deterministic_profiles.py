@@ -9,6 +9,7 @@ import pytest
 from calibsim_gui.core.calibration.kll import KllSketch
 from calibsim_gui.core.calibration.profile import ReferenceProfile, merge_profiles
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.calibration.sketch import KLL_K, ScoreSketch
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -16,7 +17,7 @@ PAIRS = 6000                     # past the sketch's exact size (KLL_K), so comp
 
 
 def _build(texts, path, seed=3):
-    profile = build_profile(FakeEmbedder(), texts, n_pairs=PAIRS, seed=seed, name="corpus")
+    profile = build_profile(FakeEmbedder(), texts, ProfileSettings(n_pairs=PAIRS, seed=seed, name="corpus"))
     return profile.save(path).read_bytes()
 
 

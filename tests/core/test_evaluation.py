@@ -10,6 +10,7 @@ from calibsim_gui.core.analysis.evaluation import evaluate, tenth_shares, top_ti
 from calibsim_gui.core.reports.evaluation_page import evaluation_html, readable_forms
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.reports import build_report
 from calibsim_gui.core.reports.html import render_html
 from tests.fakes import FakeEmbedder, random_sentences
@@ -17,7 +18,7 @@ from tests.fakes import FakeEmbedder, random_sentences
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), n_pairs=1500)
+    return build_profile(FakeEmbedder(), random_sentences(3000, seed=5), ProfileSettings(n_pairs=1500))
 
 
 @pytest.fixture

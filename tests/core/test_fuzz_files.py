@@ -18,6 +18,7 @@ from calibsim_gui.core.errors import CalibsimError
 from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.analysis.project import Project, ProjectInput
 from tests.core.test_profile_integrity import assert_sane
 from tests.fakes import FakeEmbedder, random_sentences
@@ -87,8 +88,9 @@ def _load(call):
 
 # --------------------------------------------------------------------------- profiles
 
-PROFILE = build_profile(FakeEmbedder(), random_sentences(1200, seed=4), n_pairs=1200, seed=2,
-                        metrics=["cosine", "euclidean"], geometries=("center",)).to_dict()
+PROFILE = build_profile(FakeEmbedder(), random_sentences(1200, seed=4),
+                        ProfileSettings(n_pairs=1200, seed=2, metrics=["cosine", "euclidean"],
+                                        geometries=("center",))).to_dict()
 
 
 @FUZZ

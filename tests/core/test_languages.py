@@ -9,6 +9,7 @@ from calibsim_gui.cli import main as cli_main
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile, builtin_profile_path
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.languages import (
     UNKNOWN,
     describe,
@@ -63,7 +64,7 @@ JAPANESE = [  # translations of ENGLISH, in order
 def english_profile():
     """A profile whose background is calibsim's English reference sentences."""
     sentences = resource_path("reference", "sentences.txt").read_text(encoding="utf-8").splitlines()
-    return build_profile(FakeEmbedder(), sentences, n_pairs=500)
+    return build_profile(FakeEmbedder(), sentences, ProfileSettings(n_pairs=500))
 
 
 def _pairs_file(tmp_path, rows, name="pairs.csv"):

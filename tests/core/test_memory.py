@@ -14,6 +14,7 @@ from calibsim_gui.core.io.memory import (
     BUDGET_ENV, WORKING_BYTES, default_budget, file_read_bytes, format_size, pair_run_bytes, parse_size, physical_memory, profile_build_bytes)
 from calibsim_gui.core.geometry.metrics import PAIR_BLOCK, pair_scores
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -38,7 +39,7 @@ def test_working_memory_of_pair_scores_does_not_grow_with_the_number_of_pairs():
 
 @pytest.fixture(scope="module")
 def small_profile():
-    return build_profile(FakeEmbedder(), random_sentences(400, seed=3), n_pairs=300)
+    return build_profile(FakeEmbedder(), random_sentences(400, seed=3), ProfileSettings(n_pairs=300))
 
 
 def pairs_table(tmp_path, n: int):
@@ -84,7 +85,7 @@ def test_a_matrix_over_the_budget_is_refused(tmp_path, small_profile):
 def test_the_pair_estimate_covers_what_scoring_really_holds(tmp_path):
     """The estimate bounds the traced peak from above, and not wildly: the budget is honest."""
     embedder = FakeEmbedder(dimension=256)
-    profile = build_profile(embedder, random_sentences(400, seed=3), n_pairs=300)
+    profile = build_profile(embedder, random_sentences(400, seed=3), ProfileSettings(n_pairs=300))
     table = pairs_table(tmp_path, 4000)
     tracemalloc.start()
     try:
@@ -129,13 +130,13 @@ def test_background_pairs_are_in_the_build_estimate_and_it_covers_the_build():
     """`--pairs 2000000` once held 7 GB under a 1G budget: the pairs are counted now."""
     embedder, texts = FakeEmbedder(dimension=128), random_sentences(1500, seed=4)
     with pytest.raises(InputError, match="a background of 1,500 sentences and 1,000,000 pairs"):
-        build_profile(embedder, texts, n_pairs=1_000_000, memory_budget=1_000_000_000)
+        build_profile(embedder, texts, ProfileSettings(n_pairs=1_000_000), memory_budget=1_000_000_000)
     assert embedder.calls == 0
-    peak = traced_peak(lambda: build_profile(embedder, texts, n_pairs=40_000))
+    peak = traced_peak(lambda: build_profile(embedder, texts, ProfileSettings(n_pairs=40_000)))
     estimate = profile_build_bytes(1500, 128, 40_000)
     assert (estimate - WORKING_BYTES) / 4 < peak < estimate
 
 
 def test_a_build_asked_for_no_pairs_is_refused():
     with pytest.raises(InputError, match="-5 background pairs cannot be drawn"):
-        build_profile(FakeEmbedder(), random_sentences(50, seed=4), n_pairs=-5)
+        build_profile(FakeEmbedder(), random_sentences(50, seed=4), ProfileSettings(n_pairs=-5))

@@ -10,6 +10,7 @@ import pytest
 
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.embedding.prompts import PromptSettings
@@ -35,7 +36,7 @@ def _pairs(tmp_path, rows):
 
 def test_a_text_too_long_only_with_the_prompt_is_said_to_be_so(tmp_path):
     embedder = FakeEmbedder(prompts=PromptSettings(symmetric="search query: "))
-    profile = build_profile(embedder, random_sentences(300, seed=5), n_pairs=500)
+    profile = build_profile(embedder, random_sentences(300, seed=5), ProfileSettings(n_pairs=500))
     text = " ".join(f"w{i}" for i in range(37))             # 37 words + 2 specials: fits the 40 alone
     scored = score_pairs(_pairs(tmp_path, [(text, "A cat sat.")]), embedder, profile, metrics=["cosine"])
     assert any(re.search(r"1 texts are longer than the model's max length \(40 tokens, the prompt "
@@ -55,7 +56,7 @@ class HyphenEmbedder(FakeEmbedder):
 
 def test_while_chunking_a_chunk_still_cut_is_not_answered_with_use_chunking(tmp_path):
     embedder = HyphenEmbedder()
-    profile = build_profile(embedder, random_sentences(300, seed=5), n_pairs=500)
+    profile = build_profile(embedder, random_sentences(300, seed=5), ProfileSettings(n_pairs=500))
     text = " ".join(f"a{i}-b{i}" for i in range(60))
     scored = score_pairs(_pairs(tmp_path, [(text, "A cat sat.")]), embedder, profile, metrics=["cosine"],
                          long_texts="chunk")

@@ -12,6 +12,7 @@ import pytest
 from calibsim_gui.core.analysis.neighbours import DocumentNeighbours, document_neighbours, vector_neighbours
 from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.geometry.knn import ApproximateIndex, recall_at_k, top_hits
 from calibsim_gui.core.geometry.metrics import METRICS, Rows
@@ -21,7 +22,7 @@ from tests.fakes import FakeEmbedder, random_sentences
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(2000, seed=5), n_pairs=1000)
+    return build_profile(FakeEmbedder(), random_sentences(2000, seed=5), ProfileSettings(n_pairs=1000))
 
 
 def documents(texts, prefix="d"):

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -6,6 +7,8 @@ import pytest
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.calibration.profile import ReferenceProfile, merge_profiles
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
+from calibsim_gui.core.io.inputs import document_set
 from tests.fakes import FakeEmbedder, random_sentences
 
 
@@ -16,7 +19,7 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def profile(corpus):
-    return build_profile(FakeEmbedder(), corpus, n_pairs=2000, seed=3, name="test profile")
+    return build_profile(FakeEmbedder(), corpus, ProfileSettings(n_pairs=2000, seed=3, name="test profile"))
 
 
 def test_profile_holds_every_form_and_provenance(profile):
@@ -69,14 +72,14 @@ def test_nan_in_a_profile_is_refused(profile, tmp_path):
 
 
 def test_small_background_warns(corpus):
-    small = build_profile(FakeEmbedder(), corpus[:300], n_pairs=500)
+    small = build_profile(FakeEmbedder(), corpus[:300], ProfileSettings(n_pairs=500))
     assert any("fewer" in w or "only 500" in w for w in small.warnings())
 
 
 def test_merge_of_two_halves_is_exact_and_order_independent(corpus):
     emb = FakeEmbedder()
-    a = build_profile(emb, corpus[:2000], n_pairs=1000, seed=1)
-    b = build_profile(emb, corpus[2000:], n_pairs=1000, seed=2)
+    a = build_profile(emb, corpus[:2000], ProfileSettings(n_pairs=1000, seed=1))
+    b = build_profile(emb, corpus[2000:], ProfileSettings(n_pairs=1000, seed=2))
     ab, ba = merge_profiles(a, b), merge_profiles(b, a)
     assert ab.background_pairs == 2000
     for name in ab.metrics:
@@ -91,14 +94,15 @@ def test_merge_of_two_halves_is_exact_and_order_independent(corpus):
 
 def test_merge_refuses_a_background_counted_twice(corpus, tmp_path):
     emb = FakeEmbedder()
-    a = build_profile(emb, corpus[:1000], n_pairs=300, seed=1)
+    a = build_profile(emb, corpus[:1000], ProfileSettings(n_pairs=300, seed=1))
     with pytest.raises(ProfileError, match="same background pairs twice: .* the very same background"):
         merge_profiles(a, ReferenceProfile.from_dict(a.to_dict()))       # one profile given twice
     news, copy = tmp_path / "news.txt", tmp_path / "copy.txt"
     for path in (news, copy):
         path.write_text("the same news\n")
-    b = build_profile(emb, corpus[1000:2000], n_pairs=300, seed=2, sources=[news])
-    c = build_profile(emb, corpus[2000:3000], n_pairs=300, seed=3, sources=[copy])
+    b, c = (build_profile(emb, replace(document_set(corpus[start:start + 1000]), files=(path,)),
+                          ProfileSettings(n_pairs=300, seed=seed))
+            for start, path, seed in ((1000, news, 2), (2000, copy, 3)))
     with pytest.raises(ProfileError, match="same background file .sha256"):
         merge_profiles(b, c)
     with pytest.raises(ProfileError, match="same background file"):          # also through a merged part
@@ -107,8 +111,8 @@ def test_merge_refuses_a_background_counted_twice(corpus, tmp_path):
 
 
 def test_merge_refuses_profiles_of_different_models(corpus):
-    a = build_profile(FakeEmbedder(), corpus[:500], n_pairs=200)
-    b = build_profile(FakeEmbedder(name="other"), corpus[500:1000], n_pairs=200)
+    a = build_profile(FakeEmbedder(), corpus[:500], ProfileSettings(n_pairs=200))
+    b = build_profile(FakeEmbedder(name="other"), corpus[500:1000], ProfileSettings(n_pairs=200))
     with pytest.raises(ProfileError, match="built with model"):
         merge_profiles(a, b)
 
@@ -184,8 +188,8 @@ def test_a_damaged_geometry_fix_is_refused(profile, tmp_path):
 
 def test_merging_drops_geometry_fixes_and_says_so(corpus):
     emb = FakeEmbedder()
-    a = build_profile(emb, corpus[:1000], n_pairs=500, seed=1)
-    b = build_profile(emb, corpus[1000:2000], n_pairs=500, seed=2, geometries=())
+    a = build_profile(emb, corpus[:1000], ProfileSettings(n_pairs=500, seed=1))
+    b = build_profile(emb, corpus[1000:2000], ProfileSettings(n_pairs=500, seed=2, geometries=()))
     merged = merge_profiles(a, b)
     assert merged.geometry_names() == ("none",)
     assert any("geometry fixes (abtt, center, soft, whiten) were dropped" in w for w in merged.warnings())
@@ -210,12 +214,12 @@ def test_a_profile_records_its_precision_and_says_when_used_in_another(corpus, t
 
     bf16 = FakeEmbedder()
     bf16.precision = "bfloat16"
-    built = build_profile(bf16, corpus[:500], n_pairs=200)
+    built = build_profile(bf16, corpus[:500], ProfileSettings(n_pairs=200))
     loaded = ReferenceProfile.load(built.save(tmp_path / "bf16.calibsim-profile"))
     assert loaded.precision == "bfloat16" and loaded.warnings(precision="bfloat16") == built.warnings()
     assert any("built in bfloat16 but these scores were computed in float32" in w
                for w in loaded.warnings(precision="float32"))
-    f32 = build_profile(FakeEmbedder(), corpus[500:1000], n_pairs=200)
+    f32 = build_profile(FakeEmbedder(), corpus[500:1000], ProfileSettings(n_pairs=200))
     with pytest.raises(ProfileError, match="different precisions"):
         merge_profiles(loaded, f32)
     (tmp_path / "pairs.csv").write_text("sentence1,sentence2\na cat,a dog\n")

@@ -17,6 +17,7 @@ from calibsim_gui.core.calibration.human import HumanCalibrator, HumanFit
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.calibration.profile import DIGEST_KEY, ReferenceProfile, content_digest
 from calibsim_gui.core.calibration.profile_builder import build_profile, builtin_profile_path
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.calibration.sketch import ScoreSketch, read_kll_layout
 from tests.fakes import FakeEmbedder, random_sentences
 
@@ -144,8 +145,8 @@ def test_200_byte_flips_in_sketches_never_crash_the_process(tmp_path):
 
 @pytest.fixture(scope="module")
 def document():
-    profile = build_profile(FakeEmbedder(), random_sentences(1500, seed=2), n_pairs=1500, seed=1,
-                            geometries=("whiten",))
+    profile = build_profile(FakeEmbedder(), random_sentences(1500, seed=2),
+                            ProfileSettings(n_pairs=1500, seed=1, geometries=("whiten",)))
     return profile.to_dict()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from calibsim_gui.core.calibration.profile import DIGEST_KEY, ReferenceProfile, content_digest, merge_profiles
 from calibsim_gui.core.calibration.profile_builder import build_profile, builtin_profile_path, upgrade_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import ProfileError
 from calibsim_gui.core.geometry.transforms import decode_array, encode_array
 from tests.core.test_profile import _as_old_schema
@@ -101,8 +102,8 @@ def test_an_implausible_part_is_refused_before_a_merge(builtin_document, tmp_pat
 
 
 def test_an_old_profile_with_a_negated_query_reference_is_refused_by_upgrade():
-    profile = build_profile(FakeEmbedder(), random_sentences(600, seed=4), n_pairs=800, seed=1,
-                            geometries=("center",))
+    profile = build_profile(FakeEmbedder(), random_sentences(600, seed=4),
+                            ProfileSettings(n_pairs=800, seed=1, geometries=("center",)))
     old = _as_old_schema(profile, 2)
     upgrade_profile(json.loads(json.dumps(old)), FakeEmbedder())          # untouched: upgrades
     _negated_query_reference(old)

@@ -8,6 +8,7 @@ import pytest
 
 from calibsim_gui.core.analysis.projection import map_input, nearest, pca_2d, points_in_polygon
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.io.inputs import Document, DocumentSet, load_pairs
 from tests.fakes import FakeEmbedder, random_sentences
@@ -15,7 +16,7 @@ from tests.fakes import FakeEmbedder, random_sentences
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(1000, seed=5), n_pairs=600)
+    return build_profile(FakeEmbedder(), random_sentences(1000, seed=5), ProfileSettings(n_pairs=600))
 
 
 def planted(n=400, dim=30, seed=0):

@@ -18,6 +18,7 @@ from calibsim_gui.core.embedding.model_folders import builtin_model_path, inspec
 from calibsim_gui.core.embedding.prompts import PromptSettings, choose_prompts
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile, default_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from tests.fakes import FakeEmbedder, random_sentences
 
 E5_PROMPTS = {"query": "query: ", "document": "passage: "}
@@ -112,7 +113,7 @@ def test_cache_never_mixes_prompted_and_unprompted_vectors(tmp_path):
 
 def test_profile_records_prompt_and_refuses_another(tmp_path):
     prompted = FakeEmbedder(prompts=PromptSettings(symmetric="query: ", name="query"))
-    profile = build_profile(prompted, random_sentences(400, seed=3), n_pairs=500)
+    profile = build_profile(prompted, random_sentences(400, seed=3), ProfileSettings(n_pairs=500))
     assert profile.prompt == "query: "
     assert profile.provenance["model"]["prompt_name"] == "query"
     profile = ReferenceProfile.load(profile.save(tmp_path / "p.calibsim-profile"))
@@ -159,7 +160,7 @@ def test_builtin_model_and_profile_are_unchanged(real_embedder):
 def test_prompted_profile_is_refused_without_the_prompt(prompted_embedder, tmp_path):
     from calibsim_gui.core.embedding.models import load_model
 
-    profile = build_profile(prompted_embedder, random_sentences(300, seed=4), n_pairs=500)
+    profile = build_profile(prompted_embedder, random_sentences(300, seed=4), ProfileSettings(n_pairs=500))
     assert profile.prompt == "query: " and profile.provenance["model"]["prompt_name"] == "query"
     bare = load_model(str(prompted_embedder.info.path), device="cpu",
                       prompts=choose_prompts(prompted_embedder.info, no_prompt=True))

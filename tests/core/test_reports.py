@@ -16,6 +16,7 @@ from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.core.geometry.metrics import METRICS
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.reports import build_report, space_cache, write_figures, write_report
 from calibsim_gui.core.reports.content import format_number
 from tests.fakes import FakeEmbedder, random_sentences
@@ -25,7 +26,7 @@ N_PAIRS = 160
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(2500, seed=3), n_pairs=1500, seed=4)
+    return build_profile(FakeEmbedder(), random_sentences(2500, seed=3), ProfileSettings(n_pairs=1500, seed=4))
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +308,7 @@ def test_reports_of_one_profile_diagnose_its_background_once(report, profile, mo
     first = build_report(report.result, profile).space
     second = build_report(report.result, profile).space
     assert len(computed) == 1 and second is first
-    other = build_profile(FakeEmbedder(), random_sentences(600, seed=5), n_pairs=300, seed=6)
+    other = build_profile(FakeEmbedder(), random_sentences(600, seed=5), ProfileSettings(n_pairs=300, seed=6))
     assert build_report(report.result, other).space.diagnostics != first.diagnostics
     assert len(computed) == 2
 
@@ -483,8 +484,7 @@ def test_background_and_input_are_told_apart_and_the_text_column_is_recorded(tmp
     texts = random_sentences(300, seed=5)
     pd.DataFrame({"id": range(300), "body": texts}).to_csv(background, index=False)
     docs = load_documents(background, column="body")
-    profile = build_profile(FakeEmbedder(), docs.texts, n_pairs=200, sources=docs.files,
-                            text_columns=docs.text_columns)
+    profile = build_profile(FakeEmbedder(), docs, ProfileSettings(n_pairs=200))
     assert profile.provenance["background"]["text_columns"] == {"test.csv": "body"}
     inputs = tmp_path / "in"
     inputs.mkdir()

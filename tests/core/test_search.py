@@ -8,6 +8,7 @@ import pytest
 from calibsim_gui.core.errors import Cancelled, InputError
 from calibsim_gui.core.io.inputs import Document, DocumentSet
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.analysis.search import search
 from calibsim_gui.core.geometry import knn
 from calibsim_gui.core.geometry.knn import top_hits
@@ -16,7 +17,7 @@ from tests.fakes import FakeEmbedder, random_sentences
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(2000, seed=5), n_pairs=1000)
+    return build_profile(FakeEmbedder(), random_sentences(2000, seed=5), ProfileSettings(n_pairs=1000))
 
 
 def documents(texts, prefix="d"):

@@ -8,6 +8,7 @@ import pytest
 
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile, default_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.readability import UNREADABLE_COLUMN
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.reports.content import build_report
@@ -50,7 +51,7 @@ def _check(scored, n_unreadable: int, readable_rows: slice, *, pairs: int, band:
 
 @pytest.fixture(scope="module")
 def fake_profile():
-    return build_profile(ReadingEmbedder(), random_sentences(300, seed=3), n_pairs=400)
+    return build_profile(ReadingEmbedder(), random_sentences(300, seed=3), ProfileSettings(n_pairs=400))
 
 
 def test_texts_without_a_known_token_get_no_calibrated_score_and_a_reason(fake_profile, tmp_path):
@@ -65,7 +66,7 @@ def test_texts_without_a_known_token_get_no_calibrated_score_and_a_reason(fake_p
 
 
 def test_an_embedder_without_a_tokenizer_flags_nothing(tmp_path):
-    profile = build_profile(FakeEmbedder(), random_sentences(300, seed=3), n_pairs=400)
+    profile = build_profile(FakeEmbedder(), random_sentences(300, seed=3), ProfileSettings(n_pairs=400))
     scored = score_pairs(_pairs(tmp_path, [("🚗", "🍕"), ("a cat", "a dog")]), FakeEmbedder(), profile,
                          metrics=["cosine"])
     assert UNREADABLE_COLUMN not in scored.frame and scored.provenance["unreadable"] is None

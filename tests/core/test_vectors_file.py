@@ -7,6 +7,7 @@ import pytest
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.encoding import encode_texts
 from calibsim_gui.core.embedding.vectors_file import load_vectors, read_texts, write_texts
 from calibsim_gui.core.errors import InputError, ProfileError
@@ -45,7 +46,7 @@ def test_vectors_give_the_scores_of_the_model_itself(tmp_path, corpus, pairs):
     fake, vectors = FakeEmbedder(), load_vectors(save_vectors(tmp_path, needed(corpus)))
     scores = []
     for model in (fake, vectors):
-        profile = build_profile(model, corpus[0], n_pairs=2000)
+        profile = build_profile(model, corpus[0], ProfileSettings(n_pairs=2000))
         scores.append(score_pairs(pairs, model, profile, geometry=["none", "whiten"]).frame)
     columns = [c for c in scores[0].columns if c.startswith("cosine_")]
     assert "cosine_calibrated@whiten" in columns
@@ -54,7 +55,7 @@ def test_vectors_give_the_scores_of_the_model_itself(tmp_path, corpus, pairs):
 
 def test_a_profile_built_from_vectors_round_trips(tmp_path, corpus, pairs):
     vectors = load_vectors(save_vectors(tmp_path, needed(corpus)))
-    profile = build_profile(vectors, corpus[0], n_pairs=2000)
+    profile = build_profile(vectors, corpus[0], ProfileSettings(n_pairs=2000))
     assert profile.provenance["model"]["engine"] == "vectors"
     loaded = ReferenceProfile.load(profile.save(tmp_path / "v.calibsim-profile"))
     assert loaded.fingerprint == vectors.fingerprint

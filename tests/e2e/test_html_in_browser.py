@@ -21,6 +21,7 @@ import pytest
 
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.io.inputs import load_pairs
 from calibsim_gui.core.reports import build_report, write_report
 from tests.fakes import FakeEmbedder, random_sentences
@@ -123,7 +124,7 @@ def html_report(tmp_path_factory):
     pairs = folder / "pairs.csv"
     texts = random_sentences(40, seed=2)
     pairs.write_text("sentence1,sentence2\n" + "\n".join(f"{a},{b}" for a, b in zip(texts, texts[::-1])))
-    profile = build_profile(FakeEmbedder(), random_sentences(1500, seed=1), n_pairs=1000)
+    profile = build_profile(FakeEmbedder(), random_sentences(1500, seed=1), ProfileSettings(n_pairs=1000))
     scored = score_pairs(load_pairs(pairs), FakeEmbedder(), profile)
     return write_report(build_report(scored, profile), folder / "report.html")
 

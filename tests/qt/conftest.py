@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from calibsim_gui.core.embedding import models
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.qt.shell.main_window import MainWindow
 from calibsim_gui.qt.session.state import AppState
 from calibsim_gui.qt.widgets.workers import wait_for_workers
@@ -113,7 +114,7 @@ def no_timer_or_worker_left(qtbot, monkeypatch):
 @pytest.fixture(scope="module")
 def profile():
     """References of the fake model: built-in ladder and a 3,000-sentence background."""
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+    return build_profile(FakeEmbedder(), random_sentences(3000), ProfileSettings(n_pairs=1500))
 
 
 @pytest.fixture

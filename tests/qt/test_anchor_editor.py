@@ -7,6 +7,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QStyleOptionViewItem
 
 from calibsim_gui.core.calibration.profile_builder import build_profile, with_anchors
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors, load_anchors
 from calibsim_gui.qt.editors.anchor_editor import AnchorEditor
 from calibsim_gui.qt.editors.anchor_models import LEVEL, PENDING, TEXT_A, TEXT_B
@@ -277,7 +278,7 @@ def test_warns_when_the_ladder_is_not_monotone_for_the_current_metric(qtbot, sta
                                                {"name": "other", "target": 0.0}],
                                     "pairs": [{"level": "same", "text_a": "a cat", "text_b": "a cat"},
                                               {"level": "other", "text_a": "a cat", "text_b": "stocks fell"}]})
-    state.set_profile(build_profile(state.embedder, None, anchors=monotone), "monotone")
+    state.set_profile(build_profile(state.embedder, None, ProfileSettings(anchors=monotone)), "monotone")
     assert not editor.warning.isVisibleTo(editor)
     assert ladder(editor.anchor_set()) == ladder(monotone)            # a new ladder arrived
     assert not editor.undo_stack.canUndo()

@@ -7,6 +7,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
+from calibsim_gui.core.io.inputs import load_documents
 from calibsim_gui.qt.editors import background_loader
 from calibsim_gui.qt.editors.background_loader import BackgroundLoader
 from calibsim_gui.qt.session.state import AppState
@@ -19,8 +21,8 @@ def built(tmp_path_factory):
     source = tmp_path_factory.mktemp("corpus") / "news.txt"
     texts = random_sentences(2000)
     source.write_text("\n".join(texts), encoding="utf-8")
-    return build_profile(FakeEmbedder(), texts, n_pairs=800, seed=5, sources=[source],
-                         name="test background")
+    return build_profile(FakeEmbedder(), load_documents(source),
+                         ProfileSettings(n_pairs=800, seed=5, name="test background"))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QMessageBox
 import calibsim_gui.core.calibration.profile as core_profile
 from calibsim_gui.core.references.anchors import AnchorPair, builtin_anchors
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.analysis.project import Project, ProjectInput
 from calibsim_gui.qt.shell.main_window import MainWindow
 from calibsim_gui.qt.widgets.workers import wait_for_workers
@@ -42,7 +43,7 @@ DAMAGE = {"percentile table cut short": _percentile_table_cut, "negative spread"
 
 def damaged_profile(window, path, damage: str):
     """A profile of the window's model with a background, written to `path` with `damage` done."""
-    profile = build_profile(window.state.embedder, random_sentences(400, seed=8), n_pairs=300, seed=1)
+    profile = build_profile(window.state.embedder, random_sentences(400, seed=8), ProfileSettings(n_pairs=300, seed=1))
     data = profile.to_dict()
     DAMAGE[damage](data)
     path.write_text(json.dumps(data))

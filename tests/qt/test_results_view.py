@@ -13,6 +13,7 @@ from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_pairs
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.io.inputs import load_documents, load_pairs
 from calibsim_gui.qt.session.state import AppState
 from calibsim_gui.qt.views.results.results_view import EMPTY_HINT, ResultsView
@@ -35,7 +36,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def profile():
-    return build_profile(FakeEmbedder(), random_sentences(3000), n_pairs=1500)
+    return build_profile(FakeEmbedder(), random_sentences(3000), ProfileSettings(n_pairs=1500))
 
 
 @pytest.fixture

@@ -36,13 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from calibsim_gui.core.calibration.profile import ReferenceProfile
-from calibsim_gui.core.calibration.profile_builder import (
-    GEOMETRY_METRICS,
-    BackgroundStatistics,
-    assemble_profile,
-    pair_sketches,
-    profile_settings,
-)
+from calibsim_gui.core.calibration.profile_builder import BackgroundStatistics, assemble_profile, pair_sketches
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.calibration.sketch import ScoreSketch
 from calibsim_gui.core.embedding.devices import embedder_engine
 from calibsim_gui.core.embedding.encoding import encode_texts
@@ -51,7 +46,6 @@ from calibsim_gui.core.embedding.onnx_engine import onnx_refusal
 from calibsim_gui.core.embedding.prompts import PromptSettings
 from calibsim_gui.core.errors import CalibsimError, Cancelled, InputError, ModelError, ProfileError
 from calibsim_gui.core.geometry.background import (
-    DEFAULT_PAIRS,
     key_pairs,
     pair_key_limit,
     query_key_limit,
@@ -59,7 +53,7 @@ from calibsim_gui.core.geometry.background import (
     query_sample,
     text_keys,
 )
-from calibsim_gui.core.geometry.transforms import FIXES, embedding_moments, fit_geometries_from_moments
+from calibsim_gui.core.geometry.transforms import embedding_moments, fit_geometries_from_moments
 from calibsim_gui.core.io.inputs import document_column, folder_files
 from calibsim_gui.core.io.tables import TABLE_SEPARATORS, TEXT_SUFFIXES, check_text_source
 from calibsim_gui.core.provenance import file_digest
@@ -385,12 +379,11 @@ def worker_engine(embedder, *, model, device: str, precision: str,
     return engine, prepared_graph(onnx)
 
 
-def build_background_on_ray(sources, *, embedder, model=None, device: str = "auto",
+def build_background_on_ray(sources, settings: ProfileSettings, *, embedder, model=None, device: str = "auto",
                             precision: str = "float32", allow_pickle: bool = False,
-                            n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None,
-                            fixes=(), fixed_metrics=(), column: str | None = None,
-                            encoding: str | None = None, workers: int | None = None,
-                            address: str | None = None, batch_size: int = 64, progress=None,
+                            column: str | None = None, encoding: str | None = None,
+                            workers: int | None = None, address: str | None = None,
+                            batch_size: int = 64, progress=None,
                             should_stop=None) -> tuple[BackgroundStatistics, list]:
     """Background statistics of a corpus, computed on Ray.
 
@@ -400,6 +393,8 @@ def build_background_on_ray(sources, *, embedder, model=None, device: str = "aut
     Parameters
     ----------
     sources : paths, globs, folders or URIs of the background corpus
+    settings : ProfileSettings
+        The pairs (`n_pairs`, `seed`), metrics and geometry fixes to compute.
     embedder : the driver's loaded model (fingerprint, dimension); workers load `model` themselves
 
     Returns
@@ -420,11 +415,9 @@ def build_background_on_ray(sources, *, embedder, model=None, device: str = "aut
             address=address, num_cpus=None if address else (workers or os.cpu_count()),
             include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR))
     try:
-        return _build(ray, files, embedder=embedder, model=model, device=device, precision=precision,
-                      allow_pickle=allow_pickle, n_pairs=n_pairs, seed=seed, metrics=list(metrics),
-                      fixes=list(fixes), fixed_metrics=list(fixed_metrics), column=column,
-                      encoding=encoding, workers=workers, address=address, batch_size=batch_size,
-                      progress=progress, should_stop=should_stop)
+        return _build(ray, files, settings, embedder=embedder, model=model, device=device, precision=precision,
+                      allow_pickle=allow_pickle, column=column, encoding=encoding, workers=workers,
+                      address=address, batch_size=batch_size, progress=progress, should_stop=should_stop)
     finally:
         if started:
             ray.shutdown()
@@ -440,9 +433,8 @@ def _keeping_sigterm(start) -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pairs, seed, metrics,
-           fixes, fixed_metrics, column, encoding, workers, address, batch_size, progress,
-           should_stop):
+def _build(ray, files, settings, *, embedder, model, device, precision, allow_pickle, column, encoding,
+           workers, address, batch_size, progress, should_stop):
     import logging
 
     from ray.data import ActorPoolStrategy, DataContext
@@ -452,6 +444,8 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
     context.execution_options.preserve_order = True       # blocks add up in the same order every run
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     start = time.perf_counter()
+    n_pairs, seed, metrics, fixed_metrics = settings.n_pairs, settings.seed, list(settings.metrics), \
+        settings.fixed_metrics
     keyed = read_sentences(files, column=column, encoding=encoding).map_batches(
         _keyed_sentences, fn_kwargs={"seed": seed}, batch_format="numpy").materialize()
     keys = np.concatenate([np.asarray(b["key"], dtype=np.uint64) for b in keyed.select_columns(["key"])
@@ -492,7 +486,8 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
     if totals.n != len(distinct):
         raise ProfileError(f"the workers returned {totals.n:,} distinct sentences, the corpus has "
                            f"{len(distinct):,}; a block was lost — run the build again.")
-    transforms = fit_geometries_from_moments((totals.n, totals.total, totals.cross), fixes)
+    transforms = fit_geometries_from_moments((totals.n, totals.total, totals.cross), settings.fixes,
+                                             settings.geometry_settings)
     pair_keys, pair_emb = totals.rows_at_most(lambda k: k, pair_limit)
     first, second = key_pairs(pair_keys, n_pairs)
     score = ray.remote(_chunk_sketches)
@@ -520,27 +515,26 @@ def _build(ray, files, *, embedder, model, device, precision, allow_pickle, n_pa
     return statistics, entries
 
 
-def build_profile_on_ray(embedder, sources, *, model=None, device: str = "auto",
-                         precision: str = "float32", allow_pickle: bool = False, anchors=None,
-                         n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None, geometries=FIXES,
-                         geometry_metrics=GEOMETRY_METRICS, column: str | None = None,
+def build_profile_on_ray(embedder, sources, settings: ProfileSettings, *, model=None, device: str = "auto",
+                         precision: str = "float32", allow_pickle: bool = False, column: str | None = None,
                          encoding: str | None = None, workers: int | None = None,
-                         address: str | None = None, name: str | None = None, cache=None,
-                         batch_size: int = 64, progress=None, should_stop=None) -> ReferenceProfile:
-    """`profile_builder.build_profile` with the background encoded on Ray.
+                         address: str | None = None, cache=None, batch_size: int = 64, progress=None,
+                         should_stop=None) -> ReferenceProfile:
+    """`profile_builder.build_profile` with the background encoded on Ray, from the same `settings`.
 
     `embedder` (loaded on the driver) encodes the anchors and names the model; workers load
     `model` (a folder present at the same path on every node, or None for the built-in one)
     with `precision`, on a GPU each when the cluster has GPUs and `device` is auto or cuda, with
     the engine a local run would choose there (`worker_engine`: ONNX Runtime on CPU workers).
-    Other parameters as in `build_profile` and `build_background_on_ray`.
+    Other parameters as in `build_background_on_ray`. The workers read the files themselves, so
+    texts cleaned of HTML on this machine (`settings.clean_html`) cannot be built from here.
     """
-    metrics, fixes, fixed_metrics = profile_settings(metrics, geometries, geometry_metrics)
+    if settings.clean_html:
+        raise InputError("HTML leftovers are cleaned off a background read on this machine, not on Ray.",
+                         fix="build it with build_profile, or clean the files first")
     background, files = build_background_on_ray(
-        sources, embedder=embedder, model=model, device=device, precision=precision,
-        allow_pickle=allow_pickle, n_pairs=n_pairs, seed=seed, metrics=metrics, fixes=fixes,
-        fixed_metrics=fixed_metrics, column=column, encoding=encoding, workers=workers,
+        sources, settings, embedder=embedder, model=model, device=device, precision=precision,
+        allow_pickle=allow_pickle, column=column, encoding=encoding, workers=workers,
         address=address, batch_size=batch_size, progress=progress, should_stop=should_stop)
-    return assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
-                            fixed_metrics=fixed_metrics, seed=seed, files=files, name=name,
-                            cache=cache, batch_size=batch_size, should_stop=should_stop)
+    return assemble_profile(embedder, background, settings, files=files, cache=cache, batch_size=batch_size,
+                            should_stop=should_stop)

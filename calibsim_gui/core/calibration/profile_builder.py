@@ -14,13 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from calibsim_gui.core.calibration.calibrators import HUMAN_SHIFT, MIN_BACKGROUND_PAIRS, AgreementBand
+from calibsim_gui.core.calibration.calibrators import (
+    HUMAN_SHIFT,
+    MIN_BACKGROUND_PAIRS,
+    AgreementBand,
+)
 from calibsim_gui.core.calibration.profile import (
     UPGRADABLE_SCHEMAS,
     GeometryReference,
     MetricReference,
     ReferenceProfile,
 )
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.calibration.sketch import ScoreSketch
 from calibsim_gui.core.embedding.devices import embedder_engine, embedder_precision
 from calibsim_gui.core.embedding.encoding import encode_texts
@@ -29,24 +34,22 @@ from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.embedding.prompts import embedder_prompt
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.geometry.background import (
-    DEFAULT_PAIRS,
     PAIR_SCHEME,
     QUERY_SCHEME,
     key_pairs,
     query_sample,
     text_keys,
 )
-from calibsim_gui.core.geometry.metrics import METRICS, get_metrics, pair_scores
+from calibsim_gui.core.geometry.metrics import METRICS, pair_scores
 from calibsim_gui.core.geometry.transforms import (
-    FIXES,
     GEOMETRIES,
     GeometryTransform,
     apply_geometry,
     decode_array,
     embedding_moments,
     fit_geometries_from_moments,
-    get_geometries,
 )
+from calibsim_gui.core.io.inputs import DocumentSet
 from calibsim_gui.core.io.memory import check_budget, profile_build_bytes
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.core.provenance import file_digest, library_versions
@@ -60,10 +63,6 @@ from calibsim_gui.core.references.reference_scale import (
     unrelated_medians,
 )
 from calibsim_gui.core.resources import resource_path
-
-GEOMETRY_METRICS = ("cosine",)
-"""Metrics that get references under each geometry fix: cosine, the similarity the fixes were
-designed for (angular, and dot/euclidean of whitened unit vectors, only re-express it)."""
 
 
 @dataclass
@@ -233,58 +232,31 @@ def pair_sketches(a: np.ndarray, b: np.ndarray, metrics, transforms: dict[str, G
     return sketches
 
 
-def profile_settings(metrics, geometries, geometry_metrics) -> tuple[list[str], list[str], list[str]]:
-    """Metric names, geometry fixes to fit (none when no metric is scored under them) and the
-    metrics scored under the fixes."""
-    metrics = [m.name for m in get_metrics(metrics)]
-    fixed_metrics = [m for m in metrics if m in geometry_metrics]
-    fixes = [g.name for g in get_geometries(geometries) if g.name != "none"] if fixed_metrics else []
-    return metrics, fixes, fixed_metrics
-
-
-def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None = None,
-                  n_pairs: int = DEFAULT_PAIRS, seed: int = 0, metrics=None,
-                  geometries=FIXES, geometry_metrics=GEOMETRY_METRICS, sources=(),
-                  name: str | None = None, cache=None, batch_size: int = 64, progress=None,
-                  memory_budget: int | None = None, should_stop=None,
-                  text_columns=(), geometry_settings=None, languages=(),
-                  clean_html: bool = False) -> ReferenceProfile:
+def build_profile(embedder, background=None, settings: ProfileSettings | None = None, *, cache=None,
+                  batch_size: int = 64, progress=None, should_stop=None,
+                  memory_budget: int | None = None) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 
     Parameters
     ----------
-    background_texts : list of str or None
+    background : DocumentSet, list of str or None
         Background sentences (duplicates are used once); None builds an anchors-only profile
-        (no geometry fixes).
-    anchors : AnchorSet, default the built-in STS ladder
-    n_pairs : int
-        Background pairs to draw (`background.key_pairs`; fewer if the corpus is small).
-    geometries : names of geometry fixes to fit on the background texts ("center", "whiten",
-        "abtt"); for each, `geometry_metrics` (those of `metrics`) get references computed on
-        transformed embeddings with the same background pairs.
-    geometry_settings : dict or None
-        Settings of the fixes' transforms, e.g. ``{"abtt": {"n_directions": 3}}``
-        (`geometry.geometry_settings`); recorded in the provenance.
-    sources : paths of the background files, recorded (full path, name, sha256) in the provenance.
-    text_columns : `DocumentSet.text_columns` of the background, recorded as the column read from
-        each table file.
-    languages : codes of `REFERENCE_LANGUAGES` whose unrelated end is measured now (any other is
-        measured when a run first meets pairs in it, see `with_language_ends`).
-    clean_html : bool
-        The texts had their HTML leftovers cleaned (`text_cleaning.clean_documents`) before they
-        came here; recorded, so that ``calibsim profile build --clean-html`` builds it again.
+        (no geometry fixes). A `DocumentSet`'s files (full path, name, sha256) and the column
+        read from each table file are recorded in the provenance.
+    settings : ProfileSettings or None
+        What to build (None: the defaults).
     progress, should_stop : see `encode_texts`.
     memory_budget : int or None
         Bytes the build may hold (None: the default budget); a larger background raises
         InputError before anything is encoded.
     """
-    metrics, fixes, fixed_metrics = profile_settings(metrics, geometries, geometry_metrics)
+    settings = settings or ProfileSettings()
+    n_pairs, seed, metrics = settings.n_pairs, settings.seed, list(settings.metrics)
+    documents = background if isinstance(background, DocumentSet) else None
+    background_texts = documents.texts if documents is not None else background
     options = dict(cache=cache, batch_size=batch_size, should_stop=should_stop)
-    background = None
+    statistics = None
     if background_texts is not None:
-        if n_pairs < 1:
-            raise InputError(f"{n_pairs:,} background pairs cannot be drawn.",
-                             fix="ask for at least one pair (the default is 20,000)")
         texts = list(dict.fromkeys(background_texts))
         pairs = min(n_pairs, len(texts) * (len(texts) - 1) // 2)
         check_budget(profile_build_bytes(len(texts), embedder.dimension, pairs), memory_budget,
@@ -302,41 +274,39 @@ def build_profile(embedder, background_texts=None, *, anchors: AnchorSet | None 
                                  "top 5 %, at least 20 pairs)")
         encoding = encode_texts(embedder, texts, progress=progress, **options)
         emb = encoding.embeddings
-        transforms = fit_geometries_from_moments(embedding_moments(emb), fixes, geometry_settings)
-        background = BackgroundStatistics(
+        transforms = fit_geometries_from_moments(embedding_moments(emb), settings.fixes, settings.geometry_settings)
+        statistics = BackgroundStatistics(
             len(texts), len(first), encoding.n_truncated, transforms,
-            pair_sketches(emb[first], emb[second], metrics, transforms, fixed_metrics),
+            pair_sketches(emb[first], emb[second], metrics, transforms, settings.fixed_metrics),
             emb[query_sample(keys)], languages=summarise_texts(texts))
-    profile = assemble_profile(embedder, background, anchors=anchors, metrics=metrics,
-                               fixed_metrics=fixed_metrics, seed=seed,
+    sources = documents.files if documents is not None else ()
+    profile = assemble_profile(embedder, statistics, settings,
                                files=[{"name": Path(s).name, "path": str(Path(s).resolve()),
                                        "sha256": file_digest(s)} for s in sources],
-                               name=name, languages=languages, progress=progress, **options)
+                               progress=progress, **options)
     if "background" in profile.provenance:
-        profile.provenance["background"]["clean_html"] = bool(clean_html)
-        if text_columns:                                            # which column of each table file
+        profile.provenance["background"]["clean_html"] = bool(settings.clean_html)
+        if documents is not None and documents.text_columns:        # which column of each table file
             profile.provenance["background"]["text_columns"] = {
-                str(file): str(column) for file, column, *_ in text_columns}
+                str(file): str(column) for file, column, *_ in documents.text_columns}
     return profile
 
 
-def assemble_profile(embedder, background: BackgroundStatistics | None, *,
-                     anchors: AnchorSet | None, metrics: list[str], fixed_metrics: list[str],
-                     seed: int, files=(), name: str | None = None, languages=(),
-                     **encode_options) -> ReferenceProfile:
+def assemble_profile(embedder, background: BackgroundStatistics | None, settings: ProfileSettings, *,
+                     files=(), **encode_options) -> ReferenceProfile:
     """A profile from background statistics and the anchors (encoded here) with its provenance.
 
-    `files` are the background sources as ``{"name", "sha256"}`` (or ``{"path"}``) entries;
-    `languages` (codes of `REFERENCE_LANGUAGES`) get their unrelated end now rather than when a
-    run first meets them (`with_language_ends`); `encode_options` go to `encode_texts`.
+    `background` was computed with `settings`; `files` are the background sources as
+    ``{"name", "sha256"}`` (or ``{"path"}``) entries; `encode_options` go to `encode_texts`.
     """
-    anchors = anchors or builtin_anchors()
+    anchors, metrics = settings.anchors or builtin_anchors(), list(settings.metrics)
+    fixed_metrics, seed = settings.fixed_metrics, settings.seed
     anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
-    reference = reference_embeddings(embedder, ("en", *languages), **encode_options)
+    reference = reference_embeddings(embedder, ("en", *settings.languages), **encode_options)
     references = _metric_references(anchor_a, anchor_b, reference, metrics,
                                     backgrounds=background and background.sketches["none"])
     provenance = {
-        "name": name or "anchors only",
+        "name": settings.name or "anchors only",
         **(background.provenance if background else {"engine": "local"}),
         "model": {**embedder.fingerprint.to_dict(), "engine": embedder_engine(embedder),
                   "precision": embedder_precision(embedder), **_prompt_provenance(embedder)},

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import Scorer
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.errors import CalibsimError
@@ -212,11 +213,12 @@ class Session(QObject):
         clean_html = any(note.startswith(CLEANED_NOTE) for note in documents.notes)   # "Clean them before building"
         built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed,
                       "options": {**self.window.background.read_options(), "clean_html": clean_html}}
+        settings = ProfileSettings(anchors=self.window.anchors.anchor_set(), n_pairs=pairs, seed=seed,
+                                   clean_html=clean_html,
+                                   name=f"background of {plural(len(documents.files), 'file')}")
         self.start_references(references.background(
-            embedder, documents, pairs=pairs, seed=seed, anchors=self.window.anchors.anchor_set(),
-            built_from=built_from, previous=self.state.profile, cache=self.cache,
-            memory_budget=self.window.memory_budget(),
-            name=f"background of {plural(len(documents.files), 'file')}"))
+            embedder, documents, settings, built_from=built_from, previous=self.state.profile, cache=self.cache,
+            memory_budget=self.window.memory_budget()))
 
     def start_references(self, made) -> None:
         """Make references (`References`) in the profile worker; they count once they arrive."""
