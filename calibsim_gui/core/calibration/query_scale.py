@@ -61,8 +61,12 @@ def _matrix_stats(metrics: list[Metric], vectors: np.ndarray, reference: np.ndar
         for (mean, std), metric in zip(out, metrics):
             mean[rows], std[rows] = _row_stats(metric.from_parts(parts), metric.higher_is_similar)
 
-    # numpy and scipy release the GIL inside the matrix work, so threads use every core
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    # numpy and scipy release the GIL inside the matrix work, so threads use every core; BLAS is
+    # held to one thread meanwhile: its idle helpers would spin on the cores the blocks use (the
+    # same bits: BLAS splits a product by rows and columns, each product keeps its sums' order)
+    from threadpoolctl import threadpool_limits       # ~0.03 s to import: only where it is used
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(block, range(0, n, size)))
     return out
 
