@@ -133,6 +133,21 @@ def test_query_scales_of_all_metrics_at_once_equal_each_metric_alone():
                                    err_msg=name)
 
 
+def test_query_scales_of_matrix_metrics_are_the_exact_mean_and_spread_of_their_scores():
+    """Re-scoring a file gives the same bytes: each text's scale is bit for bit the mean and
+    standard deviation of its "higher = more similar" scores against the reference."""
+    from calibsim_gui.core.calibration.query_scale import reference_stats_table
+
+    rng = np.random.default_rng(2)
+    vectors, reference = rng.normal(size=(37, 16)), rng.normal(size=(50, 16))
+    table = reference_stats_table(list(METRICS), vectors, reference)
+    for name, metric in METRICS.items():
+        if metric.bilinear_map is None:                     # the others have a closed form
+            scores = metric.as_similarity(metric.matrix(vectors, reference))
+            np.testing.assert_array_equal(table[name][0], scores.mean(axis=1), err_msg=name)
+            np.testing.assert_array_equal(table[name][1], scores.std(axis=1), err_msg=name)
+
+
 def test_an_error_while_the_texts_scales_are_computed_beside_the_run_fails_the_run(
         pairs_file, profile, monkeypatch):
     from calibsim_gui.core.analysis import pairs

@@ -30,6 +30,17 @@ def _bilinear_stats(metric: Metric, vectors: np.ndarray, reference: np.ndarray
     return x @ r.mean(axis=0), np.sqrt(np.maximum(variance, 0.0))
 
 
+def _row_stats(scores: np.ndarray, higher_is_similar: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's mean and standard deviation in the "higher = more similar" view: the bits of
+    ``as_similarity(scores).mean(axis=1)`` and ``.std(axis=1)`` (the steps of numpy's std), with
+    one sum for both and no negated copy (negating flips a sum's sign exactly)."""
+    centre = scores.sum(axis=1, keepdims=True) / scores.shape[1]
+    deviations = scores - centre          # not in place: `scores` may be a `MatrixParts` matrix
+    np.multiply(deviations, deviations, out=deviations)
+    std = np.sqrt(deviations.sum(axis=1) / scores.shape[1])
+    return (centre[:, 0] if higher_is_similar else -centre[:, 0]), std
+
+
 def _matrix_stats(metrics: list[Metric], vectors: np.ndarray, reference: np.ndarray,
                   block_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """`reference_stats` of metrics without a closed form, from their full matrices: in row
@@ -48,8 +59,7 @@ def _matrix_stats(metrics: list[Metric], vectors: np.ndarray, reference: np.ndar
         rows = slice(start, start + size)
         parts = MatrixParts(np.asarray(vectors[rows], dtype=np.float64), reference)
         for (mean, std), metric in zip(out, metrics):
-            scores = metric.as_similarity(metric.from_parts(parts))
-            mean[rows], std[rows] = scores.mean(axis=1), scores.std(axis=1)
+            mean[rows], std[rows] = _row_stats(metric.from_parts(parts), metric.higher_is_similar)
 
     # numpy and scipy release the GIL inside the matrix work, so threads use every core
     with ThreadPoolExecutor(max_workers=workers) as pool:
