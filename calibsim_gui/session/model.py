@@ -104,7 +104,9 @@ class SessionModel:
     One per name in `EVENTS`, and
     references_replaced(message, details) : references dropped because they do not fit the new model;
     left_out(title, message) : a part of a project that could not be used;
-    scores_stale(reason) : the results were dropped; the input is to be scored again.
+    scores_stale(reason) : the results were dropped (or a project's references, which its input
+        waited for, are in); the input is to be scored again: the app's one trigger for scoring
+        after a change.
     """
 
     def __init__(self):
@@ -188,10 +190,14 @@ class SessionModel:
                 and (refused.path, refused.built_from) != (None, None))
 
     def settle(self):
-        """The references are in (or refused): a project's wait ends; returns its unapplied
-        anchor edits (a dict or None) for the anchor editor."""
+        """The references are in (or refused): a project's wait ends, and its input (if any) is to
+        be scored (`scores_stale`); returns its unapplied anchor edits (a dict or None) for the
+        anchor editor."""
+        waited = self.awaiting_references
         self.awaiting_references, self.pending_bands = False, None
         edits, self.anchor_edits = self.anchor_edits, None
+        if waited:
+            self.scores_stale.emit("the project's references")
         return edits
 
     def set_profile(self, profile, label: str) -> None:

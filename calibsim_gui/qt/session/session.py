@@ -257,15 +257,17 @@ class Session(QObject):
         self.references_settled()
 
     def references_settled(self, failure: str = "") -> None:
-        """New references are in, or were refused and those in use stay (with their source):
-        show a project's unapplied anchor edits, then score."""
+        """New references are in (their `scores_stale` scored the input), or were refused and
+        those in use stay (with their source): show a project's unapplied anchor edits; an input
+        that waited for the refused ones is scored with those in use."""
         if failure and self.session_model.falls_back(self.incoming):
             self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
             return
         edits = self.session_model.settle()
         if edits is not None:
             self.anchors.restore_edits(edits)
-        self.rescore()
+        if failure and self.state.results is None and not self.score_runner.running:
+            self.rescore()
 
     # ------------------------------------------------------------------ inputs & scoring
 
@@ -357,9 +359,8 @@ class Session(QObject):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
             self.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
-        self.session_model.accept_input(value, self.incoming_input)   # only an accepted input is the session's
+        self.session_model.accept_input(value, self.incoming_input)   # scored on its `scores_stale`
         self.panels.tabs.setCurrentWidget(self.panels.view("results"))
-        self.rescore()
 
     def input_failed(self, message: str) -> None:
         self.show_error("Cannot read the input", message)
@@ -388,8 +389,9 @@ class Session(QObject):
         else:
             self.read_pairs(str(table.path), {**dialog.mapping(), **({"encoding": encoding} if encoding else {})})
 
-    def rescore(self) -> None:
-        """Score the current input with the current model and references (cancels a running score)."""
+    def rescore(self, _reason: str = "") -> None:
+        """Score the current input with the current model and references (cancels a running score):
+        on the session model's `scores_stale`, and when the metric or the long-text choice changes."""
         state = self.state
         if not self.session_model.ready_to_score() or self.profile_runner.running:
             return                     # new references are on their way; they rescore when ready

@@ -172,7 +172,6 @@ class MainWindow(QMainWindow):
             lambda done, total, message, work: self.task_status.show_progress_of(self.score_runner, done, total,
                                                                                message, work))
         self.human.savable.connect(lambda: self.menus.save_human_action.setEnabled(True))
-        state.human_changed.connect(session.rescore)
         self.models.load_requested.connect(session.model_requested)
         self.anchors.anchors_applied.connect(session.apply_anchors)
         self.background.build_requested.connect(session.build_background)
@@ -182,7 +181,7 @@ class MainWindow(QMainWindow):
         state.input_changed.connect(session.update_results_hint)
         self.score_runner.busy.connect(session.update_results_hint)
         state.view_changed.connect(session.view_changed)
-        state.geometry_changed.connect(session.rescore)
+        state.scores_stale.connect(session.rescore)         # the one trigger after a change that affects scores
 
     def _load_default_model(self) -> None:
         self.session.load_model(None, "auto")
