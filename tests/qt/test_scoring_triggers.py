@@ -26,7 +26,9 @@ def no_human(window):
 
 
 @pytest.mark.parametrize("change", [edit_anchors, other_geometry, no_human])
-def test_one_change_that_affects_scores_scores_the_input_once(window, qtbot, pairs_csv, scoring_runs, change):
+def test_one_change_that_affects_scores_scores_the_input_once(window, qtbot, pairs_csv, profile, scoring_runs,
+                                                              change):
+    window.state.set_profile(profile, "with a background")      # its geometry fixes can be applied
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         drop(window, [pairs_csv])
     scoring_runs.clear()
@@ -37,7 +39,8 @@ def test_one_change_that_affects_scores_scores_the_input_once(window, qtbot, pai
 
 
 @pytest.mark.parametrize("change", [edit_anchors, other_geometry, no_human])
-def test_without_an_input_a_change_scores_nothing(window, qtbot, scoring_runs, change):
+def test_without_an_input_a_change_scores_nothing(window, qtbot, profile, scoring_runs, change):
+    window.state.set_profile(profile, "with a background")
     change(window)
     qtbot.waitUntil(lambda: not window.profile_runner.running, timeout=REFERENCES_MS)
     assert scoring_runs == [] and window.state.results is None
