@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from calibsim_gui.session.model import COMPARED_FORMS, EVENTS, FIELDS, SessionModel  # noqa: F401 (the views')
-from calibsim_gui.session.selection import document_pair, pair_row, pairs_among  # noqa: F401 (the views')
+from calibsim_gui.session.model import EVENTS, FIELDS, SessionModel
 
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
 # and the column names of tables and files.
