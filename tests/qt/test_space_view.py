@@ -62,6 +62,7 @@ def test_a_fix_the_references_cannot_apply_is_greyed_out_and_dropped_saying_so(w
         window.open_inputs([pairs_csv])
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         combo.setCurrentIndex(whiten)
+        assert window.results.hint.text() == "Scoring pairs.csv under the geometry fix whiten…"
     with qtbot.waitSignal(window.results_shown, timeout=REFERENCES_MS):
         window.use_builtin_reference()                      # anchors only: no fix to fit
     assert "cannot apply the geometry fix 'whiten'" in shown_error(window, qtbot)

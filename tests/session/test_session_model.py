@@ -185,7 +185,8 @@ def test_a_geometry_fix_the_references_cannot_apply_is_refused_naming_it_and_the
     session.set_results("scores")
     assert session.geometry_fixes() == {"none": True, "center": False, "whiten": False, "abtt": False,
                                         "soft": False}
-    with pytest.raises(InputError, match="“study.calibsim-profile” cannot apply the geometry fix 'whiten'") as refused:
+    refusal = "“study.calibsim-profile” cannot apply the geometry fix 'whiten'"
+    with pytest.raises(InputError, match=refusal) as refused:
         session.set_geometry("whiten")
     assert "--background" in refused.value.fix and "Background tab" in refused.value.fix
     assert session.geometry == "none" and session.results == "scores"

@@ -441,13 +441,15 @@ class Session(QObject):
         self.update_results_hint()
 
     def update_results_hint(self, _busy: bool = False) -> None:
-        """The Results placeholder says what happens: scoring a file, or what to drop (a view not
-        built yet is told when it is built)."""
+        """The Results placeholder says what happens: scoring a file (under which geometry fix), or
+        what to drop (a view not built yet is told when it is built)."""
         hint = getattr(self.panels.view("results", build=False), "hint", None)
         if hint is None:
             return
         if self.score_runner.running and self.scoring_name:
-            hint.setText(f"Scoring {self.scoring_name}…")
+            fix = self.session_model.scoring_geometry()
+            under = f" under the geometry fix {fix}" if fix != "none" else ""
+            hint.setText(f"Scoring {self.scoring_name}{under}…")
         elif self.input_runner.running and self.incoming_input:
             hint.setText(f"Reading {Path(self.incoming_input['paths'][0]).name}…")
         elif self.state.input is not None and self.state.results is None and self.score_failure:
