@@ -35,7 +35,7 @@ from calibsim_gui.core.provenance import file_digest
 from calibsim_gui.core.references.anchors import AnchorSet, load_anchors
 from calibsim_gui.core.references.texts import texts_to_embed as all_texts_to_embed
 from calibsim_gui.session import references
-from calibsim_gui.session.model import SessionModel, scoring_geometries
+from calibsim_gui.session.model import SessionModel, check_geometries, scoring_geometries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,11 +160,17 @@ class Session:
         self._profile_source, self._anchors = profile, None
         self.session_model.set_profile(None, "")
 
-    def _reference(self, profile, anchors) -> ReferenceProfile:
+    def _reference(self, profile, anchors, geometry=()) -> ReferenceProfile:
+        """The session's references, or this call's (`profile`, `anchors`); a `geometry` fix they
+        cannot apply is refused (InputError), as the app and the command line refuse it."""
         if profile is None and anchors is None:
-            return self.profile
-        return references.chosen(self.embedder, self.profile if profile is None else profile, anchors=anchors,
-                                 cache=self.cache, batch_size=self.batch_size)
+            chosen = self.profile
+            self.session_model.check_geometry(geometry)
+            return chosen
+        chosen = references.chosen(self.embedder, self.profile if profile is None else profile, anchors=anchors,
+                                   cache=self.cache, batch_size=self.batch_size)
+        check_geometries(chosen, geometry, source="the references given to this call")
+        return chosen
 
     def _run(self, function, *args, desc: str = "encoding", **kwargs):
         bar = ProgressBar(quiet=not self.progress, desc=desc)
@@ -182,8 +188,9 @@ class Session:
         human = [] if human is None else [human] if not isinstance(human, (list, tuple)) else list(human)
         calibrators = [HumanFit.load(h).calibrator if _is_path(h) else h.calibrator if isinstance(h, HumanFit)
                        else h for h in human]
-        return self._run(score_pairs, table, self.embedder, self._reference(profile, anchors), desc="scoring",
-                         metrics=metrics, geometry=scoring_geometries(geometry, calibrators), human=calibrators,
+        geometries = scoring_geometries(geometry, calibrators)
+        return self._run(score_pairs, table, self.embedder, self._reference(profile, anchors, geometries),
+                         desc="scoring", metrics=metrics, geometry=geometries, human=calibrators,
                          **options)
 
     def score(self, pairs, *, text_a: str | None = None, text_b: str | None = None, label: str | None = None,
@@ -248,7 +255,7 @@ class Session:
         """
         hits = self._run(search_corpus, _documents(queries, column=column, name="<queries>"),
                          _documents(corpus, column=column, name="<corpus>"), self.embedder,
-                         self._reference(profile, None), desc="searching", metric=metric, top_k=top_k,
+                         self._reference(profile, None, geometry), desc="searching", metric=metric, top_k=top_k,
                          geometry=geometry)
         hits.frame.attrs.update(provenance=hits.provenance, notes=list(hits.notes))
         return hits.frame
@@ -279,7 +286,7 @@ class Session:
             run's provenance and notes in ``frame.attrs``.
         """
         result = self._run(document_neighbours, _documents(documents, column=column, name="<documents>"),
-                           self.embedder, self._reference(profile, None), desc="neighbours", k=k, metric=metric,
+                           self.embedder, self._reference(profile, None, geometry), desc="neighbours", k=k, metric=metric,
                            geometry=geometry, duplicate_threshold=duplicate_threshold, max_pairs=max_pairs,
                            method=method)
         tables = {"neighbours": result.neighbours, "pairs": result.pairs, "groups": result.groups}
@@ -366,7 +373,8 @@ class Session:
         else:
             digest = hashlib.sha256(labelled.table.frame.to_csv(index=False).encode("utf-8")).hexdigest()
             source = {"file": FRAME_NAME, "sha256": digest}
-        fit = self._run(fit_human_pairs, labelled, self.embedder, self.profile, desc="scoring", source=source,
+        fit = self._run(fit_human_pairs, labelled, self.embedder, self._reference(None, None, geometry),
+                        desc="scoring", source=source,
                         metric=metric, geometry=geometry)
         if out is not None:
             fit.save(out)

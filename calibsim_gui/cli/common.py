@@ -89,13 +89,16 @@ def embedding_cache(args):
 
 def reference_profile(args, embedder, cache):
     """The reference of --profile (default: the built-in one), refitted on --anchors if given, as
-    the session model chooses it for `embedder` (`SessionModel.use_references`)."""
+    the session model chooses it for `embedder` (`SessionModel.use_references`); a --geometry fix
+    it cannot apply is refused (`SessionModel.check_geometry`)."""
     from calibsim_gui.session.model import SessionModel
 
     session = SessionModel()
     session.set_model(embedder)
     anchors = getattr(args, "anchors", None) if getattr(args, "command", None) != "profile" else None
-    return session.use_references(args.profile, anchors=anchors or None, cache=cache, batch_size=args.batch_size)
+    profile = session.use_references(args.profile, anchors=anchors or None, cache=cache, batch_size=args.batch_size)
+    session.check_geometry(getattr(args, "geometry", None) or ())
+    return profile
 
 
 def model_and_references(args):

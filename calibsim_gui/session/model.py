@@ -23,8 +23,9 @@ from calibsim_gui.core.analysis.project import (
 )
 from calibsim_gui.core.calibration.profile import ReferenceProfile
 from calibsim_gui.core.calibration.profile_builder import add_agreement_bands
-from calibsim_gui.core.errors import CalibsimError
+from calibsim_gui.core.errors import CalibsimError, InputError
 from calibsim_gui.core.geometry.metrics import METRICS
+from calibsim_gui.core.geometry.transforms import GEOMETRIES, get_geometries
 from calibsim_gui.core.io.output import dump_json
 from calibsim_gui.session import references
 from calibsim_gui.session.events import Event
@@ -42,6 +43,23 @@ FIELDS = ("embedder", "model_info", "device", "profile", "profile_label", "profi
           "label_column", "label_scale", "compared_form", "score_range", "chosen_rows", "shown_rows",
           "row_columns", "awaiting_references", "anchor_edits", "pending_labels", "pending_bands")
 """The state of a `SessionModel` (the app's `AppState` reads and writes these)."""
+
+
+GEOMETRY_FIX_IT = ("build references with a background, on which the geometry fixes are fitted: "
+                   "`calibsim profile build --background FILES` (or the app's Background tab), and score "
+                   "with them")
+
+
+def check_geometries(profile, fixes, source: str = "the references") -> None:
+    """Refuse (InputError, naming the fix and how to get it) a geometry fix that `profile` cannot
+    apply: the one rule of the app, the command line and the API (#41)."""
+    fixes = [fixes] if isinstance(fixes, str) else list(fixes)
+    get_geometries(fixes)                               # an unknown name is refused as before
+    have = profile.geometry_names()
+    for name in fixes:
+        if name not in have:
+            held = f"they have {', '.join(have[1:])} only" if len(have) > 1 else "they have no background"
+            raise InputError(f"{source} cannot apply the geometry fix {name!r} ({held}).", fix=GEOMETRY_FIX_IT)
 
 
 def scoring_geometries(fixes=(), human=()) -> tuple[str, ...]:
@@ -103,8 +121,10 @@ class SessionModel:
     ------
     One per name in `EVENTS`, and
     references_replaced(message, details) : references dropped because they do not fit the new model;
-    left_out(title, message) : a part of a project that could not be used;
-    scores_stale(reason) : the results were dropped; the input is to be scored again.
+    left_out(title, message) : a part of a project, or a chosen geometry fix, that could not be used;
+    scores_stale(reason) : the results were dropped (or a project's references, which its input
+        waited for, are in); the input is to be scored again: the app's one trigger for scoring
+        after a change.
     """
 
     def __init__(self):
@@ -188,16 +208,29 @@ class SessionModel:
                 and (refused.path, refused.built_from) != (None, None))
 
     def settle(self):
-        """The references are in (or refused): a project's wait ends; returns its unapplied
-        anchor edits (a dict or None) for the anchor editor."""
+        """The references are in (or refused): a project's wait ends, and its input (if any) is to
+        be scored (`scores_stale`); returns its unapplied anchor edits (a dict or None) for the
+        anchor editor."""
+        waited = self.awaiting_references
         self.awaiting_references, self.pending_bands = False, None
         edits, self.anchor_edits = self.anchor_edits, None
+        if waited:
+            self.scores_stale.emit("the project's references")
         return edits
 
     def set_profile(self, profile, label: str) -> None:
+        """Use references `profile`; a chosen geometry fix they cannot apply goes, said by `left_out`."""
         self.profile, self.profile_label = profile, label
         self.results = None
+        dropped = self.geometry if profile is not None and self.geometry not in profile.geometry_names() else None
+        if dropped:
+            self.geometry = "none"
         self.profile_changed.emit()
+        if dropped:
+            self.geometry_changed.emit()
+            self.left_out.emit("Geometry fix not applied",
+                               f"The references “{label}” cannot apply the geometry fix {dropped!r}: the "
+                               f"scores are computed without it. To use it, {GEOMETRY_FIX_IT}.")
         self._stale(f"references {label}" if label else "no references")
 
     # ------------------------------------------------------------------ projects
@@ -296,8 +329,19 @@ class SessionModel:
         return (self.input is not None and self.embedder is not None and self.profile is not None
                 and not self.awaiting_references)
 
+    def geometry_fixes(self) -> dict[str, bool]:
+        """Every geometry fix ("none" first) and whether the references in use can apply it."""
+        have = self.profile.geometry_names() if self.profile is not None else ("none",)
+        return {name: name in have for name in GEOMETRIES}
+
+    def check_geometry(self, fixes) -> None:
+        """Refuse (InputError) a geometry fix the references in use cannot apply (`check_geometries`)."""
+        if self.profile is not None:
+            check_geometries(self.profile, fixes, source=f"the references “{self.profile_label}”")
+
     def scoring_geometry(self) -> str:
-        """The geometry fix scores are computed under: the one chosen, when the references have it."""
+        """The geometry fix scores are computed under: the one chosen (a project's, until its
+        references arrive and keep it or say it goes, may be one the references in use lack)."""
         return self.geometry if self.profile is not None and self.geometry in self.profile.geometry_names() \
             else "none"
 
@@ -339,7 +383,9 @@ class SessionModel:
         self.view_changed.emit()
 
     def set_geometry(self, geometry: str) -> None:
-        """Score under another geometry fix too: the results of the old choice are dropped."""
+        """Score under another geometry fix too: the results of the old choice are dropped. One the
+        references cannot apply is refused (InputError, `check_geometry`)."""
+        self.check_geometry(geometry)
         if geometry != self.geometry:
             self.geometry = geometry
             self.results = None

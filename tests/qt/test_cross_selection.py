@@ -10,10 +10,10 @@ from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
 from calibsim_gui.core.analysis.matrices import score_matrix
 from calibsim_gui.core.analysis.pairs import score_column
 from calibsim_gui.core.io.inputs import load_documents
-from calibsim_gui.qt.session.state import document_pair, pair_row
 from calibsim_gui.qt.views.distributions.distribution_plot import DistributionPlot
 from calibsim_gui.qt.views.heatmap.heatmap_view import HeatmapView
 from calibsim_gui.qt.views.results.results_view import ResultsView
+from calibsim_gui.session.selection import document_pair, pair_row
 from tests.fakes import FakeEmbedder
 
 TEXTS = ["w1 w2 w3 w4 cat", "w7 w8 w9 dog", "w1 w2 w3 w4 mat", "w7 w8 w9 fog", "w1 w2 w3 w5 hat",

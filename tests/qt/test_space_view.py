@@ -1,7 +1,7 @@
 """The Space tab: diagnostics of the background sample, raw and under each geometry fix."""
 
 from calibsim_gui.core.geometry.transforms import GEOMETRIES
-from tests.qt.conftest import build_background
+from tests.qt.conftest import REFERENCES_MS, build_background, shown_error
 
 
 def test_space_tab_explains_the_crowding_and_scores_under_a_chosen_fix(window, qtbot, tmp_path, pairs_csv):
@@ -50,3 +50,24 @@ def test_space_tab_diagnoses_labelled_files_with_cluster_structure(window, qtbot
         assert set(rows[row]) == {g.label for g in GEOMETRIES.values()}, row
     assert "documents of 2 files" in window.space.summary.text()
     window.space.grab().save(str(tmp_path / "space_labelled.png"))
+
+
+def test_a_fix_the_references_cannot_apply_is_greyed_out_and_dropped_saying_so(window, qtbot, tmp_path, pairs_csv):
+    combo = window.space.geometry_combo
+    whiten = combo.findData("whiten")
+    assert not combo.model().item(whiten).isEnabled() and "needs a background" in combo.itemText(whiten)
+    build_background(window, qtbot, tmp_path, sentences=300, pairs=200, seed=3)
+    assert combo.model().item(whiten).isEnabled() and combo.itemText(whiten) == GEOMETRIES["whiten"].label
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        combo.setCurrentIndex(whiten)
+        assert window.results.hint.text() == "Scoring pairs.csv under the geometry fix whiten…"
+    with qtbot.waitSignal(window.results_shown, timeout=REFERENCES_MS):
+        window.use_builtin_reference()                      # anchors only: no fix to fit
+    assert "cannot apply the geometry fix 'whiten'" in shown_error(window, qtbot)
+    assert window._last_error.windowTitle() == "Geometry fix not applied"
+    assert "Background tab" in window._last_error.text()
+    assert combo.currentData() == "none" and not combo.model().item(whiten).isEnabled()
+    assert "cosine_raw@whiten" not in window.state.results.frame.columns
+    assert window.current_project().settings["geometry"] == "none"

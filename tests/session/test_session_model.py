@@ -12,12 +12,12 @@ import pytest
 
 from calibsim_gui.core.analysis.project import Project
 from calibsim_gui.core.calibration.profile_builder import build_profile
-from calibsim_gui.core.errors import ProfileError
+from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.io.inputs import pair_table
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
 from calibsim_gui.session import references
 from calibsim_gui.session.model import SessionModel
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, random_sentences
 
 
 def heard(event) -> list:
@@ -47,6 +47,12 @@ def fake_profile():
 def builtin_made_once(monkeypatch, fake_profile):
     """The fake's built-in references (anchors only) measured once for the module, not per call."""
     monkeypatch.setattr(references, "default_profile", lambda embedder, **options: fake_profile)
+
+
+@pytest.fixture(scope="module")
+def background_profile():
+    """The fake model's references with a background, on which the geometry fixes are fitted."""
+    return build_profile(FakeEmbedder(), random_sentences(300), n_pairs=200)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +121,7 @@ def test_edited_anchors_make_the_scores_stale_and_keep_the_profile_file(opened):
 
 
 @pytest.mark.parametrize("change, reason", [
-    (lambda s: s.set_geometry("center"), "geometry fix center"),
+    (lambda s: s.set_human(None), "no human calibration"),
     (lambda s: s.set_input(pairs()), "a new input"),
     (lambda s: s.set_model(FakeEmbedder()), "another model"),
 ])
@@ -172,11 +178,45 @@ def test_failed_references_fall_back_to_the_built_in_ones_only_for_a_new_model(t
     assert not session.falls_back(broken)                   # those in use stay
 
 
-def test_a_geometry_fix_the_references_lack_is_not_scored(opened):
-    """An anchors-only profile has no fixes (they are fitted on a background): raw scores only."""
+def test_a_geometry_fix_the_references_cannot_apply_is_refused_naming_it_and_the_fix(opened):
+    """An anchors-only profile has no fixes (they are fitted on a background): choosing one is
+    refused, and nothing changes."""
     session, _ = opened
-    session.set_geometry("no-such-fix")
-    assert session.scoring_geometry() == "none" and session.pair_scoring() == (("none",), [])
+    session.set_results("scores")
+    assert session.geometry_fixes() == {"none": True, "center": False, "whiten": False, "abtt": False,
+                                        "soft": False}
+    refusal = "“study.calibsim-profile” cannot apply the geometry fix 'whiten'"
+    with pytest.raises(InputError, match=refusal) as refused:
+        session.set_geometry("whiten")
+    assert "--background" in refused.value.fix and "Background tab" in refused.value.fix
+    assert session.geometry == "none" and session.results == "scores"
+
+
+def test_references_that_cannot_apply_the_chosen_fix_drop_it_and_say_so(background_profile, fake_profile):
+    session = SessionModel()
+    session.set_model(FakeEmbedder())
+    session.set_profile(background_profile, "built here")
+    stale = heard(session.scores_stale)
+    session.set_geometry("whiten")
+    assert stale == [("geometry fix whiten",)] and session.pair_scoring() == (("none", "whiten"), [])
+    said, changed = heard(session.left_out), heard(session.geometry_changed)
+    session.set_profile(fake_profile, "built-in")                  # anchors only: no fix to apply
+    (title, message), = said
+    assert title == "Geometry fix not applied" and "'whiten'" in message and "--background" in message
+    assert session.geometry == "none" and changed == [()] and session.pair_scoring() == (("none",), [])
+
+
+def test_the_command_line_and_the_api_refuse_a_fix_the_references_cannot_apply():
+    from calibsim_gui.api import Session
+    from calibsim_gui.cli.common import reference_profile
+
+    fake = FakeEmbedder()
+    args = types.SimpleNamespace(profile=None, anchors=None, command="score", batch_size=64, geometry=["whiten"])
+    with pytest.raises(InputError, match="cannot apply the geometry fix 'whiten'") as by_cli:
+        reference_profile(args, fake, None)
+    with pytest.raises(InputError, match="cannot apply the geometry fix 'whiten'") as by_api:
+        Session(fake, cache=False, progress=False).score(pairs().frame, geometry="whiten")
+    assert str(by_cli.value) == str(by_api.value) and "--background" in str(by_api.value)
 
 
 def test_the_command_line_and_the_api_choose_the_same_references(tmp_path, other_profile):
@@ -208,7 +248,7 @@ from tests.fakes import FakeEmbedder
 session = SessionModel()
 session.set_model(FakeEmbedder())
 session.use_references()
-session.set_geometry("center")
+session.set_geometry("none")
 loaded = sorted(m for m in ("calibsim_gui.qt", "calibsim_gui.cli", "calibsim_gui.api") if m in sys.modules)
 print("loaded", loaded, session.profile_label, session.pair_scoring())
 """

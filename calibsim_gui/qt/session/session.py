@@ -11,7 +11,7 @@ import gc
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
@@ -27,6 +27,7 @@ from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.session.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.session.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.widgets.messages import EMPTY_HINT, for_the_app, plural
+from calibsim_gui.qt.widgets.workers import TaskRunner
 from calibsim_gui.session import references
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
@@ -83,17 +84,35 @@ def read_document_files(paths, options, budget, preload, *, progress, should_sto
 
 
 class Session(QObject):
-    """Loads models, prepares references, reads inputs and scores them, in the window's runners.
+    """Loads models, prepares references, reads inputs and scores them, in its own runners.
+
+    It gets the parts it works with, not the window: the editors it reads (`models`, `anchors`,
+    `background`), the tabs (`panels`), `preferences` (memory budget, long texts), `settings` (the
+    folders last used) and the window's `show_error` and `show_message`; `link` gives it the
+    project and human-calibration flows, which are made after it (they use it too). Its dialogs
+    are parented to `parent` (the window). `status` carries a line for the status bar and
+    `scoring_progress(done, total, message, work)` the running score's progress.
 
     `preload()` runs in the reading worker before an input is read: the shell imports there the
     modules of the views the input opens, so the window does not pause for them (#29)."""
 
-    def __init__(self, window, *, preload):
-        super().__init__(window)
-        self.window = window
+    status = Signal(str)
+    scoring_progress = Signal(int, int, str, object)
+
+    def __init__(self, state, *, models, anchors, background, panels, preferences, settings, show_error,
+                 show_message, preload, parent):
+        super().__init__(parent)
+        self.state = state
+        self.session_model = state.session_model       # the session's state and rules
+        self.models, self.anchors, self.background, self.panels = models, anchors, background, panels
+        self.preferences, self.settings = preferences, settings
+        self.show_error, self.show_message = show_error, show_message
         self.preload = preload
-        self.state = window.state
-        self.session_model = window.state.session_model   # the session's state and rules
+        self.projects = self.human = None               # `link`
+        self.model_runner = TaskRunner("loading model", self)
+        self.profile_runner = TaskRunner("preparing references", self)
+        self.input_runner = TaskRunner("reading input", self)
+        self.score_runner = TaskRunner("scoring", self)
         self.incoming_input: dict | None = None       # input_spec of the file being read
         self.incoming = None                          # the `References` being made
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
@@ -103,7 +122,15 @@ class Session(QObject):
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
         self.session_model.references_replaced.connect(self.references_replaced)
-        self.session_model.left_out.connect(window.show_error)
+        self.session_model.left_out.connect(show_error)
+
+    def link(self, *, projects, human) -> None:
+        """The project flow (a project waiting for its references, Save / Discard) and the human
+        calibration's (saved or not), made after the session."""
+        self.projects, self.human = projects, human
+
+    def runners(self) -> list:
+        return [self.model_runner, self.profile_runner, self.input_runner, self.score_runner]
 
     # ------------------------------------------------------------------ cache
 
@@ -115,7 +142,7 @@ class Session(QObject):
                 self._cache = EmbeddingCache()
             except CalibsimError as exc:
                 self._cache_failed = True
-                self.window.show_error("Embedding cache unavailable",
+                self.show_error("Embedding cache unavailable",
                                        f"{exc}\n\ncalibsim goes on without a cache: texts are encoded every time.")
         return self._cache
 
@@ -130,7 +157,7 @@ class Session(QObject):
         new = self._cache.warnings[self._cache_warnings_shown:]
         self._cache_warnings_shown += len(new)
         if new:
-            self.window.show_error("Embedding cache", "\n\n".join(new))
+            self.show_error("Embedding cache", "\n\n".join(new))
 
     def close_cache(self) -> None:
         if self._cache is not None:
@@ -151,24 +178,24 @@ class Session(QObject):
 
     def anchor_edits_may_go(self, action: str) -> bool:
         """True when there are no anchor edits (applied or not) or the user lets `action` drop them."""
-        edited = self.window.anchors.pending_edits() is not None or "edited anchors" in self.state.profile_label
-        return not edited or self.window.confirm_discard(action, ["your anchor edits"])
+        edited = self.anchors.pending_edits() is not None or "edited anchors" in self.state.profile_label
+        return not edited or self.projects.confirm_discard(action, ["your anchor edits"])
 
     def model_requested(self, info_or_spec, device: str = "auto") -> None:
         """Model tab ▸ Load: a human calibration belongs to one model, so ask before loading another
         (another engine or precision of the same model keeps it)."""
         current = self.state.model_info
         same = current is not None and str(getattr(info_or_spec, "path", info_or_spec)) == str(current.path)
-        if self.state.human is not None and not same and not self.window.human.saved():
-            if not self.window.confirm_discard("loading another model (the human calibration fits this "
+        if self.state.human is not None and not same and not self.human.saved():
+            if not self.projects.confirm_discard("loading another model (the human calibration fits this "
                                                "model only)", ["the human calibration"]):
                 return
         self.load_model(info_or_spec, device)
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
-        manager = self.window.models
+        manager = self.models
         self.state.device = device
-        self.window.model_runner.start(load_and_warm_up, info_or_spec, device, manager.precision(),
+        self.model_runner.start(load_and_warm_up, info_or_spec, device, manager.precision(),
                                        manager.prompts_for(info_or_spec), manager.engine(),
                                        manager.trust_folder_graph())
 
@@ -176,17 +203,17 @@ class Session(QObject):
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
         # them paused the window for up to 270 ms during runs. Exempt what exists now.
         gc.freeze()
-        self.window.score_runner.cancel()          # its results are the previous model's
+        self.score_runner.cancel()          # its results are the previous model's
         kept = self.session_model.set_model(embedder, embedder.info,
-                                            keep_references=self.window.projects.pending_project is None)
+                                            keep_references=self.projects.pending_project is None)
         if kept is not None:
             self.start_references(kept)
         else:
             self.use_builtin_reference()
-        self.window.projects.continue_project()
+        self.projects.continue_project()
 
     def references_replaced(self, message: str, details: str) -> None:
-        self.window.show_message(QMessageBox.Icon.Information, "References replaced", message,
+        self.show_message(QMessageBox.Icon.Information, "References replaced", message,
                                  for_the_app(details))
 
     def use_builtin_reference(self) -> None:
@@ -208,56 +235,58 @@ class Session(QObject):
     def build_background(self, documents, pairs: int, seed: int) -> None:
         embedder = self.state.embedder
         if embedder is None:
-            self.window.show_error("No model", "Load a model before building a background.")
+            self.show_error("No model", "Load a model before building a background.")
             return
         clean_html = any(note.startswith(CLEANED_NOTE) for note in documents.notes)   # "Clean them before building"
         built_from = {"files": [str(f) for f in documents.files], "pairs": pairs, "seed": seed,
-                      "options": {**self.window.background.read_options(), "clean_html": clean_html}}
-        settings = ProfileSettings(anchors=self.window.anchors.anchor_set(), n_pairs=pairs, seed=seed,
+                      "options": {**self.background.read_options(), "clean_html": clean_html}}
+        settings = ProfileSettings(anchors=self.anchors.anchor_set(), n_pairs=pairs, seed=seed,
                                    clean_html=clean_html,
                                    name=f"background of {plural(len(documents.files), 'file')}")
         self.start_references(references.background(
             embedder, documents, settings, built_from=built_from, previous=self.state.profile, cache=self.cache,
-            memory_budget=self.window.memory_budget()))
+            memory_budget=self.preferences.memory_budget()))
 
     def start_references(self, made) -> None:
         """Make references (`References`) in the profile worker; they count once they arrive."""
         self.incoming = made
-        self.window.profile_runner.start(made.make)
+        self.profile_runner.start(made.make)
 
     def profile_ready(self, profile) -> None:
         self.session_model.set_references(profile, self.incoming)
-        if self.window.projects.take_step("anchors"):
+        if self.projects.take_step("anchors"):
             return                          # the project's anchors come next, then the scoring
         self.references_settled()
 
     def references_settled(self, failure: str = "") -> None:
-        """New references are in, or were refused and those in use stay (with their source):
-        show a project's unapplied anchor edits, then score."""
+        """New references are in (their `scores_stale` scored the input), or were refused and
+        those in use stay (with their source): show a project's unapplied anchor edits; an input
+        that waited for the refused ones is scored with those in use."""
         if failure and self.session_model.falls_back(self.incoming):
             self.use_builtin_reference()     # none in use (a new model): the built-in ones, then go on
             return
         edits = self.session_model.settle()
         if edits is not None:
-            self.window.anchors.restore_edits(edits)
-        self.rescore()
+            self.anchors.restore_edits(edits)
+        if failure and self.state.results is None and not self.score_runner.running:
+            self.rescore()
 
     # ------------------------------------------------------------------ inputs & scoring
 
     def choose_inputs(self) -> None:
-        settings = self.window.settings
+        settings = self.settings
         paths, _ = QFileDialog.getOpenFileNames(
-            self.window, "Open input", settings.value("inputs/last_dir", ""),
+            self.parent(), "Open input", settings.value("inputs/last_dir", ""),
             "Pairs or documents (*.csv *.tsv *.tab *.jsonl *.ndjson *.txt *.md);;All files (*)")
         if paths:
             settings.setValue("inputs/last_dir", str(Path(paths[0]).parent))
             self.open_inputs(paths)
 
     def choose_background(self) -> None:
-        background = self.window.background
-        self.window.tabs.setCurrentWidget(background)
+        background = self.background
+        self.panels.tabs.setCurrentWidget(background)
         paths, _ = QFileDialog.getOpenFileNames(
-            self.window, "Add background corpus", self.window.settings.value("background/last_dir", ""),
+            self.parent(), "Add background corpus", self.settings.value("background/last_dir", ""),
             "Text corpora (*.txt *.md *.csv *.tsv *.jsonl);;All files (*)")
         if paths:
             background.add_paths(paths)
@@ -271,11 +300,11 @@ class Session(QObject):
         paths = [str(p) for p in paths]
         missing = [p for p in paths if not Path(p).exists()]
         if missing:
-            self.window.show_error("File not found", "These files do not exist:\n" + "\n".join(missing))
+            self.show_error("File not found", "These files do not exist:\n" + "\n".join(missing))
             paths = [p for p in paths if p not in missing]
         projects = [p for p in paths if p.endswith(".calibsim")]
         if projects:
-            self.window.open_project(projects[0])
+            self.projects.open(projects[0])
         elif paths:
             self.open_inputs(paths)
 
@@ -290,7 +319,7 @@ class Session(QObject):
             return
         if per_file is None:                     # the worker counts their lines, then the user says
             self.incoming_input = {"paths": paths, "kind": "documents", "options": options or {}}
-            self.window.input_runner.start(measure_text_files, paths, options or {})
+            self.input_runner.start(measure_text_files, paths, options or {})
             self.update_results_hint()
             return
         self.read_documents(paths, {**(options or {}), "per_file": per_file})
@@ -298,22 +327,22 @@ class Session(QObject):
     def ask_document_mode(self, dropped: DroppedTexts) -> None:
         """One document per line or per file? Then read the text files so."""
         layout = dropped.layout
-        dialog = DocumentModeDialog(self.window) if layout is None else DocumentModeDialog(
-            self.window, lines=layout.lines, files=layout.files, per_file=layout.per_file,
+        dialog = DocumentModeDialog(self.parent()) if layout is None else DocumentModeDialog(
+            self.parent(), lines=layout.lines, files=layout.files, per_file=layout.per_file,
             median_lines=layout.median_lines)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.read_documents(dropped.paths, {**dropped.options, "per_file": dialog.per_file()})
 
     def read_pairs(self, path: str, options: dict) -> None:
         self.incoming_input = {"paths": [path], "kind": "pairs", "options": options}
-        self.window.input_runner.start(read_pairs_or_columns, path, options, self.window.memory_budget(),
+        self.input_runner.start(read_pairs_or_columns, path, options, self.preferences.memory_budget(),
                                        self.preload)
         self.update_results_hint()
 
     def read_documents(self, paths: list[str], options: dict) -> None:
         self.incoming_input = {"paths": paths, "kind": "documents", "options": options}
-        budget = self.window.memory_budget()
-        self.window.input_runner.start(read_document_files, paths, options, budget, self.preload)
+        budget = self.preferences.memory_budget()
+        self.input_runner.start(read_document_files, paths, options, budget, self.preload)
 
     def input_read(self, value) -> None:
         if isinstance(value, DroppedTexts):
@@ -328,33 +357,32 @@ class Session(QObject):
         state = self.state
         if isinstance(value, DocumentSet) and (refusal := document_refusal(
                 value, state.embedder, state.profile, state.metric, self.session_model.scoring_geometry(),
-                self.window.memory_budget())):
+                self.preferences.memory_budget())):
             kept = "\n\nThe results on screen stay as they were." if self.state.results is not None else ""
-            self.window.show_error("Cannot score the documents", refusal + kept)
+            self.show_error("Cannot score the documents", refusal + kept)
             return                                       # the input and results on screen stay
-        self.session_model.accept_input(value, self.incoming_input)   # only an accepted input is the session's
-        self.window.tabs.setCurrentWidget(self.window.results)
-        self.rescore()
+        self.session_model.accept_input(value, self.incoming_input)   # scored on its `scores_stale`
+        self.panels.tabs.setCurrentWidget(self.panels.view("results"))
 
     def input_failed(self, message: str) -> None:
-        self.window.show_error("Cannot read the input", message)
+        self.show_error("Cannot read the input", message)
 
     def ask_columns(self, problem) -> None:
         """Let the user say which columns hold the texts when they could not be recognised."""
-        dialog = ColumnMappingDialog(problem.path, problem.columns, None, self.window, preview=problem.preview)
+        dialog = ColumnMappingDialog(problem.path, problem.columns, None, self.parent(), preview=problem.preview)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.read_pairs(str(problem.path), dialog.mapping())
         else:
-            self.window.show_error("Cannot read the input", str(problem))
+            self.show_error("Cannot read the input", str(problem))
 
     def ask_reading(self, table) -> None:
         """A table that reads as pairs or as a document set (AG News: label, title, description):
         ask which, and from which columns; Cancel keeps the current work."""
         dialog = ColumnMappingDialog(table.path, list(table.frame.columns),
                                      {"text_a": table.text_a, "text_b": table.text_b, "label": table.label},
-                                     self.window, preview=table.frame.head(5), documents=table.document_column)
+                                     self.parent(), preview=table.frame.head(5), documents=table.document_column)
         if dialog.exec() != QDialog.DialogCode.Accepted:
-            self.window.status_label.setText(f"{Path(table.path).name} was not opened; the current work stays.")
+            self.status.emit(f"{Path(table.path).name} was not opened; the current work stays.")
             return
         encoding = self.incoming_input["options"].get("encoding")
         if dialog.documents_column() is not None:
@@ -363,31 +391,32 @@ class Session(QObject):
         else:
             self.read_pairs(str(table.path), {**dialog.mapping(), **({"encoding": encoding} if encoding else {})})
 
-    def rescore(self) -> None:
-        """Score the current input with the current model and references (cancels a running score)."""
-        state, window = self.state, self.window
-        if not self.session_model.ready_to_score() or window.profile_runner.running:
+    def rescore(self, _reason: str = "") -> None:
+        """Score the current input with the current model and references (cancels a running score):
+        on the session model's `scores_stale`, and when the metric or the long-text choice changes."""
+        state = self.state
+        if not self.session_model.ready_to_score() or self.profile_runner.running:
             return                     # new references are on their way; they rescore when ready
         table, embedder, profile, cache = state.input, state.embedder, state.profile, self.cache
-        budget = window.memory_budget()
+        budget = self.preferences.memory_budget()
         self.scored_chunks = []
         self.score_failure = ""
-        if (distributions := window.panels.view("distributions", build=False)) is not None:
+        if (distributions := self.panels.view("distributions", build=False)) is not None:
             distributions.reset()
         if isinstance(table, PairTable):
             geometries, human = self.session_model.pair_scoring()
-            long_texts = window.long_text_options()
+            long_texts = self.preferences.long_text_options()
             # about 100 steps (progress, time left, the growing histogram), 16 to 256 pairs each
             chunk = int(min(256, max(16, len(table.frame) // 100)))
             self.scoring_name = Path(table.path).name
-            window.score_runner.start(lambda progress, should_stop: Scorer(
+            self.score_runner.start(lambda progress, should_stop: Scorer(
                 embedder, profile, geometry=geometries, human=human, cache=cache,
                 chunk_pairs=chunk, memory_budget=budget, **long_texts).iter_score(table, should_stop))
         else:
             files = getattr(table, "files", None) or []
             self.scoring_name = (Path(files[0]).name if len(files) == 1
                                  else plural(len(files), "document file") if files else "the documents")
-            window.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
+            self.score_runner.start(score_documents, table, embedder, profile, metric=state.metric,
                                       geometry=self.session_model.scoring_geometry(), cache=cache, budget=budget)
 
     def view_changed(self) -> None:
@@ -399,11 +428,10 @@ class Session(QObject):
     def scored_chunk(self, chunk) -> None:
         """A chunk of the running score: kept for the live histogram, drawn if its tab is built."""
         self.scored_chunks.append(chunk)
-        if (distributions := self.window.panels.view("distributions", build=False)) is not None:
+        if (distributions := self.panels.view("distributions", build=False)) is not None:
             distributions.add_partial(chunk)
-        self.window.task_status.show_progress_of(
-            self.window.score_runner, chunk.done, chunk.total,
-            f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…", chunk.work)
+        self.scoring_progress.emit(chunk.done, chunk.total,
+                                   f"Scored {chunk.done:,} of {plural(chunk.total, 'pair')}…", chunk.work)
 
     def scored(self, results) -> None:
         self.scored_chunks = []
@@ -415,15 +443,16 @@ class Session(QObject):
         self.update_results_hint()
 
     def update_results_hint(self, _busy: bool = False) -> None:
-        """The Results placeholder says what happens: scoring a file, or what to drop (a view not
-        built yet is told when it is built)."""
-        window = self.window
-        hint = getattr(window.panels.view("results", build=False), "hint", None)
+        """The Results placeholder says what happens: scoring a file (under which geometry fix), or
+        what to drop (a view not built yet is told when it is built)."""
+        hint = getattr(self.panels.view("results", build=False), "hint", None)
         if hint is None:
             return
-        if window.score_runner.running and self.scoring_name:
-            hint.setText(f"Scoring {self.scoring_name}…")
-        elif window.input_runner.running and self.incoming_input:
+        if self.score_runner.running and self.scoring_name:
+            fix = self.session_model.scoring_geometry()
+            under = f" under the geometry fix {fix}" if fix != "none" else ""
+            hint.setText(f"Scoring {self.scoring_name}{under}…")
+        elif self.input_runner.running and self.incoming_input:
             hint.setText(f"Reading {Path(self.incoming_input['paths'][0]).name}…")
         elif self.state.input is not None and self.state.results is None and self.score_failure:
             hint.setText(f"{self.scoring_name or 'The input'} could not be scored: {self.score_failure}")

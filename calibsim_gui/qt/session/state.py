@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from calibsim_gui.session.model import COMPARED_FORMS, EVENTS, FIELDS, SessionModel  # noqa: F401 (the views')
-from calibsim_gui.session.selection import document_pair, pair_row, pairs_among  # noqa: F401 (the views')
+from calibsim_gui.session.model import EVENTS, FIELDS, SessionModel
 
 # What people read for a calibrated form; the ids ("anchor_minmax") stay the data of combos
 # and the column names of tables and files.
@@ -59,11 +58,12 @@ class AppState(QObject):
     row_columns_changed = Signal()       # columns added to the results by another view
     shown_rows_changed = Signal()        # the rows every filter leaves changed
     filters_cleared = Signal()           # every view drops its filters (`clear_filters`)
+    scores_stale = Signal(str)           # the results were dropped: the input is to be scored again (why)
 
     def __init__(self, parent: QObject | None = None, session_model: SessionModel | None = None):
         super().__init__(parent)
         self.session_model = session_model or SessionModel()
-        for name in EVENTS:
+        for name in EVENTS + ("scores_stale",):
             getattr(self.session_model, name).connect(getattr(self, name).emit)
 
     def __getattr__(self, name: str):

@@ -34,7 +34,7 @@ from calibsim_gui.qt.shell.window_title import WindowTitle
 from calibsim_gui.qt.views.first_run import FirstRunView
 from calibsim_gui.qt.widgets import palettes
 from calibsim_gui.qt.widgets.messages import for_the_app
-from calibsim_gui.qt.widgets.workers import TaskRunner, wait_for_workers
+from calibsim_gui.qt.widgets.workers import wait_for_workers
 
 MIN_FIRST_SIZE = (1024, 700)     # a first launch opens at 80 % of the screen, at least this
 
@@ -56,18 +56,26 @@ class MainWindow(QMainWindow):
         self.settings = QSettings("calibsim", "calibsim")
         self.state = AppState(self)
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
-        self._build_runners()
         self.preferences = Preferences(self)
-        self.session = Session(self, preload=import_input_views)
+        self._build_tabs()
+        self.session = Session(self.state, models=self.models, anchors=self.anchors, background=self.background,
+                               panels=self.panels, preferences=self.preferences, settings=self.settings,
+                               show_error=self.show_error, show_message=self.show_message,
+                               preload=import_input_views, parent=self)
+        self.model_runner, self.profile_runner, self.input_runner, self.score_runner = self.session.runners()
+        self.runners = self.session.runners()                 # and the flows' own runners
         self.projects = Projects(self)
         self.human = HumanFlow(self.state, session=self.session, preferences=self.preferences,
                                projects=self.projects, show_error=self.show_error,
                                show_message=self.show_message, parent=self)
+        self.session.link(projects=self.projects, human=self.human)
         self.human_runner = self.human.runner
         self.exports = ExportFlow(self.state, settings=self.settings, scoring=lambda: self.score_runner.running,
                                   show_error=self.show_error, parent=self)
         self.export_runner = self.exports.runner
-        self._build_tabs()
+        self.compare = CompareFlow(self.state, models=self.models, session=self.session,
+                                   preferences=self.preferences, view=lambda: self.view("compare"),
+                                   tabs=self.tabs, show_error=self.show_error, parent=self)
         self.compare_runner = self.compare.runner
         self.runners += [self.export_runner, self.human_runner, self.compare_runner]
         self.task_status = TaskStatus(self, self.runners)
@@ -85,14 +93,6 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ set-up
 
-    def _build_runners(self) -> None:
-        self.model_runner = TaskRunner("loading model", self)
-        self.profile_runner = TaskRunner("preparing references", self)
-        self.input_runner = TaskRunner("reading input", self)
-        self.score_runner = TaskRunner("scoring", self)
-        self.runners = [self.model_runner, self.profile_runner, self.input_runner,
-                        self.score_runner]                    # and the flows' own runners
-
     def _build_tabs(self) -> None:
         memory_budget = self.preferences.memory_budget
         self.models = ModelManager(self.state)
@@ -107,9 +107,6 @@ class MainWindow(QMainWindow):
             widget.setObjectName(name)
             self.tabs.addTab(widget, title)
         self.tabs.setCurrentWidget(self.welcome)       # the first view says what to do
-        self.compare = CompareFlow(self.state, models=self.models, session=self.session,
-                                   preferences=self.preferences, view=lambda: self.view("compare"),
-                                   tabs=self.tabs, show_error=self.show_error, parent=self)
         self.panels = Panels(self, self.tabs, waiting_views(self))
         self.panels.built.connect(self._view_built)
         self.setCentralWidget(self.panels.splitter)
@@ -170,8 +167,11 @@ class MainWindow(QMainWindow):
         self.export_runner.finished.connect(self.exports.exported)
         self.exports.status.connect(self.status_label.setText)
         self.human.status.connect(self.status_label.setText)
+        session.status.connect(self.status_label.setText)
+        session.scoring_progress.connect(
+            lambda done, total, message, work: self.task_status.show_progress_of(self.score_runner, done, total,
+                                                                               message, work))
         self.human.savable.connect(lambda: self.menus.save_human_action.setEnabled(True))
-        state.human_changed.connect(session.rescore)
         self.models.load_requested.connect(session.model_requested)
         self.anchors.anchors_applied.connect(session.apply_anchors)
         self.background.build_requested.connect(session.build_background)
@@ -181,7 +181,7 @@ class MainWindow(QMainWindow):
         state.input_changed.connect(session.update_results_hint)
         self.score_runner.busy.connect(session.update_results_hint)
         state.view_changed.connect(session.view_changed)
-        state.geometry_changed.connect(session.rescore)
+        state.scores_stale.connect(session.rescore)         # the one trigger after a change that affects scores
 
     def _load_default_model(self) -> None:
         self.session.load_model(None, "auto")

@@ -39,7 +39,7 @@ def waiting_views(window) -> dict:
     return {"results": lambda: results(window), "distributions": lambda: distributions(window),
             "agreement": lambda: agreement(window), "heatmap": lambda: heatmap(window),
             "map": lambda: text_map(window), "space": lambda: space(window),
-            "search": lambda: search(window), "compare": window.compare.build_view}
+            "search": lambda: search(window), "compare": lambda: window.compare.build_view()}   # the flow is made after the tabs
 
 
 def results(window):

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
 
 from calibsim_gui.core.analysis.distributions import SPEARMAN_NOTE, Agreement
 from calibsim_gui.qt.session.human_scores import calibrated_column, current_agreement
-from calibsim_gui.qt.session.state import COMPARED_FORMS
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
+from calibsim_gui.session.model import COMPARED_FORMS
 
 NO_LABELS_HINT = ("No human scores to compare with. Load a pairs file with a numeric column of "
                   "human judgements (e.g. score, rating) and choose it above the results table.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
@@ -121,6 +121,8 @@ class SpaceView(QWidget):
         layout.addWidget(self.table)
         layout.addWidget(self.canvas, 1)
         state.profile_changed.connect(self._profile_changed)
+        state.geometry_changed.connect(self._list_geometries)
+        self._list_geometries()                 # a tab built after the references came lists them too
         self._apply_palette()
 
     # ------------------------------------------------------------------ runs
@@ -128,19 +130,25 @@ class SpaceView(QWidget):
     def _profile_changed(self) -> None:
         self._stale = True
         self.runner.cancel()
-        profile = self.state.profile
-        self.geometry_combo.blockSignals(True)
-        self.geometry_combo.clear()
-        if profile is not None:
-            for name in profile.geometry_names():
-                self.geometry_combo.addItem("raw only" if name == "none" else GEOMETRIES[name].label, name)
-                self.geometry_combo.setItemData(self.geometry_combo.count() - 1,
-                                                GEOMETRIES[name].description, 3)   # tooltip role
-            index = self.geometry_combo.findData(getattr(self.state, "geometry", "none"))
-            self.geometry_combo.setCurrentIndex(max(index, 0))
-        self.geometry_combo.blockSignals(False)
+        self._list_geometries()
         if self.isVisible():
             self.refresh()
+
+    def _list_geometries(self) -> None:
+        """Every geometry fix in the combo box, those the references cannot apply greyed out and
+        saying why; the one chosen current."""
+        combo, fixes = self.geometry_combo, self.state.geometry_fixes() if self.state.profile is not None else {}
+        combo.blockSignals(True)
+        combo.clear()
+        for name, available in fixes.items():
+            label = "raw only" if name == "none" else GEOMETRIES[name].label
+            combo.addItem(label if available else f"{label} (needs a background)", name)
+            combo.model().item(combo.count() - 1).setEnabled(available)
+            combo.setItemData(combo.count() - 1, GEOMETRIES[name].description if available else
+                              "These references have no background to fit this fix on: build one on the "
+                              "Background tab to use it.", Qt.ItemDataRole.ToolTipRole)
+        combo.setCurrentIndex(max(combo.findData(self.state.geometry), 0))
+        combo.blockSignals(False)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

@@ -3,7 +3,7 @@
 A set of 2,000 documents has about 2 million pairs: the Results table reads them through
 `IndexedTexts` (a document's name or text, looked up by the pair's document number when a cell
 is drawn) and one float array per score column, gathered from the N x N matrices at once.
-Pairs are numbered as ``np.triu_indices(n, k=1)`` lists them (`state.pair_row`).
+Pairs are numbered as ``np.triu_indices(n, k=1)`` lists them (`session.selection.pair_row`).
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ class ResultsTableModel(QAbstractTableModel):
         self._set_columns(columns, 0 if frame is None else len(frame), profile, frame)
 
     def set_document_pairs(self, results: DocumentMatrix, form: str) -> None:
-        """Show every pair of a document set's documents (rows numbered as `state.pair_row`)."""
+        """Show every pair of a document set's documents (rows numbered as `session.selection.pair_row`)."""
         columns = {name: (None, values) if isinstance(values, IndexedTexts) else (values, None)
                    for name, values in document_pair_columns(results, form).items()}
         n = len(results.ids)

@@ -29,7 +29,7 @@ from calibsim_gui.qt.session.document_sets import NeighbourPairs
 from calibsim_gui.qt.views.heatmap.neighbour_view import NeighbourList
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import SELECTED_COLOR, style_plot
-from calibsim_gui.qt.session.state import pair_row
+from calibsim_gui.session.selection import pair_row
 
 MAX_TICKED_DOCUMENTS = 40
 MAX_CLUSTERED_DOCUMENTS = 3000        # clustering more on the GUI thread would take seconds

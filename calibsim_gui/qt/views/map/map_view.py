@@ -22,7 +22,6 @@ from calibsim_gui.core.analysis.clusters import MAX_CLUSTERS
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.projection import map_input, nearest, points_in_polygon
 from calibsim_gui.qt.session.document_sets import NeighbourPairs
-from calibsim_gui.qt.session.state import pairs_among
 from calibsim_gui.qt.views.map.map_colours import (
     CATEGORY_COLOURS,
     CHOSEN_COLOUR,
@@ -44,6 +43,7 @@ from calibsim_gui.qt.views.map.shown_marks import ShownMarks
 from calibsim_gui.qt.widgets.messages import plural
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.workers import TaskRunner
+from calibsim_gui.session.selection import pairs_among
 
 NEIGHBOURS = 10
 MANY_POINTS = 5000          # beyond this, points are drawn small and translucent as one image (`PointCloud`)
