@@ -12,6 +12,7 @@ import pytest
 
 from calibsim_gui.core.analysis.project import Project
 from calibsim_gui.core.calibration.profile_builder import build_profile
+from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import InputError, ProfileError
 from calibsim_gui.core.io.inputs import pair_table
 from calibsim_gui.core.references.anchors import AnchorSet, builtin_anchors
@@ -52,7 +53,7 @@ def builtin_made_once(monkeypatch, fake_profile):
 @pytest.fixture(scope="module")
 def background_profile():
     """The fake model's references with a background, on which the geometry fixes are fitted."""
-    return build_profile(FakeEmbedder(), random_sentences(300), n_pairs=200)
+    return build_profile(FakeEmbedder(), random_sentences(300), ProfileSettings(n_pairs=200))
 
 
 @pytest.fixture(scope="module")
