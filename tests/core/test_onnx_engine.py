@@ -17,7 +17,7 @@ from calibsim_gui.core.embedding import onnx_engine
 from calibsim_gui.core.embedding import onnx_export
 from calibsim_gui.core.embedding.cache import cache_key
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.embedding.model_folders import ModelFingerprint, builtin_model_path
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.embedding.models import choose_engine, load_model
 from calibsim_gui.core.embedding.onnx_engine import INT8_RECIPE, ModuleStack, pool, read_module_stack
 from tests.conftest import DATA
@@ -132,12 +132,11 @@ def stsb_sentences():
     return list(frame["sentence1"]) + list(frame["sentence2"])
 
 
-def _copy_builtin(folder: Path, graph: Path, pooling: dict) -> Path:
-    """The built-in folder with its weights linked, `graph` as onnx/model.onnx, and `pooling`
-    merged into its pooling config."""
-    source = builtin_model_path()
-    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("model.safetensors"))
-    (folder / "model.safetensors").symlink_to(source / "model.safetensors")
+def _tiny_shipping_its_graph(folder: Path, pooling: dict) -> Path:
+    """The tiny model with its own export as onnx/model.onnx, and `pooling` merged into its
+    pooling config (the graph gives token embeddings: pooling is not in it)."""
+    write_tiny_model(folder)
+    graph = load_model(str(folder), engine="onnx").graph
     (folder / "onnx").mkdir()
     shutil.copyfile(graph, folder / "onnx" / "model.onnx")
     config = json.loads((folder / "1_Pooling" / "config.json").read_text())
@@ -185,10 +184,9 @@ def test_int8_stays_near_float32_under_its_own_cache_key(onnx_embedder, stsb_sen
                                      {"include_prompt": False}])
 def test_pooling_comes_from_the_folder_and_matches_torch(onnx_embedder, tmp_path, monkeypatch, pooling,
                                                          stsb_sentences):
-    folder = _copy_builtin(tmp_path / "model", onnx_embedder.graph, pooling)
+    folder = _tiny_shipping_its_graph(tmp_path / "model", pooling)      # the built-in's took ~10 s more
     monkeypatch.setattr(onnx_export, "export_graph", lambda *a, **k: pytest.fail("the folder has a graph"))
-    # every token id through both engines takes minutes on the real model: test_folder_graphs.py
-    # tests that probe on the tiny model
+    # the probe (every token id through both engines) has its own tests in test_folder_graphs.py
     monkeypatch.setattr(onnx_export, "probe_difference", lambda *a: 0.0)
     mine = load_model(str(folder), engine="onnx")
     assert mine.graph == folder / "onnx" / "model.onnx"
@@ -203,10 +201,7 @@ def test_pooling_comes_from_the_folder_and_matches_torch(onnx_embedder, tmp_path
 @pytest.mark.slow
 def test_a_graph_the_folder_ships_is_checked_against_torch_once(tmp_path, monkeypatch):
     """On the tiny model, shipping its own export: the built-in's check in a fraction of the time."""
-    folder = write_tiny_model(tmp_path / "model")
-    graph = load_model(str(folder), engine="onnx").graph
-    (folder / "onnx").mkdir()
-    shutil.copyfile(graph, folder / "onnx" / "model.onnx")
+    folder = _tiny_shipping_its_graph(tmp_path / "model", {})
     monkeypatch.setattr(onnx_export, "probe_difference", lambda *a: 0.0)     # see the test above
     monkeypatch.setattr(onnx_export, "MAX_EXPORT_DIFF", -1.0)
     with pytest.raises(ModelError, match="came with the model differs from its torch weights"):
