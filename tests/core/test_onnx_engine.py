@@ -1,5 +1,6 @@
 """The ONNX Runtime engine: pooling read from the folder, engine choice, and (slow) equality with
-the torch engine on the built-in model, int8, folders shipping a graph, and no torch import."""
+the torch engine on the built-in model, int8, folders shipping a graph (the tiny model), and no
+torch import."""
 
 import json
 import os
