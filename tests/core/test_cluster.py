@@ -2,7 +2,8 @@
 
 One Ray instance, one distributed build (through the CLI), one loaded float32 model and one
 embedding cache (the anchors, encoded once) serve the whole module: Ray's start and the encoder
-actors' model loading dominate the time. Real AG News sentences from ../shared/data.
+actors' model loading dominate the time. Real AG News sentences from ../shared/data. Neighbours
+on Ray are tested here too, on the same Ray instance.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.embedding.cache import EmbeddingCache
 from calibsim_gui.core.embedding.models import load_model, load_prepared_graph, prepared_graph
 from calibsim_gui.core.errors import InputError, ModelError
+from calibsim_gui.core.geometry.knn import top_hits
 from calibsim_gui.core.io.inputs import load_documents
 from tests.conftest import DATA
 from tests.fakes import FakeEmbedder
@@ -266,3 +268,22 @@ def test_a_prepared_graph_runs_elsewhere_only_on_the_same_files(tiny_embedder, t
     (folder / "config.json").write_text((folder / "config.json").read_text() + " ")
     with pytest.raises(ModelError, match=r"model folder .* on this machine differs"):
         load_prepared_graph(str(folder), prepared)
+
+
+# --------------------------------------------------------------------------- neighbours on Ray
+
+
+@pytest.mark.parametrize(("metric", "stripes"), [("cosine", 2), ("euclidean", 1)])
+def test_neighbours_on_ray_equal_the_local_neighbours(ray_instance, metric, stripes):
+    """Neighbours on Ray, block against block, equal the neighbours on one machine."""
+    from calibsim_gui.core.analysis.neighbours_ray import ray_neighbours
+
+    vectors = np.random.default_rng(2).standard_normal((700, 12)).astype(np.float32)
+    vectors[5] = vectors[4]                            # a tie: the lower row comes first, on Ray too
+    seen = []
+    hits, raw = ray_neighbours(vectors, metric, 6, block_rows=256, stripes=stripes,
+                               progress=lambda done, total, message: seen.append((done, total)))
+    local, local_raw, _, _ = top_hits(vectors, vectors, metric, 6, exclude=np.arange(700))
+    np.testing.assert_array_equal(hits, local)
+    np.testing.assert_array_equal(raw, local_raw)
+    assert seen[-1] == (3, 3) and hits[4, 0] == 5 and hits[5, 0] == 4

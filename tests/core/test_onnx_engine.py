@@ -1,5 +1,6 @@
 """The ONNX Runtime engine: pooling read from the folder, engine choice, and (slow) equality with
-the torch engine on the built-in model, int8, folders shipping a graph, and no torch import."""
+the torch engine on the built-in model, int8, folders shipping a graph (the tiny model), and no
+torch import."""
 
 import json
 import os
@@ -17,10 +18,11 @@ from calibsim_gui.core.embedding import onnx_engine
 from calibsim_gui.core.embedding import onnx_export
 from calibsim_gui.core.embedding.cache import cache_key
 from calibsim_gui.core.errors import ModelError
-from calibsim_gui.core.embedding.model_folders import ModelFingerprint, builtin_model_path
+from calibsim_gui.core.embedding.model_folders import ModelFingerprint
 from calibsim_gui.core.embedding.models import choose_engine, load_model
 from calibsim_gui.core.embedding.onnx_engine import INT8_RECIPE, ModuleStack, pool, read_module_stack
 from tests.conftest import DATA
+from tests.tiny_models import write_tiny_model
 
 
 def _folder(tmp_path, modules=("Transformer", "Pooling", "Normalize"), pooling=None, st_config=None):
@@ -131,12 +133,11 @@ def stsb_sentences():
     return list(frame["sentence1"]) + list(frame["sentence2"])
 
 
-def _copy_builtin(folder: Path, graph: Path, pooling: dict) -> Path:
-    """The built-in folder with its weights linked, `graph` as onnx/model.onnx, and `pooling`
-    merged into its pooling config."""
-    source = builtin_model_path()
-    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("model.safetensors"))
-    (folder / "model.safetensors").symlink_to(source / "model.safetensors")
+def _tiny_shipping_its_graph(folder: Path, pooling: dict) -> Path:
+    """The tiny model with its own export as onnx/model.onnx, and `pooling` merged into its
+    pooling config (the graph gives token embeddings: pooling is not in it)."""
+    write_tiny_model(folder)
+    graph = load_model(str(folder), engine="onnx").graph
     (folder / "onnx").mkdir()
     shutil.copyfile(graph, folder / "onnx" / "model.onnx")
     config = json.loads((folder / "1_Pooling" / "config.json").read_text())
@@ -151,7 +152,10 @@ def test_onnx_float32_equals_torch_float32(onnx_embedder, torch_embedder, stsb_s
     assert (onnx_embedder.dimension, onnx_embedder.max_seq_length) == (384, 256)
     long_text = " ".join(stsb_sentences[:40])                                  # past 256 tokens
     texts = stsb_sentences + [long_text]
-    np.testing.assert_allclose(onnx_embedder.encode_batch(texts), torch_embedder.encode_batch(texts), atol=1e-5)
+    # both engines pad a batch to its longest text: short texts padded to 256 tokens beside the
+    # long one, the others in a batch of their own (all 201 at 256 tokens took most of the test)
+    for batch in (texts[-41:], texts[:-41]):
+        np.testing.assert_allclose(onnx_embedder.encode_batch(batch), torch_embedder.encode_batch(batch), atol=1e-5)
     for prompt in ("query: ", "Represent this sentence for searching: "):
         np.testing.assert_allclose(onnx_embedder.encode_batch(texts[:50], prompt=prompt),
                                    torch_embedder.encode_batch(texts[:50], prompt=prompt), atol=1e-5)
@@ -181,10 +185,9 @@ def test_int8_stays_near_float32_under_its_own_cache_key(onnx_embedder, stsb_sen
                                      {"include_prompt": False}])
 def test_pooling_comes_from_the_folder_and_matches_torch(onnx_embedder, tmp_path, monkeypatch, pooling,
                                                          stsb_sentences):
-    folder = _copy_builtin(tmp_path / "model", onnx_embedder.graph, pooling)
+    folder = _tiny_shipping_its_graph(tmp_path / "model", pooling)      # the built-in's took ~10 s more
     monkeypatch.setattr(onnx_export, "export_graph", lambda *a, **k: pytest.fail("the folder has a graph"))
-    # every token id through both engines takes minutes on the real model: test_folder_graphs.py
-    # tests that probe on the tiny model
+    # the probe (every token id through both engines) has its own tests in test_folder_graphs.py
     monkeypatch.setattr(onnx_export, "probe_difference", lambda *a: 0.0)
     mine = load_model(str(folder), engine="onnx")
     assert mine.graph == folder / "onnx" / "model.onnx"
@@ -197,8 +200,9 @@ def test_pooling_comes_from_the_folder_and_matches_torch(onnx_embedder, tmp_path
 
 
 @pytest.mark.slow
-def test_a_graph_the_folder_ships_is_checked_against_torch_once(onnx_embedder, tmp_path, monkeypatch):
-    folder = _copy_builtin(tmp_path / "model", onnx_embedder.graph, {})
+def test_a_graph_the_folder_ships_is_checked_against_torch_once(tmp_path, monkeypatch):
+    """On the tiny model, shipping its own export: the built-in's check in a fraction of the time."""
+    folder = _tiny_shipping_its_graph(tmp_path / "model", {})
     monkeypatch.setattr(onnx_export, "probe_difference", lambda *a: 0.0)     # see the test above
     monkeypatch.setattr(onnx_export, "MAX_EXPORT_DIFF", -1.0)
     with pytest.raises(ModelError, match="came with the model differs from its torch weights"):
@@ -211,10 +215,12 @@ def test_a_graph_the_folder_ships_is_checked_against_torch_once(onnx_embedder, t
 
 @pytest.mark.slow
 def test_an_export_that_does_not_match_torch_is_deleted(tmp_path, monkeypatch):
+    """On the tiny model: the same export and check as the built-in's, in a fraction of the time."""
+    folder = write_tiny_model(tmp_path / "tiny")
     monkeypatch.setenv("CALIBSIM_ONNX_DIR", str(tmp_path / "graphs"))
     monkeypatch.setattr(onnx_export, "MAX_EXPORT_DIFF", -1.0)
     with pytest.raises(ModelError, match="differs from torch.*deleted"):
-        load_model(None, engine="onnx")
+        load_model(str(folder), engine="onnx")
     assert [p for p in (tmp_path / "graphs").rglob("*") if p.is_file()] == []
 
 
