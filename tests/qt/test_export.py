@@ -214,12 +214,12 @@ def test_typing_a_path_that_names_no_file_yet_keeps_the_dialog_working(qtbot, tm
 def test_export_while_the_results_are_scored_again_says_to_wait_and_writes_nothing(scored_window, qtbot, tmp_path,
                                                                                 monkeypatch):
     """The Export dialog may be accepted after the results were cleared for a new scoring (here
-    the geometry fix changed): the window says to export once scoring finishes, never an
+    new references arrived): the window says to export once scoring finishes, never an
     unexpected error, and writes nothing."""
     shown = []
     monkeypatch.setattr(scored_window.exports, "show_error", lambda title, text: shown.append(text))
     with qtbot.waitSignal(scored_window.results_shown, timeout=120_000):
-        scored_window.state.set_geometry("center")
+        scored_window.state.set_profile(scored_window.state.profile, "edited anchors")
         assert scored_window.state.results is None and scored_window.score_runner.running
         scored_window.exports.start(path=str(tmp_path / "report.html"), metric="cosine", form="calibrated",
                                     figures=False, force=False)

@@ -535,13 +535,18 @@ class TailSurpriseCalibrator(Calibrator):
     def transform(self, scores) -> np.ndarray:
         self._check_fitted()
         s = _as_scores(scores)
-        logsf = np.interp(s, self.x_, self.logsf_)
+        # each part held within the values at its ends, so that neither rounding (np.interp just
+        # below a knot can pass the knot's value) nor a sketch whose last step fell below the
+        # tail's start lets a higher score get a lower surprise
+        step = np.clip(np.searchsorted(self.x_, s, side="right") - 1, 0, len(self.x_) - 2)
+        logsf = np.clip(np.interp(s, self.x_, self.logsf_), self.logsf_[step + 1], self.logsf_[step])
         above, below = s > self.u_, s < self.x_[0]
         z = (s[above] - self.u_) / self.sigma_
         tail = -z / math.log(10) if self.xi_ == 0 else -np.log10(1 + self.xi_ * z) / self.xi_
-        logsf[above] = self.log_pu_ + tail
+        logsf[above] = np.minimum(self.log_pu_ + tail, self.logsf_[-1])
         sf0 = 10 ** self.logsf_[0]
-        logsf[below] = np.log10(1 - (1 - sf0) * np.exp((s[below] - self.x_[0]) / self.scale_))
+        logsf[below] = np.maximum(np.log10(1 - (1 - sf0) * np.exp((s[below] - self.x_[0]) / self.scale_)),
+                                  self.logsf_[0])
         return np.where(np.isnan(s), np.nan, -logsf)
 
 
