@@ -14,10 +14,18 @@ window (built-in model, CPU) goes through the phases a user meets:
 - ``after the run``: the 3 s after the results are shown (table, plots, space diagnosis);
 - ``engine switch``: the model reloaded on torch; ``after the engine switch``: the pairs scored
   again with it (or the 10 s after, when that was done already);
+- ``Compare: second model``: the pairs scored with a second model and compared (no other model
+  is at hand: the built-in model's weights with a shifted output, ``tests/derived_models.py``'s
+  ``shifted``, a full-size folder with its own fingerprint), until the Compare tab shows it; the
+  session is then saved as a project (engine torch, the comparison in its views);
 - ``first export``: the session's first HTML report with figures;
 - ``background build``: a profile from 10,000 other AG News sentences;
 - ``text file dropped``: a 66 MB text file opened, until the window asks "one document per line
-  or per file?" (its lines are counted in the reading worker; the question is cancelled).
+  or per file?" (its lines are counted in the reading worker; the question is cancelled);
+- then, in a relaunched app (a fresh process, torch not yet imported, the settings remembering
+  engine torch, so it loads the built-in model on torch at launch): ``project reopened (torch)``:
+  the project opened at once, until its results are shown and its views restored;
+  ``restored Compare tab shown``: the 3 s after its restored Compare tab is first shown.
 
 Each phase reports the longest gap between ticks (the longest time the window could not
 respond) and the 99th percentile. ``--load N`` runs N busy processes beside the app (a laptop
@@ -197,23 +205,28 @@ def busy_processes(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
-    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="calibsim-bench-config-")
-    from PySide6.QtCore import QEventLoop, QTimer
-    from PySide6.QtWidgets import QApplication
+class Bench:
+    """The real main window (CPU, the remembered engine) and the probe that ticks while it goes
+    through the phases; `phases` holds each phase's figures."""
 
-    from calibsim_gui.core.io.inputs import load_documents
-    from calibsim_gui.qt.shell.main_window import MainWindow
+    def __init__(self, sample: bool):
+        from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("calibsim-benchmark")
-    window = MainWindow()
-    window.show()
+        from calibsim_gui.qt.shell.main_window import MainWindow
 
-    def wait_for(*signals, timeout_s=3600):
+        app = QApplication.instance() or QApplication(sys.argv[:1])
+        app.setApplicationName("calibsim-benchmark")
+        self.recorder = TickRecorder(sampler=StackSampler() if sample else None)
+        self.phases: dict[str, dict] = {}
+        self.window = MainWindow()
+        self.window.show()
+
+    def wait_for(self, *signals, timeout_s=3600) -> None:
         """Run the event loop until one of `signals` fires (or for `timeout_s` seconds)."""
+        from PySide6.QtCore import QEventLoop, QTimer
+
         loop = QEventLoop()
-        timer = QTimer(window, singleShot=True, interval=int(timeout_s * 1000))
+        timer = QTimer(self.window, singleShot=True, interval=int(timeout_s * 1000))
         timer.timeout.connect(loop.quit)
         for signal in signals:
             signal.connect(loop.quit)
@@ -223,41 +236,62 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
         for signal in signals:
             signal.disconnect(loop.quit)
 
+    def phase(self, name: str, start, done_signal=None, after_s: float = 0.0, runner=None, until=None,
+              **extra) -> None:
+        """Ticks while `start()` runs until `done_signal` (and `until()`, when given) or for `after_s`;
+        a failure of `runner`'s task ends the benchmark with its message, not with a wait for the hour."""
+        failures = []
+        if runner is not None:
+            runner.failed.connect(failures.append)
+        self.recorder.start()
+        started = time.perf_counter()
+        start()
+        ends = [] if done_signal is None else [done_signal] + ([runner.failed] if runner is not None else [])
+        self.wait_for(*ends, timeout_s=3600 if ends else after_s)
+        while until is not None and not until() and not failures:
+            self.wait_for(*ends)
+        if failures:
+            raise RuntimeError(f"{name} failed: {failures[0]}")
+        self.phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **self.recorder.stop()}
+        print(f"{name}:", json.dumps(self.phases[name], indent=1), flush=True)
+
+    def close(self) -> None:
+        self.window.ask_before_discarding = False     # a scripted session: nobody to answer Save / Discard
+        self.window.close()
+
+
+def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="calibsim-bench-config-")
+    from calibsim_gui.core.io.inputs import load_documents
+
+    bench = Bench(sample)
+    window, phase = bench.window, bench.phase
     while window.state.profile is None:           # the model loads, then its reference
-        wait_for(window.state.profile_changed)
+        bench.wait_for(window.state.profile_changed)
     work = Path(tempfile.mkdtemp(prefix="calibsim-bench-"))
     texts = common.agnews_texts(n)
     common.write_pairs_csv(zip(texts[0::2], texts[1::2]), work / "pairs.csv")
     (work / "background.txt").write_text("\n".join(common.agnews_texts(n, offset=n)), encoding="utf-8")
-    recorder = TickRecorder(sampler=StackSampler() if sample else None)
-    phases = {}
-
-    def phase(name: str, start, done_signal=None, after_s: float = 0.0, runner=None, **extra) -> None:
-        """Ticks while `start()` runs until `done_signal` (or for `after_s`); a failure of
-        `runner`'s task ends the benchmark with its message, not with a wait for the hour."""
-        failures = []
-        if runner is not None:
-            runner.failed.connect(failures.append)
-        recorder.start()
-        started = time.perf_counter()
-        start()
-        ends = [] if done_signal is None else [done_signal] + ([runner.failed] if runner is not None else [])
-        wait_for(*ends, timeout_s=3600 if ends else after_s)
-        if failures:
-            raise RuntimeError(f"{name} failed: {failures[0]}")
-        phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **recorder.stop()}
-        print(f"{name}:", json.dumps(phases[name], indent=1), flush=True)
 
     phase("scoring run", lambda: window.open_inputs([work / "pairs.csv"]), window.results_shown,
           runner=window.score_runner, texts=len(texts))
     phase("after the run", lambda: None, after_s=3.0)
     engine = window.models.engine_combo
-    engine.setCurrentIndex(engine.findData("torch"))
+    engine.setCurrentIndex(engine.findData("torch"))               # remembered for the relaunch
     phase("engine switch", lambda: window.load_model(None, "cpu"), window.state.profile_changed,
           runner=window.model_runner)
     rescoring = window.state.results is None         # the new engine's scores are on their way
     phase("after the engine switch", lambda: None, window.results_shown if rescoring else None, after_s=10.0,
           runner=window.score_runner if rescoring else None)
+    # no other model is at hand: the second is the built-in one's weights with a shifted output
+    from tests.derived_models import write_derived_models
+
+    second = write_derived_models(work, ["shifted"])["shifted"]
+    phase("Compare: second model", lambda: window.compare.compare_with(str(second)),
+          window.compare_runner.finished, runner=window.compare_runner)
+    project = work / "study.calibsim"
+    if not window.projects.write(str(project)):
+        raise RuntimeError(f"the project was not saved at {project}")
     report = work / "report.html"
     phase("first export", lambda: window.exports.start(path=str(report), metric="cosine", form="calibrated",
                                                        figures=True, force=True),
@@ -268,9 +302,24 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     dropped = dropped_text(work, text_mb)
     phase("text file dropped", lambda: window.open_inputs([dropped]),
           window.input_runner.finished, runner=window.input_runner, megabytes=text_mb)
-    window.ask_before_discarding = False        # a scripted session: nobody to answer Save / Discard
-    window.close()
-    return phases
+    bench.close()
+    # a relaunched app (a fresh process, torch not imported, the same settings: engine torch)
+    relaunched = common.run_child("gui_stall.py", {"project": str(project), "sample": sample})
+    return {**bench.phases, **relaunched}
+
+
+def reopen(project: str, sample: bool) -> dict:
+    """In a relaunched app: `project` opened at once (its engine torch, remembered too), until its
+    results and views are restored; then the restored Compare tab first shown."""
+    bench = Bench(sample)
+    window = bench.window
+    projects = window.projects
+    bench.phase("project reopened (torch)", lambda: projects.open(project), window.results_shown,
+                runner=window.score_runner, until=lambda: projects.pending_views is None)
+    bench.phase("restored Compare tab shown", lambda: window.tabs.setCurrentWidget(window.view("compare")),
+                after_s=3.0)
+    bench.close()
+    return bench.phases
 
 
 def dropped_text(work: Path, megabytes: int) -> Path:
@@ -305,6 +354,9 @@ def main() -> None:
                             extend=options)
     load = args.load
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if args.child:
+        common.child_answer(reopen(**json.loads(args.child)))
+        return
     busy = busy_processes(load)
     try:
         times = launch_times(1 if args.quick else 5)       # before this process maps Qt itself

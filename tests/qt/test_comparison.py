@@ -296,3 +296,30 @@ def test_the_per_pair_table_shows_many_rows_in_a_1600_by_1000_window(window, qtb
     window.tabs.setCurrentWidget(view)
     window.resize(1600, 1000)
     qtbot.waitUntil(lambda: view.table.viewport().height() >= 6 * view.table.rowHeight(0), timeout=10_000)
+
+
+def test_while_the_second_model_loads_the_window_answers(window, qtbot, pairs_csv, monkeypatch):
+    """The second model loads in the comparison's worker: an event posted to the window while the
+    load is still going is handled, and the comparison is shown once the load ends."""
+    from PySide6.QtCore import QTimer
+
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    loading, answered, still_loading = threading.Event(), threading.Event(), []
+
+    def load(spec, device="auto", **kw):
+        loading.set()
+        answered.wait(120)                         # the load ends only once the window answered
+        return FakeEmbedder(dimension=32, name=OTHER)
+
+    def answer() -> None:
+        still_loading.append(window.compare_runner.running)
+        answered.set()
+
+    monkeypatch.setattr(models, "load_model", load)
+    with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
+        window.compare.compare_with("small")
+        qtbot.waitUntil(loading.is_set, timeout=60_000)
+        QTimer.singleShot(0, window, answer)
+    assert still_loading == [True]
+    assert window.compare.view.comparison is not None and window.tabs.currentWidget() is window.compare.view

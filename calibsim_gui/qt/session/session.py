@@ -27,7 +27,7 @@ from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.session.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.session.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.widgets.messages import EMPTY_HINT, for_the_app, plural
-from calibsim_gui.qt.widgets.workers import TaskRunner
+from calibsim_gui.qt.widgets.workers import TaskRunner, free_dropped_objects
 from calibsim_gui.session import references
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
@@ -200,12 +200,17 @@ class Session(QObject):
                                        manager.trust_folder_graph())
 
     def model_loaded(self, embedder) -> None:
-        # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
-        # them paused the window for up to 270 ms during runs. Exempt what exists now.
-        gc.freeze()
         self.score_runner.cancel()          # its results are the previous model's
+        replaced = self.state.embedder is not None
         kept = self.session_model.set_model(embedder, embedder.info,
                                             keep_references=self.projects.pending_project is None)
+        # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
+        # them paused the window for up to 270 ms during runs: what exists now is frozen, after
+        # the replaced model (held in cycles, perhaps frozen at an earlier load) is freed
+        if replaced:
+            free_dropped_objects()
+        else:
+            gc.freeze()
         if kept is not None:
             self.start_references(kept)
         else:

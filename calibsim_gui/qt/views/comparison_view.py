@@ -43,6 +43,7 @@ from calibsim_gui.qt.widgets.results_model import ResultsTableModel
 SCATTER_FORMS = ("raw", "calibrated")
 CHOSEN_COLOR = QColor(245, 133, 24)
 MAX_TEXT_WIDTH = 300              # pixels: a column of long texts is cut, the scores beside it are not
+SIZED_ROWS = 100                  # rows whose cells set the columns' widths (Qt asks 1,000, one Python call each)
 EMPTY_HINT = ("No comparison yet. A comparison scores the pairs shown in Results with a second model, "
               "calibrated against the same anchor ladder, and shows here where the two models agree "
               "and where they differ — raw and calibrated, and against the file's human scores.")
@@ -180,6 +181,7 @@ class ComparisonView(QWidget):
         self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.table = QTableView()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setResizeContentsPrecision(SIZED_ROWS)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.canvas)
         split.addWidget(self.table)
