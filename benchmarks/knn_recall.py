@@ -17,12 +17,13 @@ from __future__ import annotations
 import sys
 
 import common
-from corpus_scale import K, QUERIES, SYNTHETIC, timed, vectors
+from corpus_scale import K, QUERIES, REAL, SYNTHETIC, encode, timed, vectors
 
 
 def extend(parser) -> None:
-    parser.add_argument("--vectors", type=common.Path, metavar="NPY", required=True,
-                        help="real vectors already encoded (as corpus_scale.py --vectors)")
+    parser.add_argument("--vectors", type=common.Path, metavar="NPY",
+                        help="real vectors already encoded (as corpus_scale.py --vectors; without it the "
+                             "first AG News texts are encoded)")
     parser.add_argument("--size", type=int, default=1_000_000, help="vectors in the set (default 1,000,000)")
     parser.add_argument("--synthetic", choices=SYNTHETIC, default="mixes", help="as corpus_scale.py (default mixes)")
     parser.add_argument("--rows", type=int, default=1_000, help="query rows for recall (default 1,000)")
@@ -40,9 +41,13 @@ def main() -> None:
 
     from calibsim_gui.core.geometry.knn import ApproximateIndex, IndexSettings, recall_at_k, top_hits
 
-    args = common.arguments(__doc__, quick_help="100,000 vectors, 300 rows", extend=extend)
-    size, n_rows = (100_000, 300) if args.quick else (args.size, args.rows)
-    data = vectors(np.load(args.vectors)[:-QUERIES], size, synthetic=args.synthetic)
+    args = common.arguments(__doc__, quick_help="2,000 vectors from 300 real ones, 300 rows", extend=extend)
+    size, n_rows = (2_000, 300) if args.quick else (args.size, args.rows)
+    real = args.vectors
+    if real is None:
+        real = common.Path(common.WORK) / "real.npy"
+        encode(common.agnews_texts((300 if args.quick else REAL) + QUERIES), real)
+    data = vectors(np.load(real)[:-QUERIES], size, synthetic=args.synthetic)
     rows = np.sort(np.random.default_rng(1).choice(size, min(n_rows, size), replace=False))
     if args.exact and args.exact.exists():
         exact_s, exact_cpu, exact = None, None, np.load(args.exact)
@@ -70,7 +75,8 @@ def main() -> None:
                 print(runs[-1], file=sys.stderr, flush=True)
             del index
     common.print_table(runs)
-    name = f"knn_recall_{size // 1000}k_{args.synthetic}_links{args.links}_build{args.build}".replace(",", "-")
+    name = "knn_recall" if args.quick else \
+        f"knn_recall_{size // 1000}k_{args.synthetic}_links{args.links}_build{args.build}".replace(",", "-")
     common.save(name, args, {"size": size, "synthetic": args.synthetic, "rows": len(rows), "k": K,
                              "exact_rows_s": exact_s, "exact_rows_cpu_s": exact_cpu, "runs": runs})
 
