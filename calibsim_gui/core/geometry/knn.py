@@ -154,12 +154,12 @@ class IndexSettings:
 
     @classmethod
     def for_size(cls, n_corpus: int, k: int = 10) -> "IndexSettings":
-        """The settings for an index of `n_corpus` texts: `search_candidates` 128 up to
-        `WIDER_FROM` texts, then growing with the square root of the size (256 at 1 M), and at
-        least 4·k. Measured recall@10 (benchmarks/knn_recall.py, real sentence vectors and mixes
-        of them, 1,000 rows against exact): 128 candidates 0.989 at 100 k but 0.942 at 1 M, where
-        256 reach 0.957 (512: 0.966) at 1.8x the search time; a search of every text costs ~3x
-        the build there, so more candidates cost less than rebuilding a denser graph."""
+        """The settings for an index of `n_corpus` texts: 128 search candidates up to `WIDER_FROM`
+        texts, then 128·√(n / WIDER_FROM) (256 at 1 M: a graph's recall falls as it grows), at
+        least 4·k. Measured (benchmarks/knn_recall.py, 16 links, 40 build candidates, real sentence
+        vectors and mixes of them, 1,000 rows against exact): recall@10 0.989 with 128 at 100 k;
+        at 1 M 0.942 with 128, 0.957 with 256 (searching every text: 643 CPU-s, the build 109),
+        0.966 with 512 (1,098 CPU-s)."""
         wider = max(1.0, n_corpus / WIDER_FROM) ** 0.5
         return cls(search_candidates=max(int(round(128 * wider)), 4 * k))
 
