@@ -30,7 +30,7 @@ EXACT_CPU_S = 60               # method "auto" stays exact while that takes at m
 APPROXIMATE_METRICS = ("cosine", "angular", "dot", "euclidean")   # orders faiss can rank by
 METHODS = ("auto", "exact", "approximate")
 ADD_ROWS = 50_000               # vectors added to an index at a time (a Cancel is heard between)
-WIDER_FROM = 250_000            # an index of more texts searches more candidates (IndexSettings.for_size)
+DENSER_FROM = 250_000           # an index of more texts is built with more candidates (IndexSettings.for_size)
 SEARCH_ROWS = 1024              # queries searched at a time: their hits' float64 rescoring is ~70 MB
 
 
@@ -154,14 +154,13 @@ class IndexSettings:
 
     @classmethod
     def for_size(cls, n_corpus: int, k: int = 10) -> "IndexSettings":
-        """The settings for an index of `n_corpus` texts: 128 search candidates up to `WIDER_FROM`
-        texts, then 128·√(n / WIDER_FROM) (256 at 1 M: a graph's recall falls as it grows), at
-        least 4·k. Measured (benchmarks/knn_recall.py, 16 links, 40 build candidates, real sentence
-        vectors and mixes of them, 1,000 rows against exact): recall@10 0.989 with 128 at 100 k;
-        at 1 M 0.942 with 128, 0.957 with 256 (searching every text: 643 CPU-s, the build 109),
-        0.966 with 512 (1,098 CPU-s)."""
-        wider = max(1.0, n_corpus / WIDER_FROM) ** 0.5
-        return cls(search_candidates=max(int(round(128 * wider)), 4 * k))
+        """The settings for an index of `n_corpus` texts: 40 build candidates up to `DENSER_FROM`
+        texts, 80 above (a graph's recall falls as it grows), and 128 search candidates, at least
+        4·k. Measured (benchmarks/knn_recall.py, 16 links, real sentence vectors and mixes of them,
+        1,000 rows against exact): at 100 k, 40 / 128 found 0.989; at 1 M, 40 / 128 0.942 and
+        40 / 256 0.957 (build 109 CPU-s, searching every text 643), but 80 / 128 0.992 (build
+        169, search 327): a denser graph pays more than a wider search."""
+        return cls(build_candidates=80 if n_corpus > DENSER_FROM else 40, search_candidates=max(128, 4 * k))
 
     def to_dict(self) -> dict:
         return {"kind": "faiss IndexHNSWFlat", "links": self.links,
