@@ -35,6 +35,9 @@ QUERIES = 100
 SEARCH_INDEX_UP_TO = 200_000     # sizes whose approximate search (its own index) is measured too
 K = 10
 TYPED = 9                        # single queries timed one by one (a typed query in search)
+SYNTHETIC = ("mixes", "copies")  # how the vectors past the real ones are made (see the docstring)
+MIX_PARTNERS = 10                # a mix draws its two partners from its source's nearest real texts
+MIX_NOISE = 0.25                 # a mix's noise, as a share of the mix's length
 
 
 def extend(parser) -> None:
@@ -43,6 +46,8 @@ def extend(parser) -> None:
     parser.add_argument("--vectors", type=common.Path, metavar="NPY",
                         help="real vectors already encoded (the first AG News texts, in order, as "
                              "agnews_texts gives them: a .npy file): the encoding is skipped")
+    parser.add_argument("--synthetic", choices=SYNTHETIC, default="mixes",
+                        help="how vectors past the real ones are made (default mixes; copies: the old set)")
     parser.add_argument("--from-texts", action="store_true",
                         help="the 100,000 size end to end from real AG News texts (encoding included)")
 
@@ -64,20 +69,38 @@ def texts_100k() -> list[str]:
     return list(dict.fromkeys(whole + sentences + clauses + labelled))
 
 
-def vectors(real, n: int, seed: int = 0):
-    """`n` unit vectors: the real ones first, then real ones with noise as long as themselves."""
+def vectors(real, n: int, seed: int = 0, synthetic: str = "mixes"):
+    """`n` unit vectors: the real ones first, then synthetic ones made from them (`SYNTHETIC`)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     out = np.empty((n, real.shape[1]), dtype=np.float32)
     take = min(n, len(real))
     out[:take] = real[:take]
+    near = _nearest_real(real) if synthetic == "mixes" and n > take else None
     for start in range(take, n, 100_000):
         rows = min(100_000, n - start)
-        noisy = real[rng.integers(0, len(real), rows)] + rng.standard_normal((rows, real.shape[1]),
-                                                                               dtype=np.float32) / np.sqrt(real.shape[1])
-        out[start:start + rows] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+        source = rng.integers(0, len(real), rows)
+        if near is None:        # "copies": the real vector plus noise as long as itself
+            made = real[source] + rng.standard_normal((rows, real.shape[1]), dtype=np.float32) / np.sqrt(real.shape[1])
+        else:                   # "mixes": the source, two of its nearest real texts, and a little noise
+            weights = rng.dirichlet((2.0, 1.0, 1.0), rows).astype(np.float32)
+            partners = near[source[:, None], rng.integers(0, near.shape[1], (rows, 2))]
+            made = (weights[:, :1] * real[source] + weights[:, 1:2] * real[partners[:, 0]]
+                    + weights[:, 2:] * real[partners[:, 1]])
+            made += (MIX_NOISE * np.linalg.norm(made, axis=1, keepdims=True)
+                     * rng.standard_normal((rows, real.shape[1]), dtype=np.float32) / np.sqrt(real.shape[1]))
+        out[start:start + rows] = made / np.linalg.norm(made, axis=1, keepdims=True)
     return out
+
+
+def _nearest_real(real):
+    """Each real vector's `MIX_PARTNERS` nearest other real vectors (cosine, exact)."""
+    import numpy as np
+
+    from calibsim_gui.core.geometry.knn import top_hits
+
+    return top_hits(real, real, "cosine", MIX_PARTNERS, exclude=np.arange(len(real)), ranges=False)[0]
 
 
 def timed(fn, *args, **kwargs) -> tuple[float, float, object]:
@@ -103,7 +126,7 @@ def measure(case: dict) -> dict:
     real = np.load(case["vectors"])
     held_out = real[-QUERIES:]
     n = case["size"]
-    data = vectors(real[:-QUERIES], n)
+    data = vectors(real[:-QUERIES], n, synthetic=case.get("synthetic", "mixes"))
     ids, texts = [f"t{i}" for i in range(n)], [f"text {i}" for i in range(n)]
     profile = common.builtin_profile()
     start_rss = common.rss_mb()
@@ -121,7 +144,7 @@ def measure(case: dict) -> dict:
     out["neighbours_recall_at_10"] = round(recall_at_k(result.hits[rows], exact), 4)
     print(out, file=sys.stderr, flush=True)       # a long run's figures so far
     del result
-    queries = vectors(held_out, 2 * QUERIES, seed=2)[QUERIES:]
+    queries = vectors(held_out, 2 * QUERIES, seed=2, synthetic="copies")[QUERIES:]
     common.reset_peak_rss()
     seconds, cpu, (exact, _, _, _) = timed(top_hits, queries, data, "cosine", K)
     indexed = Rows(data)            # the corpus as the map keeps it: unit vectors computed once
@@ -172,7 +195,8 @@ def main() -> None:
     runs = []
     for size in sizes:
         runs.append(common.run_child("corpus_scale.py", {"size": size, "vectors": str(real),
-                                                         "source": "stored vectors"}))
+                                                         "source": "stored vectors",
+                                                         "synthetic": args.synthetic}))
         print(runs[-1], flush=True)
     end_to_end = None
     if args.from_texts and not args.quick:

@@ -36,6 +36,7 @@ SCRIPTS = {
     "map_scale": {"runs", "stall_target_ms", "target_met"},
     "score_phases": {"runs", "phases", "bare", "ratio"},
     "corpus_scale": {"runs", "real_vectors", "k", "targets"},
+    "knn_recall": {"runs", "size", "synthetic", "rows"},
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale"}

@@ -14,7 +14,7 @@ from calibsim_gui.core.calibration.calibrators import AgreementBand
 from calibsim_gui.core.calibration.profile_builder import build_profile
 from calibsim_gui.core.calibration.profile_settings import ProfileSettings
 from calibsim_gui.core.errors import Cancelled, InputError
-from calibsim_gui.core.geometry.knn import ApproximateIndex, recall_at_k, top_hits
+from calibsim_gui.core.geometry.knn import ApproximateIndex, IndexSettings, recall_at_k, top_hits
 from calibsim_gui.core.geometry.metrics import METRICS, Rows
 from calibsim_gui.core.io.inputs import Document, DocumentSet
 from tests.fakes import FakeEmbedder, random_sentences
@@ -142,6 +142,13 @@ def test_the_approximate_index_finds_95_percent_of_the_exact_neighbours(metric):
     assert np.isfinite(raw[found >= 0]).all()
     np.testing.assert_allclose(raw[:, 0], METRICS[metric].pairs(vectors.astype(np.float64),
                                                                  vectors[found[:, 0]].astype(np.float64)))
+
+
+def test_a_larger_index_is_built_with_more_candidates_and_searches_at_least_four_per_neighbour():
+    sizes = (10_000, 250_000, 1_000_000)
+    built = [IndexSettings.for_size(n).build_candidates for n in sizes]
+    assert built[0] == built[1] < built[2]
+    assert IndexSettings.for_size(10_000, k=100).search_candidates >= 400
 
 
 def test_the_approximate_method_is_recorded_with_its_index(profile):
