@@ -25,7 +25,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DATA = REPO.parent / "shared" / "data"
+DATA = Path(os.environ.get("CALIBSIM_BENCH_DATA") or REPO.parent / "shared" / "data")
+"""The shared data (README "Data"); ``CALIBSIM_BENCH_DATA`` names it on a machine that has it elsewhere."""
 RESULTS = HERE / "results"
 
 USER_CACHE_ENV = {name: os.environ.get(name) for name in ("CALIBSIM_CACHE_DIR", "CALIBSIM_ONNX_DIR")}
