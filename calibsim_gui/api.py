@@ -104,7 +104,9 @@ class Session:
         How the model runs (see ``calibsim score --help``).
     cache : bool, default True
         Keep embeddings in calibsim's embedding cache (never for vectors files).
-    batch_size : int, default 64
+    batch_size : int, optional
+        Texts per model call (default: `calibsim_gui.core.embedding.encoding.default_batch_size`,
+        64 on a CPU, 256 on a GPU).
     memory_budget : int, optional
         Bytes a run may hold (default: half the physical memory); larger runs are refused up front.
     progress : bool, default True
@@ -120,7 +122,7 @@ class Session:
 
     def __init__(self, model=None, *, vectors=None, profile=None, anchors=None, device: str = "auto",
                  engine: str = "auto", precision: str = "float32", allow_pickle: bool = False,
-                 cache: bool = True, batch_size: int = 64, memory_budget: int | None = None,
+                 cache: bool = True, batch_size: int | None = None, memory_budget: int | None = None,
                  progress: bool = True):
         loads = model is None or _is_path(model)
         if not vectors:                       # before the model loads, as the command line checks

@@ -33,8 +33,8 @@ def add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine:
                         "(scores then differ by ~0.003 between machines), else float32; int8: the "
                         "ONNX engine's quantised model, text by text (no faster than float32 on a quiet 2-core CPU; "
                         "less CPU time on a busy one), scores move by up to ~0.06")
-    g.add_argument("--batch-size", type=batch_size, default=64, metavar="N",
-                   help="texts per model call (default 64)")
+    g.add_argument("--batch-size", type=batch_size, default=None, metavar="N",
+                   help="texts per model call (default 64 on a CPU, 256 on a GPU)")
     prompt = g.add_mutually_exclusive_group()
     prompt.add_argument("--prompt-name", default=None, metavar="NAME",
                         help="one of the model folder's prompts (config_sentence_transformers.json) "

@@ -191,7 +191,7 @@ class SessionModel:
         self.profile_path, self.built_from = made.path, made.built_from
         self.set_profile(profile, made.label)
 
-    def use_references(self, profile=None, *, anchors=None, cache=None, batch_size: int = 64):
+    def use_references(self, profile=None, *, anchors=None, cache=None, batch_size: int | None = None):
         """Open and use the references a command or API call names (`references.chosen`: `profile`,
         a path or a `ReferenceProfile`, default the built-in ones, refitted on `anchors`)."""
         made = references.chosen(self.embedder, profile, anchors=anchors, cache=cache, batch_size=batch_size)

@@ -56,7 +56,7 @@ def kept(profile: ReferenceProfile, label: str, path: str | None, built_from: di
     return References(lambda progress, should_stop: profile, label, path, built_from)
 
 
-def builtin(embedder, *, cache=None, batch_size: int = 64) -> References:
+def builtin(embedder, *, cache=None, batch_size: int | None = None) -> References:
     """The built-in references of `embedder` (`default_profile`)."""
     return References(lambda progress, should_stop: default_profile(embedder, cache=cache, batch_size=batch_size,
                                                                     should_stop=should_stop), BUILTIN)
@@ -74,7 +74,7 @@ def profile_file(path, embedder=None) -> References:
 
 
 def anchored(profile: ReferenceProfile, label: str, embedder, anchors: AnchorSet, *, cache=None,
-             batch_size: int = 64, path: str | None = None, built_from: dict | None = None) -> References:
+             batch_size: int | None = None, path: str | None = None, built_from: dict | None = None) -> References:
     """`profile` refitted on an edited anchor ladder; its source (file, background) stays."""
     return References(lambda progress, should_stop: with_anchors(profile, embedder, anchors, cache=cache,
                                                                  batch_size=batch_size, should_stop=should_stop),
@@ -94,7 +94,7 @@ def background(embedder, documents, settings: ProfileSettings, *, built_from: di
     return References(make, f"built from {len(documents.files)} file(s)", built_from=built_from)
 
 
-def chosen(embedder, profile=None, *, anchors=None, cache=None, batch_size: int = 64) -> ReferenceProfile:
+def chosen(embedder, profile=None, *, anchors=None, cache=None, batch_size: int | None = None) -> ReferenceProfile:
     """The references a command or API call runs with: `profile` (a path or a `ReferenceProfile`;
     default: the built-in ones for `embedder`), refitted on `anchors` (a path or an `AnchorSet`).
 

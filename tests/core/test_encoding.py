@@ -123,3 +123,15 @@ def test_a_batch_size_outside_1_to_4096_is_refused_before_any_text_is_encoded(fa
     with pytest.raises(InputError, match=f"batch size {batch_size!r} is not a whole number from 1 to 4096"):
         encode_texts(fake_embedder, ["a cat", "a dog"], batch_size=batch_size)
     assert fake_embedder.calls == 0
+
+
+def test_without_a_batch_size_a_gpu_model_gets_batches_four_times_larger_than_a_cpu_model(fake_embedder):
+    """On a GPU a batch's fixed cost (tokenising, copies) is spread over 256 texts, not 64."""
+    texts = [f"text {i}" for i in range(600)]
+    sizes = {}
+    for device in ("cpu", "cuda:0"):
+        fake_embedder.device = device
+        seen = []
+        encode_texts(fake_embedder, texts, progress=lambda done, total, msg, seen=seen: seen.append(done))
+        sizes[device] = np.diff(seen).max()
+    assert sizes == {"cpu": 64, "cuda:0": 256}

@@ -15,7 +15,7 @@ from calibsim_gui.core.provenance import file_digest
 
 
 def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: str = "cosine",
-                          geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
+                          geometry: str = "none", cache=None, batch_size: int | None = None, progress=None,
                           should_stop=None, memory_budget: int | None = None, **columns) -> HumanFit:
     """Score the labelled pairs in `path` with `embedder`, fit the isotonic map and check it
     (`fit_human_pairs`).
@@ -31,7 +31,7 @@ def fit_human_calibration(path, embedder, profile, *, scale=(0.0, 5.0), metric: 
 
 
 def fit_human_pairs(pairs: HumanPairs, embedder, profile, *, source: dict, metric: str = "cosine",
-                    geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
+                    geometry: str = "none", cache=None, batch_size: int | None = None, progress=None,
                     should_stop=None, memory_budget: int | None = None) -> HumanFit:
     """Score labelled `pairs` with `embedder`, fit the isotonic map and check it.
 

@@ -64,7 +64,7 @@ def local_minmax_rows(similarity: np.ndarray, first_row: int = 0) -> np.ndarray:
 
 
 def score_matrix(documents, embedder, profile: ReferenceProfile, *, metric: str = "cosine",
-                 forms=("calibrated",), geometry: str = "none", cache=None, batch_size: int = 64,
+                 forms=("calibrated",), geometry: str = "none", cache=None, batch_size: int | None = None,
                  block_rows: int = 1024, progress=None, memory_budget: int | None = None,
                  should_stop=None) -> DocumentMatrix:
     """All-pairs scores of a `DocumentSet`, computed in row blocks (bounded memory).

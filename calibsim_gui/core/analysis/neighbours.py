@@ -254,7 +254,7 @@ def vector_neighbours(vectors: np.ndarray, ids, texts, profile: ReferenceProfile
 def document_neighbours(documents, embedder, profile: ReferenceProfile, *, k: int = DEFAULT_K,
                         metric: str = "cosine", geometry: str = "none",
                         duplicate_threshold: float | None = DEFAULT_DUPLICATE_THRESHOLD,
-                        max_pairs: int | None = MAX_PAIRS, cache=None, batch_size: int = 64,
+                        max_pairs: int | None = MAX_PAIRS, cache=None, batch_size: int | None = None,
                         progress=None, should_stop=None, memory_budget: int | None = None,
                         method: str = "auto") -> DocumentNeighbours:
     """Each document's `k` nearest other documents of a `DocumentSet`, the set's most similar

@@ -206,7 +206,9 @@ class Scorer:
         way), and where the profile has a human agreement band ``_band80_lo`` ... ``_band95_hi``.
     cache : EmbeddingCache or None
         Where texts' vectors (and query scales) are kept between runs.
-    batch_size : int, default 64
+    batch_size : int, optional
+        Texts per model call (default: `calibsim_gui.core.embedding.encoding.default_batch_size`,
+        64 on a CPU, 256 on a GPU).
     chunk_pairs : int, default 512
         Pairs per `PairChunk` that `iter_score` yields.
     memory_budget : int or None
@@ -233,7 +235,7 @@ class Scorer:
     """
 
     def __init__(self, embedder, profile: ReferenceProfile, *, metrics=None, geometry="none", human=(),
-                 norms: bool = False, interval: bool = False, cache=None, batch_size: int = 64,
+                 norms: bool = False, interval: bool = False, cache=None, batch_size: int | None = None,
                  chunk_pairs: int = 512, memory_budget: int | None = None, long_texts: str = DEFAULT_LONG_TEXTS,
                  chunk_aggregate: str = DEFAULT_CHUNK_AGGREGATE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP):
         if chunk_pairs < 1:

@@ -52,7 +52,7 @@ def search_run_bytes(n_queries: int, n_docs: int, dim: int, top_k: int, method: 
 
 
 def search(queries, corpus, embedder, profile, *, metric: str = "cosine", top_k: int = 10,
-           geometry: str = "none", cache=None, batch_size: int = 64, progress=None,
+           geometry: str = "none", cache=None, batch_size: int | None = None, progress=None,
            should_stop=None, memory_budget: int | None = None, method: str = "auto") -> SearchHits:
     """Rank the documents of `corpus` for every query of `queries` (both `DocumentSet`s).
 

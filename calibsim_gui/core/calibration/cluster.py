@@ -383,7 +383,7 @@ def build_background_on_ray(sources, settings: ProfileSettings, *, embedder, mod
                             precision: str = "float32", allow_pickle: bool = False,
                             column: str | None = None, encoding: str | None = None,
                             workers: int | None = None, address: str | None = None,
-                            batch_size: int = 64, progress=None,
+                            batch_size: int | None = None, progress=None,
                             should_stop=None) -> tuple[BackgroundStatistics, list]:
     """Background statistics of a corpus, computed on Ray.
 
@@ -518,7 +518,7 @@ def _build(ray, files, settings, *, embedder, model, device, precision, allow_pi
 def build_profile_on_ray(embedder, sources, settings: ProfileSettings, *, model=None, device: str = "auto",
                          precision: str = "float32", allow_pickle: bool = False, column: str | None = None,
                          encoding: str | None = None, workers: int | None = None,
-                         address: str | None = None, cache=None, batch_size: int = 64, progress=None,
+                         address: str | None = None, cache=None, batch_size: int | None = None, progress=None,
                          should_stop=None) -> ReferenceProfile:
     """`profile_builder.build_profile` with the background encoded on Ray, from the same `settings`.
 

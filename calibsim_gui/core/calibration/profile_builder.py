@@ -233,7 +233,7 @@ def pair_sketches(a: np.ndarray, b: np.ndarray, metrics, transforms: dict[str, G
 
 
 def build_profile(embedder, background=None, settings: ProfileSettings | None = None, *, cache=None,
-                  batch_size: int = 64, progress=None, should_stop=None,
+                  batch_size: int | None = None, progress=None, should_stop=None,
                   memory_budget: int | None = None) -> ReferenceProfile:
     """Encode anchors (and a background corpus) and fit every calibrator.
 

@@ -162,7 +162,7 @@ class ChunkedEncoding:
 
 
 def encode_chunked(embedder, texts: Sequence[str], *, overlap: int = DEFAULT_CHUNK_OVERLAP,
-                   batch_size: int = 64, cache=None, progress=None, should_stop=None
+                   batch_size: int | None = None, cache=None, progress=None, should_stop=None
                    ) -> ChunkedEncoding:
     """Encode every chunk of `texts` (through `encode_texts`: cache, batches, progress, Cancel)."""
     pieces = split_texts(embedder, texts, overlap=overlap)
