@@ -29,7 +29,8 @@ def add_model_options(p: argparse.ArgumentParser, *, model: bool = True, engine:
         g.add_argument("--engine", default="auto", choices=["auto", "torch", "onnx"], help=ENGINE_HELP)
     g.add_argument("--precision", default="float32", choices=["float32", "auto", "bfloat16", "int8"],
                    help="float32 (default): the same numbers on every machine; auto: faster bfloat16 "
-                        "where the CPU or GPU runs it natively and the model keeps its accuracy "
+                        "where the CPU runs it natively and the model keeps its accuracy (on a GPU "
+                        "it was measured slower: float32 there) "
                         "(scores then differ by ~0.003 between machines), else float32; int8: the "
                         "ONNX engine's quantised model, text by text (no faster than float32 on a quiet 2-core CPU; "
                         "less CPU time on a busy one), scores move by up to ~0.06")

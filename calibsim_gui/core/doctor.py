@@ -152,8 +152,7 @@ def check_precision(device: str) -> Check:
     reason = devices.bfloat16_support(device)
     if reason is None:
         auto = "bfloat16"
-        why = (f"CPU has {', '.join(devices.cpu_bfloat16_instructions())}" if device == "cpu"
-               else f"{device} runs bfloat16 natively")
+        why = f"CPU has {', '.join(devices.cpu_bfloat16_instructions())}"   # the only device auto picks it on
         text = f"bfloat16 here ({why})"
     else:
         auto, why = "float32", reason

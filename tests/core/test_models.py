@@ -482,3 +482,13 @@ def test_without_torch_the_onnx_engine_runs_everything_and_torch_is_refused_with
     assert "no torch" in devices.bfloat16_support("cpu")
     with pytest.raises(ModelError, match="--engine onnx"):
         models.choose_engine("torch", "cpu", "float32")
+
+
+def test_auto_keeps_float32_on_a_gpu_because_bfloat16_was_measured_slower_there(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert "half float32's rate" in devices.bfloat16_support("cuda")
+    assert "no native bfloat16" not in devices.bfloat16_support("cuda")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    assert devices.bfloat16_support("cuda") == "this GPU has no native bfloat16"

@@ -73,6 +73,12 @@ CPU_BF16_ENV = "CALIBSIM_CPU_BF16"
 # model moves by 0.0024; benchmarks/precision.py records its STS-B Spearman in both precisions).
 
 
+GPU_BFLOAT16_SLOWER = ("on a GPU bfloat16 encoded at about half float32's rate (the built-in model on an "
+                       "H200, benchmarks/gpu.py)")
+"""Why `auto` keeps float32 on a GPU that runs bfloat16: measured slower, not faster (a small model's
+batches cost kernel launches and copies, not arithmetic)."""
+
+
 def cpu_bfloat16_instructions() -> list[str]:
     """The CPU's native bfloat16 instruction sets (AMX-BF16, AVX512-BF16) that torch can use.
 
@@ -105,7 +111,7 @@ def bfloat16_support(device: str) -> str | None:
 
     kind = device.partition(":")[0]
     if kind == "cuda":
-        return None if torch.cuda.is_bf16_supported() else "this GPU has no native bfloat16"
+        return GPU_BFLOAT16_SLOWER if torch.cuda.is_bf16_supported() else "this GPU has no native bfloat16"
     if kind == "cpu":
         found = cpu_bfloat16_instructions()
         return None if found else "this CPU has no bfloat16 instructions (AMX-BF16 or AVX512-BF16)"
