@@ -217,7 +217,7 @@ def main() -> None:
     pairs = work / "pairs10.csv"
     pd.read_csv(common.stsb_path("test"))[["sentence1", "sentence2"]].head(10).to_csv(pairs, index=False)
     graphs = common.prepared_graphs()
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(common.REPO / "calibsim_gui")], check=True)
+    common.compile_calibsim()
     score = [sys.executable, str(common.REPO / "main.py"), "score", str(pairs), "--out", str(work / "out.csv"),
              "--force", "--quiet"]
     window = [sys.executable, "-c", WINDOW]

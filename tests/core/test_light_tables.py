@@ -39,9 +39,9 @@ def _write(path, rows, sep=","):
     return path
 
 
-def _stsb(tmp_path, stsb_test_path, n=120):
+def _stsb(tmp_path, stsb_test_path, n=120, scores=False):
     with open(stsb_test_path, newline="", encoding="utf-8") as f:
-        rows = [row[1:] for row in csv.reader(f)][:n + 1]        # sentence1, sentence2
+        rows = [row[0 if scores else 1:] for row in csv.reader(f)][:n + 1]      # (score,) sentence1, sentence2
     return _write(tmp_path / "stsb.csv", rows)
 
 
@@ -63,15 +63,42 @@ def _outputs(tmp_path, model, tables, keep_formulas=False, **settings):
     return written
 
 
+@pytest.mark.parametrize("scores", [False, True])
 @pytest.mark.parametrize("settings", [{}, {"interval": True}, {"norms": True},
                                       {"interval": True, "norms": True, "metrics": ["cosine"]}])
 def test_stsb_pairs_scored_on_the_light_path_are_written_byte_for_byte_as_on_the_pandas_path(
-        tmp_path, stsb_test_path, fake_model, settings):
-    tables = _both(_stsb(tmp_path, stsb_test_path))
+        tmp_path, stsb_test_path, fake_model, settings, scores):
+    tables = _both(_stsb(tmp_path, stsb_test_path, scores=scores))
     (light, light_prov, light_notes), (heavy, heavy_prov, heavy_notes) = _outputs(tmp_path, fake_model, tables,
                                                                                   **settings)
     assert light == heavy and light.count(b"\n") == 121
     assert light_prov == heavy_prov and light_notes == heavy_notes
+    assert ("agreement" in light_prov) == scores and tables[0].label == ("score" if scores else None)
+
+
+@pytest.mark.parametrize("reading", [{}, {"label": "Gold"}])
+def test_plain_decimal_human_scores_are_read_and_agree_as_on_the_pandas_path(tmp_path, fake_model, reading):
+    scores = ["1", "2.50", "+.5", "-3.", "", "123456789012345", "0.00000000000001", "4.75", "-0", "17"]
+    rows = [["sentence1", "sentence2", "Gold"]] + [[f"text {i}", f"other {i % 3}", v] for i, v in enumerate(scores)]
+    light, heavy = _both(_write(tmp_path / "gold.csv", rows), **reading)
+    assert (light.label, light.notes) == (heavy.label, heavy.notes) == ("Gold", heavy.notes)
+    assert "1 pair without a human score" in light.notes
+    (a, a_prov, a_notes), (b, b_prov, b_notes) = _outputs(tmp_path, fake_model, (light, heavy))
+    assert a == b and a_prov == b_prov and a_notes == b_notes and a_prov["agreement"]["spearman_x100"]
+
+
+def test_plain_decimals_of_up_to_15_digits_read_as_pandas_reads_them():
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    cells = []
+    for _ in range(3000):
+        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 16))))
+        dot = int(rng.integers(0, len(digits) + 1))
+        cells.append(rng.choice(["", "+", "-"]) + digits[:dot] + "." + digits[dot:] if rng.random() < 0.8
+                     else digits)
+    parsed = pd.to_numeric(pd.Series(cells, dtype="str"), errors="coerce").to_numpy(dtype=float)
+    assert np.array_equal(parsed, [float(c) for c in cells])
 
 
 @pytest.mark.parametrize("sep, suffix", [(",", ".csv"), ("\t", ".tsv")])
@@ -97,7 +124,12 @@ def test_named_text_columns_are_taken_as_the_pandas_path_takes_them(tmp_path):
 
 
 @pytest.mark.parametrize("text, reading", [
-    ("sentence1,sentence2,score\na,b,1\n", {}),                           # a human-score column: agreement
+    ("sentence1,sentence2,score\na,b, 1\n", {}),                          # human scores pandas may read
+    ("sentence1,sentence2,score\na,b,1e3\n", {}),                         # other than a plain decimal
+    ("sentence1,sentence2,score\na,b,1234567890123456\n", {}),            # past 15 digits
+    ("sentence1,sentence2,score\na,b,high\nc,d,1\n", {}),                # not numeric: a note
+    ("sentence1,sentence2,score\na,b,\nc,d,\n", {}),                     # no score at all: a note
+    ("sentence1,sentence2,gold\na,b,1\n", {"label": "nope"}),           # a label column missing
     ('"sentence1","sentence2"\n"a","b"\n', {}),                           # quoted beyond need
     ("sentence1,sentence2\na,b\n\nc,d\n", {}),                            # a blank line
     ("sentence1,sentence2\na,b,c\n", {}),                                 # a row longer than the header

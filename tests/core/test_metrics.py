@@ -45,6 +45,24 @@ def test_metrics_sharing_one_block_s_parts_give_the_matrices_each_computes_alone
         np.testing.assert_array_equal(metric.from_parts(shared), metric.matrix(x, y), err_msg=metric.name)
 
 
+def test_manhattan_matrix_has_the_bits_of_scipys_cdist_without_importing_scipy_spatial():
+    """The query scales' manhattan matrices come from scipy's compiled kernel, loaded alone."""
+    import subprocess
+    import sys
+
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((37, 384)), rng.standard_normal((11, 384)).astype(np.float32)
+    for a, b in [(x, x[:9]), (y, y), (x[:5], y)]:
+        np.testing.assert_array_equal(METRICS["manhattan"].matrix(a, b), cdist(a, b, "cityblock"))
+    code = ("import sys, numpy as np; from calibsim_gui.core.geometry.metrics import METRICS; "
+            "m = METRICS['manhattan'].matrix(np.eye(3), np.ones((2, 3))); "
+            "print(m.tolist(), any(k.startswith('scipy') for k in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "False" and out.startswith("[[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]]")
+
+
 def test_every_metric_declares_orientation_and_similarity_view_ranks_closer_pairs_higher():
     a = np.array([[1.0, 0.0], [1.0, 0.0]])
     b = np.array([[0.9, 0.1], [0.0, 1.0]])      # first pair is the closer one

@@ -4,12 +4,7 @@ notes, unreadable texts, flag columns and agreement with labels (`pairs.Scorer` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 from calibsim_gui.core.analysis.correlation import spearman
 from calibsim_gui.core.calibration.profile import FORM_DESCRIPTIONS, ReferenceProfile
@@ -228,18 +223,23 @@ def flag_columns(table, embedder, scored: np.ndarray, truncated, unread) -> tupl
     return flags, descriptions
 
 
-def agreement(labels: pd.Series, columns: dict[str, np.ndarray]) -> dict:
-    """Spearman correlation (x100) of every score column with the human labels."""
-    import pandas as pd
+def agreement(label: str, values, columns: dict[str, np.ndarray]) -> dict:
+    """Spearman correlation (x100) of every score column with the human scores `values` of
+    column `label`: a pandas Series, or a `ColumnTable`'s list of plain decimals and empty cells
+    (`light_tables` reads no other), which `float` reads as pandas does."""
+    if isinstance(values, list):
+        y = np.array([float(v) if v else np.nan for v in values])
+    else:
+        import pandas as pd
 
-    y = pd.to_numeric(labels, errors="coerce").to_numpy()
+        y = pd.to_numeric(values, errors="coerce").to_numpy()
     out = {}
-    for name, values in columns.items():
-        ok = np.isfinite(y) & np.isfinite(values)
-        if ok.sum() > 2 and np.ptp(values[ok]) > 0 and np.ptp(y[ok]) > 0:     # else: undefined
-            rho = spearman(values[ok], y[ok])
+    for name, scores in columns.items():
+        ok = np.isfinite(y) & np.isfinite(scores)
+        if ok.sum() > 2 and np.ptp(scores[ok]) > 0 and np.ptp(y[ok]) > 0:     # else: undefined
+            rho = spearman(scores[ok], y[ok])
             out[name] = round(float(rho) * 100 * (1 if _higher_is_similar(name) else -1), 3)
-    return {"label": labels.name, "spearman_x100": out}
+    return {"label": label, "spearman_x100": out}
 
 
 def _higher_is_similar(column: str) -> bool:

@@ -416,7 +416,7 @@ class Scorer:
                                                                           columns)
         notes += unread_notes
         if table.label is not None:
-            provenance["agreement"] = agreement(table.frame[table.label], columns)
+            provenance["agreement"] = agreement(table.label, table.frame[table.label], columns)
         provenance["notes"] = notes
         if self.norms:
             columns[f"{table.text_a}_norm"] = full(lengths[first])

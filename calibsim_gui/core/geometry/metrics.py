@@ -6,10 +6,12 @@ that every calibrator works on (distances are negated).
 
 from __future__ import annotations
 
-import importlib
-import sys
+import functools
+import importlib.machinery
+import importlib.util
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
@@ -24,19 +26,38 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms == 0, 1.0, norms)
 
 
-def _cdist(x, y, kind):
-    from scipy.spatial.distance import cdist  # scipy.spatial costs 0.4 s to import
+@functools.cache
+def _cityblock_kernel() -> Callable:
+    """The function scipy's ``cdist(x, y, "cityblock")`` calls (its compiled kernel, loaded alone:
+    importing scipy.spatial costs ~0.3 s of CPU, the kernel ~1 ms), or `cdist` itself when the
+    kernel is not where this scipy keeps it."""
+    spec = importlib.util.find_spec("scipy")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder, "spatial", f"_distance_pybind{suffix}")
+            if path.is_file():
+                try:
+                    loader = importlib.machinery.ExtensionFileLoader("scipy.spatial._distance_pybind", str(path))
+                    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+                    loader.exec_module(module)
+                    return module.cdist_cityblock
+                except (ImportError, AttributeError):
+                    break
+    from scipy.spatial.distance import cdist
 
-    return cdist(x, y, kind)
+    return functools.partial(cdist, metric="cityblock")
+
+
+def _manhattan_matrix(parts: MatrixParts) -> np.ndarray:
+    return _cityblock_kernel()(np.asarray(parts.a.x), np.asarray(parts.b.x))
 
 
 def preload_matrix_libraries(names) -> None:
-    """Start importing, in a background thread, what the full matrices of the metrics `names`
-    need (scipy's cdist for manhattan: ~0.4 s of CPU), so that a caller who needs them later,
-    e.g. after encoding its texts, does not wait for it."""
-    if "manhattan" in names and "scipy.spatial.distance" not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=("scipy.spatial.distance",),
-                         name="calibsim-preload", daemon=True).start()
+    """Start loading, in a background thread, what the full matrices of the metrics `names`
+    need (scipy's kernel for manhattan), so that a caller who needs them later, e.g. after
+    encoding its texts, does not wait for it."""
+    if "manhattan" in names and _cityblock_kernel.cache_info().currsize == 0:
+        threading.Thread(target=_cityblock_kernel, name="calibsim-preload", daemon=True).start()
 
 
 def _once(method):
@@ -227,7 +248,7 @@ METRICS: dict[str, Metric] = {
                lambda pairs: np.linalg.norm(pairs.a - pairs.b, axis=1), _euclidean_matrix),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
                lambda pairs: np.abs(pairs.a - pairs.b).sum(axis=1),
-               lambda parts: _cdist(parts.a.x, parts.b.x, "cityblock")),
+               _manhattan_matrix),
         Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
                lambda pairs: pairs.angle / np.pi,
                lambda parts: parts.angle / np.pi),

@@ -4,8 +4,10 @@ pandas and pyarrow is half of a 10-pair run's time).
 A file is read here only when the result is provably what `inputs.load_pairs` gives: a plain
 CSV/TSV of at most `LIGHT_MAX_BYTES`, written in the csv module's canonical quoting (writing
 its rows back gives its text exactly), every row as long as the header, the two text columns
-found without doubt, and no human-score column. Anything else (and every error, which pandas'
-reading words) goes to the pandas path: `light_pair_table` then returns None.
+found without doubt, and a human-score column (named, or found by name) only when each of its
+cells is empty or a plain decimal of at most 15 digits (which `float` and pandas read as the same
+number). Anything else (and every error, which pandas' reading words) goes to the pandas path:
+`light_pair_table` then returns None.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ LIGHT_MAX_BYTES = 256 * 1024
 """Largest pairs file read without pandas (bytes): the files of a quick run."""
 _NUMBER = re.compile(r"[+-]?(\d{1,15}\.?\d{0,15}|\.\d{1,15})([eE][+-]?\d{1,3})?")     # read alike by all
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
+_SCORE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")     # with <= 15 digits: N / 10**k, N and 10**k exact
 
 
 def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=None,
@@ -47,7 +50,7 @@ def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=Non
     path = Path(path)
     check_read_budget([path], memory_budget)        # load_pairs' first check, its error
     try:
-        if (label is not None or TABLE_SEPARATORS.get(path.suffix.lower()) is None
+        if (TABLE_SEPARATORS.get(path.suffix.lower()) is None
                 or text_file_size(path) > LIGHT_MAX_BYTES):
             return None
         table = _read(path, read_text_file(path, encoding))
@@ -63,9 +66,12 @@ def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=Non
             a, b = found
         else:
             return None
+        if a == b:
+            return None
+        score = _score_column(table, label, (a, b), path)
     except (InputError, csv.Error):
         return None
-    if a == b or any(str(c).strip().lower() in LABEL_NAMES and c not in (a, b) for c in table.columns):
+    if score is False:
         return None
     first, second = table[a], table[b]
     empty = [not x.strip() or not y.strip() for x, y in zip(first, second)]
@@ -77,8 +83,29 @@ def light_pair_table(path, *, text_a=None, text_b=None, label=None, encoding=Non
         if not blank:
             duplicates += (x, y) in seen
             seen.add((x, y))
-    return finish_pair_table(table, path, [], (a, b, None), tuple(i for i, e in enumerate(empty) if e),
-                             duplicates=duplicates, guessed=text_a is None)
+    unscored = table[score].count("") if score else 0
+    return finish_pair_table(table, path, [], (a, b, score), tuple(i for i, e in enumerate(empty) if e),
+                             duplicates=duplicates, unscored=unscored, guessed=text_a is None)
+
+
+def _score_column(table: ColumnTable, label, texts, path: Path) -> str | None | bool:
+    """`inputs._label_column`'s human-score column of `table` (None: none), or False when its
+    reading is not sure: a column named by --label or the first one named as human scores must
+    hold plain decimals (`_SCORE`) or empty cells, at least one decimal, and no notes arise."""
+    if label is not None:
+        column = find_column(table, label, path, "--label")
+    else:
+        column = next((c for c in table.columns if c not in texts and str(c).strip().lower() in LABEL_NAMES), None)
+        if column is None:
+            return None
+    values = table[column]
+    if column in texts or not all(v == "" or _plain_score(v) for v in values) or values.count("") == len(values):
+        return False
+    return column
+
+
+def _plain_score(cell: str) -> bool:
+    return _SCORE.fullmatch(cell) is not None and sum(map(str.isdigit, cell)) <= 15
 
 
 def _read(path: Path, text: str) -> ColumnTable | None:
