@@ -76,3 +76,17 @@ def test_a_benchmark_leaves_no_temporary_folders_behind(tmp_path):
                           timeout=600, env={**os.environ, "TMPDIR": str(system_tmp)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert list(system_tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_corpus_scale_runs_the_neighbours_command_end_to_end_from_texts(tmp_path):
+    """--from-texts runs `calibsim neighbours` as a user does (encoding, then from the cache),
+    draws the app's map and checks the neighbours it wrote against exact ones."""
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "corpus_scale.py"), "--quick", "--from-texts",
+                           "--results-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "corpus_scale_1k_texts_quick.json").read_text())
+    assert [run["stage"] for run in result["runs"]] == ["first run", "cached run"]
+    assert all("1,000 documents, 10 nearest each by cosine (exact)" in run["printed"] for run in result["runs"])
+    assert result["map_and_recall"]["neighbours_recall_at_10"] == 1.0      # exact at 1,000 texts
+    assert {"map_pca_s", "map_tsne_s", "map_pca_peak_rss_mb"} <= set(result["map_and_recall"])
