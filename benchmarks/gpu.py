@@ -1,26 +1,30 @@
 """calibsim on a CUDA GPU: its encode rate against bare ``SentenceTransformer.encode``, a profile
 build's timeline, and a whole ``calibsim score`` process against ``import torch`` + CUDA start.
 
-Three parts, each in fresh processes (issues #39 and #44):
+Four parts, each in fresh processes (issues #39 and #44):
 
 1. **Start**: the wall time of a process that only imports torch and starts CUDA (one tensor on the
    device), and of one that only imports torch; medians of 3.
-2. **Encode rate** (one process): the built-in model as calibsim loads it, on the same distinct
-   texts (all distinct AG News titles and descriptions, STS-B and SICK test sentences, ~39 k;
-   ``--quick``: 2,000): bare ``SentenceTransformer.encode`` (batch sizes 32, its default, 64 and
-   256) against calibsim's ``encode_texts`` (64, its default, 256 and 1024; 64 with an empty
-   embedding cache storing every vector) in float32, and fewer of each in bfloat16. The rate ratio is calibsim's
-   over the best bare rate of the same precision (target >= 0.5, #39).
-3. **Profile build**: ``calibsim profile build`` of those texts with ``--pairs`` random pairs
+2. **Score**: whole ``calibsim score`` processes (spawn to exit) of the STS-B test pairs on the
+   device: an empty cache, a warm one and ``--no-cache``; one more warm run under
+   ``-X importtime`` (its table in ``--logs-dir``). Target (#44): the warm run <= the torch +
+   CUDA start above + 2 s.
+3. **Encode rate** (one process): the built-in model as calibsim loads it, on the same distinct
+   texts (all distinct AG News titles and descriptions, STS-B and SICK test sentences, ~43 k):
+   bare ``SentenceTransformer.encode`` (batch sizes 32, its default, and 256) against calibsim's
+   ``encode_texts`` (its default for the device, 64 and 1024; the default with an empty embedding
+   cache storing every vector) in float32, and the defaults in bfloat16. The rate ratio is
+   calibsim's over the best bare rate of the same precision (target >= 0.5, #39).
+4. **Profile build**: ``calibsim profile build`` of those texts with ``--pairs`` random pairs
    (default 200,000) on the device, with an empty cache: its progress lines with their times and
    the GPU's utilisation sampled every 200 ms (``nvidia-smi``), so idle pauses show (the
    timeline goes to ``--logs-dir``).
-4. **Score**: whole ``calibsim score`` processes (spawn to exit) of the STS-B test pairs on the
-   device: an empty cache, a warm one and ``--no-cache``; one more warm run under
-   ``-X importtime`` (its table in ``--logs-dir``). Target (#44): the warm run
-   <= the torch + CUDA start above + 2 s.
 
-    python benchmarks/gpu.py [--quick] [--device cuda] [--pairs N] [--logs-dir DIR]
+``--quick`` proves the script works on any machine (the CPU where there is no GPU): 100 texts,
+500 pairs, one start of each kind, two score runs, float32 only. A part that fails is recorded
+with its error and the script exits 1 after the others ran.
+
+    python benchmarks/gpu.py [--quick] [--device auto] [--pairs N] [--logs-dir DIR] [--skip PARTS]
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ CALIBSIM_BATCHES = {"float32": (None, 64, 1024), "bfloat16": (None,)}
 
 
 def extend(parser) -> None:
-    parser.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    parser.add_argument("--device", default="auto", help="torch device (default auto: cuda where there is one)")
     parser.add_argument("--pairs", type=int, default=200_000, help="background pairs of the build")
     parser.add_argument("--logs-dir", type=Path, default=None,
                         help="where the timelines, import times and profiles go (default: --results-dir)")
@@ -61,7 +65,7 @@ def corpus(quick: bool) -> list[str]:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         texts += frame["sentence1"].tolist() + frame["sentence2"].tolist()
     texts = list(dict.fromkeys(t for t in texts if t.strip()))
-    return texts[:500] if quick else texts
+    return texts[:100] if quick else texts
 
 
 def wall(cmd: list[str], env: dict | None = None) -> float:
@@ -77,10 +81,11 @@ def wall(cmd: list[str], env: dict | None = None) -> float:
 # --------------------------------------------------------------------------- 1. start
 
 
-def start_costs(device: str) -> dict:
-    init = f"import torch; torch.zeros(1, device={device!r}); torch.cuda.synchronize()"
-    runs = {"import torch": [wall([sys.executable, "-c", "import torch"]) for _ in range(3)],
-            "import torch + CUDA start": [wall([sys.executable, "-c", init]) for _ in range(3)]}
+def start_costs(device: str, repeats: int) -> dict:
+    init = f"import torch; torch.zeros(1, device={device!r})"
+    init += "; torch.cuda.synchronize()" if device.startswith("cuda") else ""
+    runs = {"import torch": [wall([sys.executable, "-c", "import torch"]) for _ in range(repeats)],
+            "import torch + CUDA start": [wall([sys.executable, "-c", init]) for _ in range(repeats)]}
     return {name: {"median_s": statistics.median(v), "runs_s": v} for name, v in runs.items()}
 
 
@@ -112,12 +117,12 @@ def encode_child(case: dict) -> None:
         sync()
         return time.perf_counter() - start, out
 
-    for precision in ("float32", "bfloat16"):
+    for precision in ("float32",) if case["quick"] else ("float32", "bfloat16"):
         embedder = load_model(None, device=case["device"], precision=precision, engine="torch")
         bare = common.bare_model(embedder)
         bare.encode(texts[:500], batch_size=64, show_progress_bar=False)        # warm-up
         reference = None
-        for batch in BARE_BATCHES[precision]:
+        for batch in BARE_BATCHES[precision][:1 if case["quick"] else None]:
             seconds, vectors = timed(bare.encode, texts, batch_size=batch, convert_to_numpy=True,
                                      show_progress_bar=False, prompt="")
             reference = vectors if reference is None else reference
@@ -127,7 +132,8 @@ def encode_child(case: dict) -> None:
         seconds, _ = timed(seen_parts, embedder, texts)
         rows.append({"precision": precision, "who": "calibsim token counts alone", "batch": "",
                      "seconds": seconds, "texts_per_s": len(texts) / seconds})
-        runs = [(b, False) for b in CALIBSIM_BATCHES[precision]] + [(None, True)] * (precision == "float32")
+        runs = [(b, False) for b in CALIBSIM_BATCHES[precision][:1 if case["quick"] else None]]
+        runs += [(None, True)] * (precision == "float32")
         for batch, cached in runs:
             cache = EmbeddingCache(Path(tempfile.mkdtemp()) / "cache.sqlite") if cached else None
             seconds, result = timed(encode_texts, embedder, texts, batch_size=batch, cache=cache)
@@ -243,29 +249,34 @@ def score_runs(args, logs: Path) -> dict:
             subprocess.run(cmd, env={**os.environ, **env}, stderr=sink, stdout=subprocess.DEVNULL, check=True)
         return time.perf_counter() - start
 
-    runs = {"empty cache": score(), "warm": score(), "--no-cache": score("--no-cache")}
-    runs["warm, -X importtime"] = score(prefix=("-X", "importtime"), stderr=logs / "gpu_score_importtime.txt")
+    runs = {"empty cache": score(), "warm": score()}
+    if not args.quick:
+        runs["--no-cache"] = score("--no-cache")
+        runs["warm, -X importtime"] = score(prefix=("-X", "importtime"), stderr=logs / "gpu_score_importtime.txt")
     return runs
 
 
 def main() -> None:
-    args = common.arguments(__doc__, quick_help="500 texts, 2,000 pairs", extend=extend)
+    args = common.arguments(__doc__, quick_help="100 texts, 500 pairs, float32 only", extend=extend)
     if args.child:
         encode_child(json.loads(args.child))
         return
+    from calibsim_gui.core.embedding.devices import resolve_device
+
+    args.device = resolve_device(args.device)
     logs = args.logs_dir or args.results_dir
     logs.mkdir(parents=True, exist_ok=True)
     skip = set(filter(None, args.skip.split(",")))
     if args.quick:
-        args.pairs = min(args.pairs, 2000)
+        args.pairs = min(args.pairs, 500)
     texts = corpus(args.quick)
     payload = {"device": args.device}
     listed = Path(tempfile.mkdtemp()) / "texts.json"
     listed.write_text(json.dumps(texts))
-    parts = {"start": lambda: start_costs(args.device),
+    parts = {"start": lambda: start_costs(args.device, 1 if args.quick else 3),
              "score": lambda: score_runs(args, logs),
              "encode": lambda: common.run_child("gpu.py", {"texts": str(listed), "device": args.device,
-                                                           "logs": str(logs)}),
+                                                           "quick": args.quick}),
              "build": lambda: build_runs(args, texts, logs)}
     for name, part in parts.items():
         if name in skip:
@@ -281,6 +292,8 @@ def main() -> None:
         else:
             print(name, json.dumps(payload[name]), flush=True)
         common.save("gpu", args, payload)       # after each part: a run cut short keeps what it measured
+    if any("error" in payload[name] for name in parts if name in payload):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

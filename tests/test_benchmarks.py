@@ -38,6 +38,7 @@ SCRIPTS = {
     "corpus_scale": {"runs", "real_vectors", "k", "targets"},
     "knn_recall": {"runs", "size", "synthetic", "rows"},
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
+    "gpu": {"device", "start", "score", "encode", "build"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale"}
 
