@@ -161,7 +161,7 @@ class ComparisonView(QWidget):
         self.plots, self.diagonals, self.scatters, self.selected, self.chosen = {}, {}, {}, {}, {}
         dash = pg.mkPen(QColor(128, 128, 128), width=1, style=Qt.PenStyle.DashLine)
         for form in SCATTER_FORMS:
-            plot = self.canvas.addPlot()
+            plot = self.canvas.addPlot(enableMenu=False)      # PlotMenu is its menu: no ViewBoxMenu to build
             plot.showGrid(x=True, y=True, alpha=0.15)
             self.plots[form] = plot
             self.diagonals[form] = plot.plot([], [], pen=dash)
