@@ -328,10 +328,12 @@ def test_while_the_second_model_loads_the_window_answers(window, qtbot, pairs_cs
 @pytest.mark.parametrize("frozen", [False, True], ids=["not frozen", "frozen while it loaded"])
 def test_the_second_model_is_freed_once_the_comparison_ends(window, qtbot, pairs_csv, monkeypatch, frozen):
     """The second model is held in reference cycles (torch models are) and may be frozen from the
-    cycle collector by a library import while it loads; once the comparison is shown, it is freed
-    (not kept until the next model switch)."""
+    cycle collector while it lives (the window's model switched meanwhile); once the comparison is
+    shown, it is freed (not kept until the next model switch)."""
     import gc
     import weakref
+
+    from calibsim_gui.qt.widgets import workers
 
     with qtbot.waitSignal(window.results_shown, timeout=120_000):
         window.open_inputs([pairs_csv])
@@ -342,7 +344,7 @@ def test_the_second_model_is_freed_once_the_comparison_ends(window, qtbot, pairs
         model.itself = model                                 # a cycle
         made.append(weakref.ref(model))
         if frozen:
-            gc.freeze()
+            workers.freeze_alive()                           # as a model switch meanwhile does
         return model
 
     monkeypatch.setattr(models, "load_model", load)

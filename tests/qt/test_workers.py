@@ -207,7 +207,7 @@ def test_a_comparisons_model_is_not_frozen_while_it_lives_and_is_freed_without_a
 
     TaskRunner("collecting")
     collector = workers._gui_thread_collector
-    frozen_at = workers.keep_unfrozen()
+    frozen_at, frozen = workers.keep_unfrozen(), gc.get_freeze_count()
 
     class Model:
         pass
@@ -220,7 +220,7 @@ def test_a_comparisons_model_is_not_frozen_while_it_lives_and_is_freed_without_a
         monkeypatch.setitem(sys.modules, f"calibsim_test_held_{i}", types.ModuleType("m"))
     try:
         collector.check()
-        assert gc.get_freeze_count() == frozen_at              # nothing frozen while it lives
+        assert gc.get_freeze_count() == frozen                 # nothing frozen while it lives
         del model
         workers.free_dropped_objects(frozen_at)
         assert not collector.thawed

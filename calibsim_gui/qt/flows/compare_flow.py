@@ -159,9 +159,10 @@ class CompareFlow(QObject):
         options = {"table": state.input, "mine": state.results, "mine_model": state.embedder,
                    "mine_profile": state.profile, "metric": state.metric, "cache": self.session.cache,
                    "memory_budget": self.preferences.memory_budget()}
+        frozen_at = keep_unfrozen()           # before the worker can make anything
         self.runner.start(comparison_task, spec, lambda spec: models.load_model(
             spec, device=device, precision=precision, engine=engine), **options)
-        self.frozen_at = keep_unfrozen()
+        self.frozen_at = frozen_at            # (a comparison still running was ended by the start)
         self.tabs.setCurrentWidget(self.view)
 
     def compared(self, comparison) -> None:

@@ -22,6 +22,8 @@ from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.qt.widgets.messages import failure_message
 
 _gui_thread_collector = None
+_freezes = 0                     # freezes and thaws so far (`freeze_alive`): cheap to compare, unlike
+                                 # gc.get_freeze_count, which walks every frozen object (~50 ms)
 FREEZE_AFTER_MODULES = 100       # new modules imported (a library) before the objects alive are frozen
 
 
@@ -52,7 +54,7 @@ class GuiThreadCollector:
         if self.thawed:                      # a dropped model's cycles freed, the rest frozen again
             self.thawed = False
             gc.collect()
-            gc.freeze()
+            freeze_alive()
             self.modules = len(sys.modules)
             return
         if self.held:                        # objects to drop soon: nothing frozen, no full pass
@@ -63,7 +65,7 @@ class GuiThreadCollector:
             gc.collect()
         if len(sys.modules) - self.modules >= FREEZE_AFTER_MODULES:
             self.modules = len(sys.modules)
-            gc.freeze()
+            freeze_alive()
         self.collect(generations=3)
 
     def collect(self, generations: int) -> None:
@@ -77,8 +79,17 @@ class GuiThreadCollector:
     def thaw(self) -> None:
         """Something large that was alive at a freeze was dropped: unfreeze, so the next tick's full
         collection frees its cycles (one pass over every object) before freezing again."""
+        global _freezes
         gc.unfreeze()
+        _freezes += 1
         self.thawed = True
+
+
+def freeze_alive() -> None:
+    """`gc.freeze()`, counted (see `keep_unfrozen`)."""
+    global _freezes
+    gc.freeze()
+    _freezes += 1
 
 
 def keep_unfrozen() -> int:
@@ -89,7 +100,7 @@ def keep_unfrozen() -> int:
     once torch is imported: 1.7-2.5 s of wall under load, #44)."""
     if _gui_thread_collector is not None:
         _gui_thread_collector.held += 1
-    return gc.get_freeze_count()
+    return _freezes
 
 
 def free_dropped_objects(frozen_at: int | None = None) -> None:
@@ -101,7 +112,7 @@ def free_dropped_objects(frozen_at: int | None = None) -> None:
     collector = _gui_thread_collector
     if frozen_at is not None and collector is not None:
         collector.held = max(0, collector.held - 1)
-    if frozen_at is not None and gc.get_freeze_count() == frozen_at:
+    if frozen_at is not None and _freezes == frozen_at:
         if collector is not None:
             collector.collect_all = True
     elif collector is not None:
