@@ -236,9 +236,8 @@ class Bench:
         for signal in signals:
             signal.disconnect(loop.quit)
 
-    def phase(self, name: str, start, done_signal=None, after_s: float = 0.0, runner=None, until=None,
-              **extra) -> None:
-        """Ticks while `start()` runs until `done_signal` (and `until()`, when given) or for `after_s`;
+    def phase(self, name: str, start, done_signal=None, after_s: float = 0.0, runner=None, **extra) -> None:
+        """Ticks while `start()` runs until `done_signal` or for `after_s`;
         a failure of `runner`'s task ends the benchmark with its message, not with a wait for the hour."""
         failures = []
         if runner is not None:
@@ -248,8 +247,6 @@ class Bench:
         start()
         ends = [] if done_signal is None else [done_signal] + ([runner.failed] if runner is not None else [])
         self.wait_for(*ends, timeout_s=3600 if ends else after_s)
-        while until is not None and not until() and not failures:
-            self.wait_for(*ends)
         if failures:
             raise RuntimeError(f"{name} failed: {failures[0]}")
         self.phases[name] = {"seconds": round(time.perf_counter() - started, 2), **extra, **self.recorder.stop()}
@@ -314,8 +311,8 @@ def reopen(project: str, sample: bool) -> dict:
     bench = Bench(sample)
     window = bench.window
     projects = window.projects
-    bench.phase("project reopened (torch)", lambda: projects.open(project), window.results_shown,
-                runner=window.score_runner, until=lambda: projects.pending_views is None)
+    bench.phase("project reopened (torch)", lambda: projects.open(project), projects.views_restored,
+                runner=window.score_runner)            # its views are restored once its results are shown
     bench.phase("restored Compare tab shown", lambda: window.tabs.setCurrentWidget(window.view("compare")),
                 after_s=3.0)
     bench.close()

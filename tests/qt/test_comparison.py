@@ -323,3 +323,35 @@ def test_while_the_second_model_loads_the_window_answers(window, qtbot, pairs_cs
         QTimer.singleShot(0, window, answer)
     assert still_loading == [True]
     assert window.compare.view.comparison is not None and window.tabs.currentWidget() is window.compare.view
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["not frozen", "frozen while it loaded"])
+def test_the_second_model_is_freed_once_the_comparison_ends(window, qtbot, pairs_csv, monkeypatch, frozen):
+    """The second model is held in reference cycles (torch models are) and may be frozen from the
+    cycle collector while it lives (the window's model switched meanwhile); once the comparison is
+    shown, it is freed (not kept until the next model switch)."""
+    import gc
+    import weakref
+
+    from calibsim_gui.qt.widgets import workers
+
+    with qtbot.waitSignal(window.results_shown, timeout=120_000):
+        window.open_inputs([pairs_csv])
+    made = []
+
+    def load(spec, device="auto", **kw):
+        model = FakeEmbedder(dimension=32, name=OTHER)
+        model.itself = model                                 # a cycle
+        made.append(weakref.ref(model))
+        if frozen:
+            workers.freeze_alive()                           # as a model switch meanwhile does
+        return model
+
+    monkeypatch.setattr(models, "load_model", load)
+    try:
+        with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
+            window.compare.compare_with("small")
+        qtbot.waitUntil(lambda: made[0]() is None, timeout=10_000)
+        assert window.compare.view.comparison is not None
+    finally:
+        gc.unfreeze()

@@ -70,9 +70,9 @@ def test_a_reopened_project_has_its_tab_side_by_side_panes_and_view_choices(
     second = new_window(qtbot, autosave=False)
     remembering(second.search, {})
     assert current(second) == "welcome" and second.panels.beside() == []
-    second.open_project(str(path))
-    qtbot.waitUntil(lambda: second.panels.beside() == ["map"], timeout=120_000)
-    assert current(second) == "distributions"
+    with qtbot.waitSignal(second.projects.views_restored, timeout=120_000):   # one tab per turn (#44)
+        second.open_project(str(path))
+    assert second.panels.beside() == ["map"] and current(second) == "distributions"
     width, side = second.panels.splitter.sizes()
     assert 2 * side < width                                      # 70 % / 30 %, as saved
     assert second.state.compared_form == "human"
@@ -98,9 +98,9 @@ def test_a_restored_autosave_keeps_the_layout_and_view_choices(qtbot, monkeypatc
     second = new_window(qtbot, load_default_model=False)
     remembering(second.search, {})
     qtbot.waitUntil(lambda: second._restore_box is not None, timeout=120_000)
-    second._restore_box.button(QMessageBox.StandardButton.Yes).click()
-    qtbot.waitUntil(lambda: second.panels.beside() == ["agreement"], timeout=120_000)
-    assert current(second) == "heatmap" and second.search.restored == [{"query": "typed"}]
+    with qtbot.waitSignal(second.projects.views_restored, timeout=120_000):
+        second._restore_box.button(QMessageBox.StandardButton.Yes).click()
+    assert second.panels.beside() == ["agreement"] and current(second) == "heatmap" and second.search.restored == [{"query": "typed"}]
     assert second.state.results is not None and len(second.state.results.frame) == 30
     assert second.windowTitle() == "Untitled[*] — calibsim" and second.isWindowModified()  # never saved
     close(second, first)

@@ -32,8 +32,8 @@ def test_a_reopened_project_shows_its_comparison_filters_and_map_settings(
 
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: FakeEmbedder())
     second = new_window(qtbot, autosave=False)
-    second.open_project(str(path))
-    qtbot.waitUntil(lambda: second.compare.view.comparison is not None, timeout=120_000)
+    with qtbot.waitSignal(second.projects.views_restored, timeout=120_000):  # one tab per turn (#44)
+        second.open_project(str(path))
     again = second.compare.view.comparison
     assert again.models == compared.models and again.differences == compared.differences
     assert second.compare.view.stack.currentIndex() == 1                     # the comparison, not the hint
@@ -42,3 +42,20 @@ def test_a_reopened_project_shows_its_comparison_filters_and_map_settings(
     assert second.results.view_state()["sort"] == {"column": "cosine_calibrated", "descending": False}
     assert second.map.segments_box.isChecked()
     close(second)
+
+
+def test_views_restored_one_tab_at_a_time_are_kept_by_a_save_before_their_turn(window, qtbot):
+    """A reopened project's view choices are restored one tab per turn of the event loop (#44):
+    a project saved before a tab's turn still holds that tab's choices, and the tab, not built
+    until then, shows them once all are restored."""
+    projects = window.projects
+    assert "map" in window.panels.waiting                   # not built yet
+    project = projects.current_project()
+    project.views = {"map": {"segments": True, "clusters": 5}}
+    projects.pending_views = project
+    projects.restore_views()
+    assert projects.view_states()["map"] == {"segments": True, "clusters": 5}     # before its turn
+    with qtbot.waitSignal(projects.views_restored, timeout=10_000):
+        pass
+    assert window.map.segments_box.isChecked() and window.map.view_state()["clusters"] == 5
+    assert projects.view_states()["map"]["segments"] is True

@@ -193,6 +193,43 @@ def test_after_a_library_is_imported_later_garbage_cycles_are_still_freed(qtbot,
         gc.unfreeze()                  # the rest of the session as before
 
 
+def test_a_comparisons_model_is_not_frozen_while_it_lives_and_is_freed_without_a_thaw(qtbot, monkeypatch):
+    """While a worker holds objects it will drop (`keep_unfrozen`: a comparison's second model), a
+    library imported meanwhile freezes nothing; once dropped they are freed by a collection of the
+    objects not frozen (no thaw: that pass over every object held the window 1.7-2.5 s, #44), and
+    the library's objects are frozen then."""
+    import gc
+    import sys
+    import types
+    import weakref
+
+    from calibsim_gui.qt.widgets import workers
+
+    TaskRunner("collecting")
+    collector = workers._gui_thread_collector
+    frozen_at, frozen = workers.keep_unfrozen(), gc.get_freeze_count()
+
+    class Model:
+        pass
+
+    model = Model()
+    model.itself = model                                       # a cycle, as in a torch model
+    gone = weakref.ref(model)
+    monkeypatch.setattr(collector, "modules", len(sys.modules))
+    for i in range(workers.FREEZE_AFTER_MODULES):            # a library's modules, newly imported
+        monkeypatch.setitem(sys.modules, f"calibsim_test_held_{i}", types.ModuleType("m"))
+    try:
+        collector.check()
+        assert gc.get_freeze_count() == frozen                 # nothing frozen while it lives
+        del model
+        workers.free_dropped_objects(frozen_at)
+        assert not collector.thawed
+        collector.check()
+        assert gone() is None and gc.get_freeze_count() > 0    # freed; the library frozen now
+    finally:
+        gc.unfreeze()
+
+
 def test_a_replaced_model_frozen_while_it_was_alive_is_still_freed(qtbot):
     """A model is held in reference cycles (torch modules are); frozen by an earlier freeze and
     then dropped, it is freed at the next tick once the session says so (`free_dropped_objects`)."""

@@ -16,7 +16,7 @@ from calibsim_gui.core.analysis.pairs import ScoredPairs, Scorer
 from calibsim_gui.core.embedding import models  # a module: a load_model replaced there is the one used
 from calibsim_gui.core.io.inputs import PairTable
 from calibsim_gui.qt.widgets.messages import format_seconds, plural
-from calibsim_gui.qt.widgets.workers import TaskRunner
+from calibsim_gui.qt.widgets.workers import TaskRunner, free_dropped_objects, keep_unfrozen
 
 STEPS = 3         # load the model, prepare its references, score the pairs
 LOAD_TICK_S = 1.0  # while a model loads (it reports nothing), the step's line is renewed this often
@@ -103,6 +103,9 @@ class CompareFlow(QObject):
         self._view, self.tabs, self.show_error = view, tabs, show_error
         self.runner = TaskRunner("scoring with the other model", self)
         self.runner.finished.connect(self.compared)
+        self.runner.failed.connect(self.ended)
+        self.runner.cancelled.connect(self.ended)
+        self.frozen_at = None                  # `keep_unfrozen`'s answer while a comparison runs
         self.comparison_dialog = None          # the one-model help
         self.threshold_dialog = None
 
@@ -156,14 +159,24 @@ class CompareFlow(QObject):
         options = {"table": state.input, "mine": state.results, "mine_model": state.embedder,
                    "mine_profile": state.profile, "metric": state.metric, "cache": self.session.cache,
                    "memory_budget": self.preferences.memory_budget()}
+        frozen_at = keep_unfrozen()           # before the worker can make anything
         self.runner.start(comparison_task, spec, lambda spec: models.load_model(
             spec, device=device, precision=precision, engine=engine), **options)
+        self.frozen_at = frozen_at            # (a comparison still running was ended by the start)
         self.tabs.setCurrentWidget(self.view)
 
     def compared(self, comparison) -> None:
         """A new comparison replaces the one shown."""
+        self.ended()
         self.view.show_comparison(comparison)
         self.tabs.setCurrentWidget(self.view)
+
+    def ended(self, _message: str = "") -> None:
+        """The comparison's worker dropped the second model: have its memory freed now (models
+        are held in reference cycles), not at the next model switch."""
+        if self.frozen_at is not None:
+            free_dropped_objects(self.frozen_at)
+            self.frozen_at = None
 
     def show_threshold(self) -> None:
         """The Threshold dialog for scored pairs with a label column (non-modal)."""

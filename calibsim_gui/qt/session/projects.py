@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from calibsim_gui.core.analysis.project import Project, json_safe
@@ -46,9 +46,11 @@ def snapshot(project) -> str:
 class Projects(QObject):
     """Saves the window's session as a `Project` and re-creates one, step by step, in its runs.
 
-    `saved_changed` is emitted when the project's file or what counts as saved changes."""
+    `saved_changed` is emitted when the project's file or what counts as saved changes;
+    `views_restored` once a re-created project's view choices are all restored."""
 
     saved_changed = Signal()
+    views_restored = Signal()
 
     def __init__(self, window):
         super().__init__(window)
@@ -61,6 +63,7 @@ class Projects(QObject):
         self.pending_project = None                   # a project waiting for its model
         self.step = None                              # ("rebuild" | "anchors", project) waiting for a run
         self.pending_views = None                     # a project whose views wait for its results
+        self.restoring: dict | None = None            # the view choices left to restore, and the notes
         self.restore_box: QMessageBox | None = None
         self.builtin_anchors = builtin_anchors()      # read once: the title asks for the project often
 
@@ -123,14 +126,19 @@ class Projects(QObject):
             self.saved_changed.emit()
 
     def view_states(self, *, later: bool = False) -> dict:
-        """``{tab name: tab.view_state()}`` of every tab with view choices (plain JSON only).
+        """``{tab name: tab.view_state()}`` of every tab with view choices (plain JSON only); a tab
+        whose restored choices wait for their turn (`restore_views`) gives those.
 
         `later`: a tab that offers ``view_state_later()`` (a function that takes its state from
         objects that do not change once made) gives a `LaterState` instead, to be taken off the
         GUI thread by `taken_views`."""
         views = {}
+        waiting = self.restoring["views"] if self.restoring is not None else {}
         for widget in self.window.panels.widgets():
             name = widget.objectName()
+            if name in waiting:
+                views[name] = waiting[name]
+                continue
             if later and name and callable(getattr(widget, "view_state_later", None)):
                 views[name] = LaterState(widget.view_state_later())
                 continue
@@ -140,27 +148,52 @@ class Projects(QObject):
         return views
 
     def restore_views(self) -> None:
-        """The waiting project's layout, then each tab's view choices; what could not be used
-        is said in one message naming the project's file."""
+        """The waiting project's layout, then each tab's view choices, one tab per turn of the
+        event loop (a tab not built yet is built in a turn of its own before), so that the window
+        answers in between: restoring them all at once held it ~0.9 s (#44). What could not be used
+        is said in one message naming the project's file once all are done (`views_restored`)."""
         project, self.pending_views = self.pending_views, None
         if project is None:
             return
         self.window.panels.restore(project.layout)
-        notes = list(project.notes)
-        for name, state in project.views.items():
-            widget = self.window.panels.view(name)
-            if widget is None or not callable(getattr(widget, "restore_view_state", None)):
-                continue                 # a tab this version does not have, or without view choices
-            try:
-                widget.restore_view_state(state)
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-                notes.append(f"the view choices of the {name!r} tab ({exc})")
-        if notes:
+        going = self.restoring is not None            # another project's steps: these replace them
+        self.restoring = {"views": dict(project.views), "notes": list(project.notes)}
+        if not going:
+            QTimer.singleShot(0, self, self.restore_next)
+
+    def restore_next(self) -> None:
+        """One step of `restore_views`: build the next tab, or restore its choices, or end."""
+        restoring = self.restoring
+        if restoring is None:
+            return
+        if restoring["views"]:
+            name, state = next(iter(restoring["views"].items()))
+            panels = self.window.panels
+            if name in panels.waiting:
+                panels.view(name)                     # its choices in the next turn
+            else:
+                del restoring["views"][name]
+                self.restore_tab(panels.view(name), name, state, restoring["notes"])
+            QTimer.singleShot(0, self, self.restore_next)
+            return
+        self.restoring = None
+        if restoring["notes"]:
             where = self.path or "the restored session"
             self.window.show_message(QMessageBox.Icon.Information, "Some view choices left out",
-                                     f"{where}: {'; '.join(notes)} could not be used and were left "
-                                     "at their defaults. Save the project again to keep the views "
+                                     f"{where}: {'; '.join(restoring['notes'])} could not be used and were "
+                                     "left at their defaults. Save the project again to keep the views "
                                      "as they are now.")
+        self.views_restored.emit()
+
+    @staticmethod
+    def restore_tab(widget, name: str, state, notes: list[str]) -> None:
+        """`widget`'s view choices from `state`; a refusal is added to `notes`."""
+        if widget is None or not callable(getattr(widget, "restore_view_state", None)):
+            return                       # a tab this version does not have, or without view choices
+        try:
+            widget.restore_view_state(state)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            notes.append(f"the view choices of the {name!r} tab ({exc})")
 
     # ------------------------------------------------------------------ saving
 

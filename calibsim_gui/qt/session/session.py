@@ -7,7 +7,6 @@ what a project restores and what is scored with what are the session model's rul
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from calibsim_gui.core.resources import resource_path
 from calibsim_gui.qt.session.document_sets import NeighbourPairs, document_refusal, score_documents
 from calibsim_gui.qt.session.input_dialogs import ColumnMappingDialog, DocumentModeDialog
 from calibsim_gui.qt.widgets.messages import EMPTY_HINT, for_the_app, plural
-from calibsim_gui.qt.widgets.workers import TaskRunner, free_dropped_objects
+from calibsim_gui.qt.widgets.workers import TaskRunner, free_dropped_objects, freeze_alive
 from calibsim_gui.session import references
 
 PAIR_SUFFIXES = {".csv", ".tsv", ".tab", ".jsonl", ".ndjson"}
@@ -210,7 +209,7 @@ class Session(QObject):
         if replaced:
             free_dropped_objects()
         else:
-            gc.freeze()
+            freeze_alive()
         if kept is not None:
             self.start_references(kept)
         else:

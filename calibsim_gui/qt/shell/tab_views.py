@@ -28,8 +28,10 @@ class BuiltOnUse:
 
 def import_input_views() -> None:
     """Import the modules of the views a read input opens (Results, Distributions; with them
-    pyqtgraph, about half a second): the session's reading worker calls it, so the window, which
-    builds those views next, does not pause for the import (#29)."""
+    pyqtgraph, about half a second) and of the Compare tab that a comparison of its pairs opens:
+    the session's reading worker calls it, so the window, which builds those views next, does not
+    pause for the import (#29, #44)."""
+    from calibsim_gui.qt.views import comparison_view  # noqa: F401
     from calibsim_gui.qt.views.distributions import distribution_plot  # noqa: F401
     from calibsim_gui.qt.views.results import results_view  # noqa: F401
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QDialog,
@@ -159,24 +159,8 @@ class ComparisonView(QWidget):
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.plots, self.diagonals, self.scatters, self.selected, self.chosen = {}, {}, {}, {}, {}
-        dash = pg.mkPen(QColor(128, 128, 128), width=1, style=Qt.PenStyle.DashLine)
-        for form in SCATTER_FORMS:
-            plot = self.canvas.addPlot()
-            plot.showGrid(x=True, y=True, alpha=0.15)
-            self.plots[form] = plot
-            self.diagonals[form] = plot.plot([], [], pen=dash)
-            points = pg.ScatterPlotItem(size=7, pen=None, brush=pg.mkBrush(POINT_COLOR),
-                                        hoverable=True, hoverSize=11, tip=None)
-            chosen = pg.ScatterPlotItem(size=8, pen=None, brush=pg.mkBrush(CHOSEN_COLOR))
-            selected = pg.ScatterPlotItem(size=16, pen=pg.mkPen(SELECTED_COLOR, width=2.5), brush=None)
-            chosen.setZValue(5)
-            selected.setZValue(10)
-            for item in (points, chosen, selected):
-                plot.addItem(item)
-            points.sigClicked.connect(self._clicked)
-            points.sigHovered.connect(self._hovered)
-            self.scatters[form], self.chosen[form], self.selected[form] = points, chosen, selected
-        self.plot_menu = PlotMenu(self, self.canvas, list(self.plots.values()), image_name="comparison.png")
+        self.plot_menu: PlotMenu | None = None
+        QTimer.singleShot(0, self, self._add_plots)     # in a turn of its own: the tab shows first (#44)
         self.hover = QLabel(HOVER_HINT, textFormat=Qt.TextFormat.PlainText)
         self.hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.table = QTableView()
@@ -214,6 +198,32 @@ class ComparisonView(QWidget):
 
     # ------------------------------------------------------------------ showing
 
+    def _add_plots(self) -> None:
+        """The two scatter plots (raw, calibrated), made once: a turn after the tab, or when a
+        comparison is shown first."""
+        if self.plots:
+            return
+        dash = pg.mkPen(QColor(128, 128, 128), width=1, style=Qt.PenStyle.DashLine)
+        for form in SCATTER_FORMS:
+            plot = self.canvas.addPlot(enableMenu=False)      # PlotMenu is its menu: no ViewBoxMenu to build
+            plot.showGrid(x=True, y=True, alpha=0.15)
+            self.plots[form] = plot
+            self.diagonals[form] = plot.plot([], [], pen=dash)
+            points = pg.ScatterPlotItem(size=7, pen=None, brush=pg.mkBrush(POINT_COLOR),
+                                        hoverable=True, hoverSize=11, tip=None)
+            chosen = pg.ScatterPlotItem(size=8, pen=None, brush=pg.mkBrush(CHOSEN_COLOR))
+            selected = pg.ScatterPlotItem(size=16, pen=pg.mkPen(SELECTED_COLOR, width=2.5), brush=None)
+            chosen.setZValue(5)
+            selected.setZValue(10)
+            for item in (points, chosen, selected):
+                plot.addItem(item)
+            points.sigClicked.connect(self._clicked)
+            points.sigHovered.connect(self._hovered)
+            self.scatters[form], self.chosen[form], self.selected[form] = points, chosen, selected
+        self.plot_menu = PlotMenu(self, self.canvas, list(self.plots.values()), image_name="comparison.png")
+        self._apply_palette()
+
+
     def show_comparison(self, comparison: ModelComparison | None, problem: str = "") -> None:
         """Show `comparison` (None: the empty state, saying `problem` when there is one)."""
         self.comparison = comparison
@@ -225,6 +235,7 @@ class ComparisonView(QWidget):
                     item.setData([], [])
             self.table.setModel(None)
             return
+        self._add_plots()
         first, second = comparison.models[:2]
         lines = [(f"<b>{comparison.labels[first]}</b> vs <b>{comparison.labels[second]}</b> on "
                   f"{len(comparison.frame):,} pairs — <b>{comparison.metric}</b>: mean absolute difference "

@@ -22,6 +22,8 @@ from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.qt.widgets.messages import failure_message
 
 _gui_thread_collector = None
+_freezes = 0                     # freezes and thaws so far (`freeze_alive`): cheap to compare, unlike
+                                 # gc.get_freeze_count, which walks every frozen object (~50 ms)
 FREEZE_AFTER_MODULES = 100       # new modules imported (a library) before the objects alive are frozen
 
 
@@ -41,6 +43,8 @@ class GuiThreadCollector:
         self.threshold = gc.get_threshold()
         self.modules = len(sys.modules)
         self.thawed = False
+        self.collect_all = False             # a full collection of the objects not frozen is due
+        self.held = 0                        # workers' objects to be dropped (`keep_unfrozen`)
         self.timer = QTimer()
         self.timer.timeout.connect(self.check)
         gc.disable()
@@ -50,14 +54,24 @@ class GuiThreadCollector:
         if self.thawed:                      # a dropped model's cycles freed, the rest frozen again
             self.thawed = False
             gc.collect()
-            gc.freeze()
+            freeze_alive()
             self.modules = len(sys.modules)
             return
+        if self.held:                        # objects to drop soon: nothing frozen, no full pass
+            self.collect(generations=2)
+            return
+        if self.collect_all:                 # dropped objects made since the last freeze: not frozen
+            self.collect_all = False
+            gc.collect()
         if len(sys.modules) - self.modules >= FREEZE_AFTER_MODULES:
             self.modules = len(sys.modules)
-            gc.freeze()
+            freeze_alive()
+        self.collect(generations=3)
+
+    def collect(self, generations: int) -> None:
+        """Collect the youngest of `generations` whose counts passed their thresholds."""
         counts = gc.get_count()
-        for generation in range(3):
+        for generation in range(generations):
             if counts[generation] <= self.threshold[generation]:
                 break
             gc.collect(generation)
@@ -65,15 +79,44 @@ class GuiThreadCollector:
     def thaw(self) -> None:
         """Something large that was alive at a freeze was dropped: unfreeze, so the next tick's full
         collection frees its cycles (one pass over every object) before freezing again."""
+        global _freezes
         gc.unfreeze()
+        _freezes += 1
         self.thawed = True
 
 
-def free_dropped_objects() -> None:
-    """A model (or other large cyclic object) was dropped: have it freed, frozen or not
-    (`GuiThreadCollector.thaw`); without the GUI-thread collector, Python's own collector does."""
+def freeze_alive() -> None:
+    """`gc.freeze()`, counted (see `keep_unfrozen`)."""
+    global _freezes
+    gc.freeze()
+    _freezes += 1
+
+
+def keep_unfrozen() -> int:
+    """A worker is about to make objects that it drops when done (a comparison's second model):
+    until `free_dropped_objects` is given what this returns, the collector freezes nothing (nor
+    runs full collections, which would then pass over a newly imported library), so that those
+    objects are freed without the full pass over every object that a thaw costs (~0.4 s of CPU
+    once torch is imported: 1.7-2.5 s of wall under load, #44)."""
     if _gui_thread_collector is not None:
-        _gui_thread_collector.thaw()
+        _gui_thread_collector.held += 1
+    return _freezes
+
+
+def free_dropped_objects(frozen_at: int | None = None) -> None:
+    """A model (or other large cyclic object) was dropped: have it freed, frozen or not
+    (`GuiThreadCollector.thaw`); without the GUI-thread collector, Python's own collector does.
+
+    `frozen_at`: what `keep_unfrozen` returned before the objects were made; when nothing was
+    frozen since, the next tick's full collection skips the frozen objects."""
+    collector = _gui_thread_collector
+    if frozen_at is not None and collector is not None:
+        collector.held = max(0, collector.held - 1)
+    if frozen_at is not None and _freezes == frozen_at:
+        if collector is not None:
+            collector.collect_all = True
+    elif collector is not None:
+        collector.thaw()
     else:
         gc.unfreeze()
 
