@@ -83,7 +83,8 @@ class Rows:
 
     @_once
     def unit(self) -> np.ndarray:
-        return _unit(self.x)
+        norms = self.norms[:, None]          # the lengths `_unit` would compute again
+        return self.x / np.where(norms == 0, 1.0, norms)
 
     @_once
     def norms(self) -> np.ndarray:
@@ -121,25 +122,16 @@ class MatrixParts:
 
 
 class PairParts:
-    """What the scores of several metrics of row-aligned pairs `a`, `b` share (the lengths, the
-    cosines, their angles), each computed once on first use: scoring a block of pairs with every
-    metric costs one pass over each side (it cost twelve)."""
+    """What the scores of several metrics of row-aligned pairs share: each side's `Rows` (unit
+    vectors, lengths) and the cosines and angles, each computed once on first use, so that scoring
+    a block of pairs with every metric costs one pass over each side (it cost twelve)."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray):
-        self.a, self.b = a, b
-
-    @_once
-    def norms_a(self) -> np.ndarray:
-        return np.linalg.norm(self.a, axis=1)
-
-    @_once
-    def norms_b(self) -> np.ndarray:
-        return np.linalg.norm(self.b, axis=1)
+        self.a, self.b = Rows(a), Rows(b)
 
     @_once
     def cosine(self) -> np.ndarray:
-        na, nb = self.norms_a[:, None], self.norms_b[:, None]
-        return np.einsum("ij,ij->i", self.a / np.where(na == 0, 1.0, na), self.b / np.where(nb == 0, 1.0, nb))
+        return np.einsum("ij,ij->i", self.a.unit, self.b.unit)
 
     @_once
     def angle(self) -> np.ndarray:
@@ -160,7 +152,7 @@ WRD_LAMBDA = 1.0
 
 def _scaled_pairs(alpha):
     def pairs(parts: PairParts):
-        return alpha * parts.cosine + (1 - alpha) * (parts.norms_a + parts.norms_b)
+        return alpha * parts.cosine + (1 - alpha) * (parts.a.norms + parts.b.norms)
     return pairs
 
 
@@ -172,7 +164,7 @@ def _scaled_matrix(alpha):
 
 
 def _wrd_pairs(parts: PairParts):
-    return parts.norms_a - parts.norms_b + WRD_LAMBDA * parts.angle
+    return parts.a.norms - parts.b.norms + WRD_LAMBDA * parts.angle
 
 
 def _wrd_matrix(parts: MatrixParts):
@@ -180,7 +172,7 @@ def _wrd_matrix(parts: MatrixParts):
 
 
 def _radial_pairs(parts: PairParts):
-    na, nb = parts.norms_a, parts.norms_b
+    na, nb = parts.a.norms, parts.b.norms
     return np.sqrt((na - nb) ** 2 + na * nb * parts.angle ** 2)
 
 
@@ -242,12 +234,12 @@ METRICS: dict[str, Metric] = {
         Metric("cosine", True, "cosine of the angle between the embeddings (-1..1)",
                lambda pairs: pairs.cosine, lambda parts: parts.cosine, _unit),
         Metric("dot", True, "dot product of the embeddings (unbounded)",
-               lambda pairs: np.einsum("ij,ij->i", pairs.a, pairs.b), lambda parts: parts.a.x @ parts.b.x.T,
+               lambda pairs: np.einsum("ij,ij->i", pairs.a.x, pairs.b.x), lambda parts: parts.a.x @ parts.b.x.T,
                lambda x: x),
         Metric("euclidean", False, "euclidean distance between the embeddings",
-               lambda pairs: np.linalg.norm(pairs.a - pairs.b, axis=1), _euclidean_matrix),
+               lambda pairs: np.linalg.norm(pairs.a.x - pairs.b.x, axis=1), _euclidean_matrix),
         Metric("manhattan", False, "manhattan (L1) distance between the embeddings",
-               lambda pairs: np.abs(pairs.a - pairs.b).sum(axis=1),
+               lambda pairs: np.abs(pairs.a.x - pairs.b.x).sum(axis=1),
                _manhattan_matrix),
         Metric("angular", False, "angle between the embeddings as a fraction of pi (0..1)",
                lambda pairs: pairs.angle / np.pi,

@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from calibsim_gui.core.calibration.profile_builder import is_builtin_ladder
 from calibsim_gui.core.errors import CalibsimError, Cancelled
 from calibsim_gui.core.io.output import REPORT_FORMATS, TABLE_SUFFIXES, figure_paths, sidecar_path
-from calibsim_gui.core.calibration.profile_builder import is_builtin_ladder
 from calibsim_gui.core.references.anchors import load_anchors
 from calibsim_gui.qt.session.document_sets import NeighbourPairs
 from calibsim_gui.qt.session.preferences import user_folder

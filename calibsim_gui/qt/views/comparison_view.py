@@ -223,7 +223,6 @@ class ComparisonView(QWidget):
         self.plot_menu = PlotMenu(self, self.canvas, list(self.plots.values()), image_name="comparison.png")
         self._apply_palette()
 
-
     def show_comparison(self, comparison: ModelComparison | None, problem: str = "") -> None:
         """Show `comparison` (None: the empty state, saying `problem` when there is one)."""
         self.comparison = comparison
