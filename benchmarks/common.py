@@ -138,9 +138,15 @@ def builtin_embedder(precision: str = "float32", engine: str = "torch"):
 
 
 def bare_model(embedder):
-    """The plain ``SentenceTransformer`` inside `embedder` (what a notebook would load): the
-    same weights, device and threads, so only what calibsim adds around it differs."""
-    return embedder._model
+    """The plain ``SentenceTransformer`` of `embedder`'s model (what a notebook would load): the
+    one inside a sentence-transformers embedder, else (the torch engine's prepared graph) loaded
+    as the torch engine loads it, on the same device in the same precision, so only what calibsim
+    adds around it differs."""
+    if hasattr(embedder, "_model"):
+        return embedder._model
+    from calibsim_gui.core.embedding.torch_engine import load_torch_model
+
+    return load_torch_model(embedder.info, device=embedder.device, precision=embedder.precision)._model
 
 
 def builtin_profile():

@@ -5,20 +5,23 @@ Four parts, each in fresh processes (issues #39 and #44):
 
 1. **Start**: the wall time of a process that only imports torch and starts CUDA (one tensor on the
    device), and of one that only imports torch; medians of 3.
-2. **Score**: whole ``calibsim score`` processes (spawn to exit) of the STS-B test pairs on the
-   device: an empty cache, a warm one and ``--no-cache``; one more warm run under
-   ``-X importtime`` (its table in ``--logs-dir``). Target (#44): the warm run <= the torch +
-   CUDA start above + 2 s.
+2. **Score**: whole ``calibsim score --engine torch`` processes (spawn to exit) of the STS-B test
+   pairs on the device: an empty cache (which also prepares the torch engine's graph, #44), a warm
+   one (the prepared graph: no sentence-transformers) and ``--no-cache``; one more warm run under
+   ``-X importtime`` (its table in ``--logs-dir``), and a warm run through sentence-transformers
+   (``CALIBSIM_TORCH_GRAPH=0``) to compare. Target (#44): the warm run <= the torch + CUDA start
+   above + 2 s.
 3. **Encode rate** (one process): the built-in model as calibsim loads it, on the same distinct
    texts (all distinct AG News titles and descriptions, STS-B and SICK test sentences, ~43 k):
    bare ``SentenceTransformer.encode`` (batch sizes 32, its default, and 256) against calibsim's
-   ``encode_texts`` (its default for the device, 64 and 1024; the default with an empty embedding
-   cache storing every vector) in float32, and the defaults in bfloat16. The rate ratio is
+   ``encode_texts`` on the torch engine's prepared graph (its default for the device, 64 and 1024;
+   the default with an empty embedding cache storing every vector; the default through
+   sentence-transformers, ``CALIBSIM_TORCH_GRAPH=0``'s engine) in float32, and the defaults in bfloat16. The rate ratio is
    calibsim's over the best bare rate of the same precision (target >= 0.5, #39).
 4. **Profile build**: ``calibsim profile build`` of those texts with ``--pairs`` random pairs
-   (default 200,000) on the device, with an empty cache: its progress lines with their times and
-   the GPU's utilisation sampled every 200 ms (``nvidia-smi``), so idle pauses show (the
-   timeline goes to ``--logs-dir``).
+   (default 200,000) on the device, with an empty embedding cache and the torch graph prepared
+   by part 2: its progress lines with their times and the GPU's utilisation sampled every 200 ms
+   (``nvidia-smi``), so idle pauses show (the timeline goes to ``--logs-dir``).
 
 ``--quick`` proves the script works on any machine (the CPU where there is no GPU): 100 texts,
 500 pairs, one start of each kind, two score runs of 20 pairs, float32 only. A part that fails is recorded
@@ -104,6 +107,7 @@ def encode_child(case: dict) -> None:
         seen_parts,
     )
     from calibsim_gui.core.embedding.models import load_model
+    from calibsim_gui.core.embedding.torch_engine import load_torch_model
 
     texts = json.loads(Path(case["texts"]).read_text())
     rows = []
@@ -119,7 +123,8 @@ def encode_child(case: dict) -> None:
 
     for precision in ("float32",) if case["quick"] else ("float32", "bfloat16"):
         embedder = load_model(None, device=case["device"], precision=precision, engine="torch")
-        bare = common.bare_model(embedder)
+        full = load_torch_model(embedder.info, device=case["device"], precision=precision)
+        bare = full._model
         bare.encode(texts[:500], batch_size=64, show_progress_bar=False)        # warm-up
         reference = None
         for batch in BARE_BATCHES[precision][:1 if case["quick"] else None]:
@@ -132,18 +137,19 @@ def encode_child(case: dict) -> None:
         seconds, _ = timed(seen_parts, embedder, texts)
         rows.append({"precision": precision, "who": "calibsim token counts alone", "batch": "",
                      "seconds": seconds, "texts_per_s": len(texts) / seconds})
-        runs = [(b, False) for b in CALIBSIM_BATCHES[precision][:1 if case["quick"] else None]]
-        runs += [(None, True)] * (precision == "float32")
-        for batch, cached in runs:
+        runs = [(b, False, embedder) for b in CALIBSIM_BATCHES[precision][:1 if case["quick"] else None]]
+        runs += [(None, True, embedder), (None, False, full)] * (precision == "float32")
+        for batch, cached, model in runs:
             cache = EmbeddingCache(Path(tempfile.mkdtemp()) / "cache.sqlite") if cached else None
-            seconds, result = timed(encode_texts, embedder, texts, batch_size=batch, cache=cache)
+            seconds, result = timed(encode_texts, model, texts, batch_size=batch, cache=cache)
             if cache is not None:
                 cache.close()
             change = float(np.abs(result.embeddings - reference).max())
-            rows.append({"precision": precision, "who": "calibsim" + (" + cache" if cached else ""),
+            who = "calibsim" + (" + cache" if cached else "") + (" sentence-transformers" if model is full else "")
+            rows.append({"precision": precision, "who": who,
                          "batch": batch or f"default {default_batch_size(embedder)}", "seconds": seconds,
                          "texts_per_s": len(texts) / seconds, "of_best_bare": len(texts) / seconds / best_bare, "max_abs_vs_bare": change})
-        embedder = bare = None
+        embedder = full = bare = None
         torch.cuda.empty_cache()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     common.child_answer({"rows": rows, "gpu": gpu, "torch": torch.__version__})
@@ -244,11 +250,12 @@ def score_runs(args, logs: Path) -> dict:
     pairs = str(pairs)
     env = {"CALIBSIM_CACHE_DIR": tempfile.mkdtemp()}
 
-    def score(*extra, prefix=(), stderr=None):
+    def score(*extra, prefix=(), stderr=None, full=False):
         out = Path(tempfile.mkdtemp()) / "scores.csv"
-        cmd = [sys.executable, *prefix, MAIN, "score", pairs, "--device", args.device, "--out", str(out), *extra]
+        cmd = [sys.executable, *prefix, MAIN, "score", pairs, "--device", args.device, "--engine", "torch",
+               "--out", str(out), *extra]
         if stderr is None:
-            return wall(cmd, env)
+            return wall(cmd, {**env, "CALIBSIM_TORCH_GRAPH": "0"} if full else env)
         start = time.perf_counter()
         with open(stderr, "w") as sink:
             subprocess.run(cmd, env={**os.environ, **env}, stderr=sink, stdout=subprocess.DEVNULL, check=True)
@@ -258,6 +265,7 @@ def score_runs(args, logs: Path) -> dict:
     if not args.quick:
         runs["--no-cache"] = score("--no-cache")
         runs["warm, -X importtime"] = score(prefix=("-X", "importtime"), stderr=logs / "gpu_score_importtime.txt")
+        runs["warm, sentence-transformers (CALIBSIM_TORCH_GRAPH=0)"] = score(full=True)
     return runs
 
 
@@ -269,6 +277,9 @@ def main() -> None:
     from calibsim_gui.core.embedding.devices import resolve_device
 
     args.device = resolve_device(args.device)
+    # one folder of prepared torch graphs for every part: the first score run prepares the graph,
+    # the later runs, the encode rates and the build run it (each still with an empty embedding cache)
+    os.environ.setdefault("CALIBSIM_TORCH_GRAPH_DIR", tempfile.mkdtemp())
     logs = args.logs_dir or args.results_dir
     logs.mkdir(parents=True, exist_ok=True)
     skip = set(filter(None, args.skip.split(",")))

@@ -42,8 +42,10 @@ def shared_onnx_graphs(tmp_path_factory):
     """ONNX graphs the ONNX engine exports (seconds each) are kept for the whole session, in a
     private folder: each test still gets an empty embedding cache."""
     os.environ["CALIBSIM_ONNX_DIR"] = str(tmp_path_factory.mktemp("onnx-graphs"))
-    yield
+    os.environ["CALIBSIM_TORCH_GRAPH_DIR"] = str(tmp_path_factory.mktemp("torch-graphs"))   # the same for
+    yield                                                                                   # torch's traces
     os.environ.pop("CALIBSIM_ONNX_DIR", None)
+    os.environ.pop("CALIBSIM_TORCH_GRAPH_DIR", None)
 
 
 @pytest.fixture(autouse=True)

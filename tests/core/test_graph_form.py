@@ -50,12 +50,14 @@ def test_a_repeated_weight_is_stored_once_and_the_results_are_unchanged(tmp_path
 @pytest.mark.slow
 def test_the_built_in_graph_holds_its_weights_once_in_float32():
     """The graph the bundle ships is as small as the model's float32 weights (no copies)."""
+    from calibsim_gui.core.embedding.model_folders import resolve_model
     from calibsim_gui.core.embedding.models import load_model
+    from calibsim_gui.core.embedding.torch_engine import load_torch_model
 
     graph = load_model(None, engine="onnx").graph
     weights = [numpy_helper.to_array(t) for t in onnx.load(str(graph)).graph.initializer]
     stored = sum(w.nbytes for w in weights if w.dtype == np.float32)
-    torch_model = load_model(None, device="cpu", engine="torch")._model
+    torch_model = load_torch_model(resolve_model(None), device="cpu")._model      # sentence-transformers
     # every weight the graph computes with (the pooler's output is not used), once, in float32
     used = sum(p.numel() for name, p in torch_model.named_parameters() if ".pooler." not in name) * 4
     assert 0 <= stored - used <= 1024          # and a few scalar constants

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibsim_gui.core.embedding.models import load_model
-from calibsim_gui.core.embedding.torch_engine import SentenceTransformerEmbedder
+from calibsim_gui.core.embedding.model_folders import resolve_model
+from calibsim_gui.core.embedding.torch_engine import SentenceTransformerEmbedder, load_torch_model
 from calibsim_gui.core.errors import ModelError
 from tests.tiny_models import write_tiny_model
 
@@ -18,8 +18,8 @@ TEXTS = ["A cat sits on the mat.", "東京は日本の首都です。", "При�
 
 @pytest.fixture(scope="module")
 def tiny_torch(tmp_path_factory):
-    return load_model(str(write_tiny_model(tmp_path_factory.mktemp("tiny") / "model")), engine="torch",
-                      device="cpu")
+    folder = write_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return load_torch_model(resolve_model(str(folder)), device="cpu")       # sentence-transformers
 
 
 def _hf_counts(tokenizer, texts):

@@ -45,7 +45,7 @@ from calibsim_gui.core.embedding.onnx_export import (
     remove_other_int8_graphs,
 )
 from calibsim_gui.core.embedding.prompts import PromptSettings
-from calibsim_gui.core.embedding.torch_engine import load_torch_model
+from calibsim_gui.core.embedding.torch_graph import load_torch_engine
 from calibsim_gui.core.errors import ModelError
 
 UNVERIFIED_NOTE = "UNVERIFIED: the model folder's own graph, not checked against the model's weights"
@@ -128,7 +128,9 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
 
     Returns
     -------
-    SentenceTransformerEmbedder or calibsim_gui.core.embedding.onnx_engine.OnnxEmbedder
+    SentenceTransformerEmbedder, calibsim_gui.core.embedding.torch_graph.TorchGraphEmbedder (the
+    torch engine's prepared graph: `torch_graph.load_torch_engine`) or
+    calibsim_gui.core.embedding.onnx_engine.OnnxEmbedder
 
     Raises
     ------
@@ -149,8 +151,8 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
                               prompts=prompts, engine="torch")
         return load_onnx_model(info, precision="float32" if precision == "auto" else precision,
                                prompts=prompts, allow_pickle=allow_pickle, trust_folder_graph=trust_folder_graph)
-    return load_torch_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
-                            prompts=prompts)
+    return load_torch_engine(info, device=device, precision=precision, allow_pickle=allow_pickle,
+                             prompts=prompts)
 
 
 def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,

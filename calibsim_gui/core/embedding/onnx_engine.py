@@ -15,6 +15,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,8 @@ from calibsim_gui.core.embedding.model_folders import (
     module_tree,
     read_json,
 )
-from calibsim_gui.core.embedding.prompts import PromptedEmbedder, PromptSettings, choose_prompts
-from calibsim_gui.core.embedding.readability import known_token_counts, unknown_token_ids
+from calibsim_gui.core.embedding.prompts import PromptSettings, choose_prompts
+from calibsim_gui.core.embedding.tokenized import TokenizedEmbedder
 from calibsim_gui.core.errors import ModelError
 
 ONNX_PRECISIONS = ("float32", "int8")
@@ -119,8 +120,9 @@ class ModuleStack:
     tokenizer_dir: Path | None = None
 
 
-def read_module_stack(folder) -> ModuleStack:
-    """The Transformer -> Pooling -> (Normalize) stack of `folder`, refusing any other stack.
+def read_module_stack(folder, who: str = "The ONNX engine", fix: str = _TORCH_FIX) -> ModuleStack:
+    """The Transformer -> Pooling -> (Normalize) stack of `folder`, refusing any other stack
+    (`who`, the engine, and `fix` name the refusal).
 
     Raises
     ------
@@ -131,12 +133,11 @@ def read_module_stack(folder) -> ModuleStack:
     folder = Path(folder)
     modules = module_tree(folder)           # module paths inside the folder, nested modules too
     if not modules:
-        raise ModelError(f"The ONNX engine needs {folder / 'modules.json'} to know the model's pooling. "
-                         + _TORCH_FIX)
+        raise ModelError(f"{who} needs {folder / 'modules.json'} to know the model's pooling. " + fix)
     kinds = [module_class(kind) or str(kind) for _, kind in modules]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise ModelError(f"The ONNX engine reproduces Transformer, Pooling and Normalize modules only; "
-                         f"{folder} has {', '.join(k or '?' for k in kinds)}. " + _TORCH_FIX)
+        raise ModelError(f"{who} reproduces Transformer, Pooling and Normalize modules only; "
+                         f"{folder} has {', '.join(k or '?' for k in kinds)}. " + fix)
     transformer_dir = folder / modules[0][0]
     pooling = json_dict(folder / modules[1][0] / "config.json")
     modes = pooling.get("pooling_mode")
@@ -145,8 +146,8 @@ def read_module_stack(folder) -> ModuleStack:
     modes = (modes,) if isinstance(modes, str) else tuple(str(m) for m in modes)
     unknown = [m for m in modes if m not in _POOLING_MODES]
     if unknown or not modes:
-        raise ModelError(f"The ONNX engine cannot pool with {', '.join(unknown) or 'no mode'} "
-                         f"({folder / modules[1][0]}). " + _TORCH_FIX)
+        raise ModelError(f"{who} cannot pool with {', '.join(unknown) or 'no mode'} "
+                         f"({folder / modules[1][0]}). " + fix)
     st_config = json_dict(transformer_dir / "sentence_bert_config.json")
     max_len = int_or_none(st_config.get("max_seq_length"))
     if max_len is None:     # sentence-transformers caps the tokenizer's limit at the positions
@@ -158,51 +159,61 @@ def read_module_stack(folder) -> ModuleStack:
                        do_lower_case=st_config.get("do_lower_case") is True, tokenizer_dir=transformer_dir)
 
 
-def onnx_refusal(folder) -> str | None:
-    """Why the ONNX engine cannot reproduce the model in `folder` (its modules, no tokenizer.json),
-    or None when it can (`choose_engine`'s ``auto`` then uses torch for it)."""
+def onnx_refusal(folder, who: str = "The ONNX engine", fix: str = _TORCH_FIX) -> str | None:
+    """Why the ONNX engine (or `who`, another engine that runs a graph on token ids) cannot
+    reproduce the model in `folder` (its modules, no tokenizer.json), or None when it can
+    (`choose_engine`'s ``auto`` then uses torch for it)."""
     try:
-        tokenizer = read_module_stack(folder).tokenizer_dir / "tokenizer.json"
+        tokenizer = read_module_stack(folder, who, fix).tokenizer_dir / "tokenizer.json"
     except ModelError as exc:
         return str(exc)
     if not tokenizer.is_file():
-        return f"The ONNX engine needs {tokenizer} (a fast tokenizer). " + _TORCH_FIX
+        return f"{who} needs {tokenizer} (a fast tokenizer). " + fix
     return None
 
 
-def pool(token_embeddings: np.ndarray, attention_mask: np.ndarray, stack: ModuleStack,
-         prompt_length: int = 0) -> np.ndarray:
+def pool(token_embeddings, attention_mask, stack: ModuleStack, prompt_length: int = 0):
     """Sentence vectors from token embeddings, as sentence-transformers' Pooling and Normalize.
+
+    Runs on numpy arrays (the ONNX engine) or on torch tensors on their device (the torch engine's
+    prepared graph, `torch_graph`), with the same operations.
 
     Parameters
     ----------
-    token_embeddings : ndarray of shape (n, n_tokens, dim), float32
-    attention_mask : ndarray of shape (n, n_tokens)
+    token_embeddings : ndarray or torch.Tensor of shape (n, n_tokens, dim), float32
+    attention_mask : ndarray or torch.Tensor of shape (n, n_tokens)
     prompt_length : int
         Leading tokens (the special start token and the prompt) left out of pooling when the
         stack does not include the prompt.
 
     Returns
     -------
-    ndarray of shape (n, dim * len(stack.pooling_modes)), float32
+    ndarray or torch.Tensor (as `token_embeddings`) of shape (n, dim * len(stack.pooling_modes)), float32
     """
-    mask = np.asarray(attention_mask, dtype=np.float32).copy()
+    if isinstance(token_embeddings, np.ndarray):
+        token_embeddings = np.asarray(token_embeddings, dtype=np.float32)
+        xp, mask, positions = np, np.asarray(attention_mask, dtype=np.float32).copy(), np.arange
+    else:
+        import torch
+
+        xp, mask = torch, attention_mask.to(token_embeddings.device, torch.float32, copy=True)
+        positions = partial(torch.arange, device=token_embeddings.device)
     if prompt_length and not stack.include_prompt:
         pad = mask.argmax(axis=1)            # left padding before the first real token, if any
-        mask[np.arange(mask.shape[1])[None, :] < (pad + prompt_length)[:, None]] = 0
+        mask[positions(mask.shape[1])[None, :] < (pad + prompt_length)[:, None]] = 0
     vectors = []
     for mode in stack.pooling_modes:
         if mode == "cls":
-            vectors.append(token_embeddings[np.arange(len(mask)), mask.argmax(axis=1)])
+            vectors.append(token_embeddings[positions(len(mask)), mask.argmax(axis=1)])
         elif mode == "max":
-            vectors.append(np.where(mask[..., None] > 0, token_embeddings, -np.inf).max(axis=1))
+            vectors.append(xp.amax(xp.where(mask[..., None] > 0, token_embeddings, -np.inf), axis=1))
         else:
             total = (token_embeddings * mask[..., None]).sum(axis=1)
-            count = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-            vectors.append(total / (count if mode == "mean" else np.sqrt(count)))
-    out = np.concatenate(vectors, axis=1).astype(np.float32)
+            count = xp.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
+            vectors.append(total / (count if mode == "mean" else xp.sqrt(count)))
+    out = xp.concatenate(vectors, axis=1)
     if stack.normalize:
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        out = out / xp.clip(xp.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
     return out
 
 
@@ -260,7 +271,7 @@ def unverified_fingerprint(info: ModelInfo, graph) -> ModelFingerprint:
 # --------------------------------------------------------------------------- the embedder
 
 
-class OnnxEmbedder(PromptedEmbedder):
+class OnnxEmbedder(TokenizedEmbedder):
     """A model run by ONNX Runtime on the CPU, with the interface of `SentenceTransformerEmbedder`.
 
     Attributes
@@ -291,8 +302,6 @@ class OnnxEmbedder(PromptedEmbedder):
     def __init__(self, graph, info: ModelInfo, fingerprint: ModelFingerprint, *, stack: ModuleStack | None = None,
                  precision: str = "float32", precision_note: str = "float32",
                  prompts: PromptSettings | None = None, threads: int = 0):
-        from tokenizers import Tokenizer, normalizers
-
         self.graph = Path(graph)
         self.info = info
         self.fingerprint = fingerprint
@@ -302,37 +311,11 @@ class OnnxEmbedder(PromptedEmbedder):
         self.prompts = choose_prompts(info) if prompts is None else prompts
         self.stack = read_module_stack(info.path) if stack is None else stack
         self.max_seq_length = self.stack.max_seq_length
-        tokenizer_dir = self.stack.tokenizer_dir or Path(info.path)
-        tokenizer_file = tokenizer_dir / "tokenizer.json"
-        if not tokenizer_file.is_file():
-            raise ModelError(f"The ONNX engine needs {tokenizer_file} (a fast tokenizer). " + _TORCH_FIX)
-        try:
-            self._batched = Tokenizer.from_file(str(tokenizer_file))
-        except Exception as exc:
-            raise ModelError(f"Cannot read {tokenizer_file}: {exc}") from exc
-        if self.stack.do_lower_case:
-            existing = self._batched.normalizer
-            self._batched.normalizer = normalizers.Sequence(
-                [normalizers.Lowercase()] + ([existing] if existing is not None else []))
-        config = json_dict(tokenizer_dir / "tokenizer_config.json")
-        self._batched.no_truncation()
-        self._batched.no_padding()
-        self._special_ids = {i for i, token in self._batched.get_added_tokens_decoder().items() if token.special}
-        self._plain_tokenizer = None
-        self._plain_lock = threading.Lock()
-        if self.max_seq_length:
-            self._batched.enable_truncation(self.max_seq_length,
-                                            direction=str(config.get("truncation_side", "right")))
-        pad_token = config.get("pad_token")
-        pad_token = pad_token.get("content") if isinstance(pad_token, dict) else pad_token
-        pad_token = pad_token if isinstance(pad_token, str) else "[PAD]"
-        self._batched.enable_padding(direction=str(config.get("padding_side", "right")),
-                                     pad_id=self._batched.token_to_id(pad_token) or 0, pad_token=pad_token)
+        self.set_tokenizer(info, self.stack, "The ONNX engine", _TORCH_FIX)
 
         self._threads = threads
         self._session = None
         self._session_lock = threading.Lock()
-        self._prompt_lengths: dict[str, int] = {}
         try:
             self._graph_sha256 = file_sha256(self.graph)
         except OSError:
@@ -387,28 +370,6 @@ class OnnxEmbedder(PromptedEmbedder):
             self._session = session
             return session
 
-    @property
-    def _plain(self):
-        """The tokenizer without truncation or padding (token counts and spans, prompt lengths),
-        made on first use (~0.1 s): a run whose texts are all in the embedding cache needs none."""
-        with self._plain_lock:
-            if self._plain_tokenizer is None:
-                from tokenizers import Tokenizer
-
-                plain = Tokenizer.from_str(self._batched.to_str())
-                plain.no_truncation()
-                plain.no_padding()
-                self._plain_tokenizer = plain
-            return self._plain_tokenizer
-
-    def _prompt_length(self, prompt: str) -> int:
-        """Tokens of `prompt` with the special tokens around it, less a trailing special one
-        (sentence-transformers' ``prompt_length``)."""
-        if prompt not in self._prompt_lengths:
-            ids = self._plain.encode(prompt).ids
-            self._prompt_lengths[prompt] = len(ids) - (1 if ids and ids[-1] in self._special_ids else 0)
-        return self._prompt_lengths[prompt]
-
     def encode_batch(self, texts: list[str], prompt: str = "") -> np.ndarray:
         """Embed `texts` as sentence-transformers would, with `prompt` put before each (left out
         of pooling when the Pooling module has ``include_prompt: false``).
@@ -425,11 +386,8 @@ class OnnxEmbedder(PromptedEmbedder):
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
         prompt = str(prompt or "")
-        encodings = self._batched.encode_batch([prompt + str(t) for t in texts])
-        arrays = {"input_ids": np.array([e.ids for e in encodings]),
-                  "attention_mask": np.array([e.attention_mask for e in encodings]),
-                  "token_type_ids": np.array([e.type_ids for e in encodings])}
-        prompt_length = self._prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
+        arrays = self.token_arrays(texts, prompt)
+        prompt_length = self.prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
         vectors = self.pooled(arrays, prompt_length)
         if not (np.isfinite(vectors).all() and np.abs(vectors).max(axis=1).all()):
             raise ModelError(f"{self.graph} gives sentence vectors that are all zero or not finite (its token "
@@ -490,32 +448,3 @@ class OnnxEmbedder(PromptedEmbedder):
             raise ModelError(f"{self.graph} returned NaN or infinite values, so its numbers cannot be used. "
                              + _TORCH_FIX)
         return tokens
-
-    def token_counts(self, texts: list[str]) -> np.ndarray:
-        """Tokens each text has before truncation, special tokens included.
-
-        Returns
-        -------
-        ndarray of shape (len(texts),), int64
-        """
-        encodings = self._plain.encode_batch([str(t) for t in texts]) if texts else []
-        return np.array([len(e.ids) for e in encodings], dtype=np.int64)
-
-    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        """Character span ``(start, end)`` of every token of each text, special tokens left out.
-
-        Returns
-        -------
-        list of ndarray of shape (n_tokens, 2), int64
-        """
-        encodings = self._plain.encode_batch([str(t) for t in texts], add_special_tokens=False) if texts else []
-        return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encodings]
-
-    def known_token_counts(self, texts: list[str]) -> np.ndarray:
-        """Tokens of each text that are neither special nor unknown (`readability`).
-
-        Returns
-        -------
-        ndarray of shape (len(texts),), int64
-        """
-        return known_token_counts(self._plain, texts, unknown_token_ids(self._plain))

@@ -74,26 +74,14 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
     import onnxruntime
 
     reference = load_torch_model(info, device="cpu", precision="float32", allow_pickle=allow_pickle)
-    transformer = reference._model[0].auto_model.eval()
-    sample = reference._model.tokenizer(list(CHECK_SENTENCES[:2]), padding=True, return_tensors="pt")
-    params = inspect.signature(transformer.forward).parameters
-    names = [n for n in _INPUTS if n in sample and n in params]
-
-    class TokenEmbeddings(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, *tensors):
-            return self.transformer(**dict(zip(names, tensors)))[0]
-
+    module, names, sample = token_embedding_module(reference)
     target = Path(target)
     work = export_work_folder(target.parent)
     try:
         raw, optimised = work / "raw.onnx", work / "model.onnx"
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
-            torch.onnx.export(TokenEmbeddings().eval(), tuple(sample[n] for n in names), str(raw),
+            torch.onnx.export(module, sample, str(raw),
                               input_names=names, output_names=["token_embeddings"], opset_version=OPSET,
                               dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, "token_embeddings"]},
                               dynamo=False)
@@ -118,6 +106,37 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def token_embedding_module(reference) -> tuple:
+    """The transformer of `reference` (the torch engine's sentence-transformers model) as a torch
+    module from token-id tensors to token embeddings, to export or trace.
+
+    Returns
+    -------
+    module : torch.nn.Module
+        Called with one tensor per name of `names`, in that order.
+    names : list of str
+        The inputs it takes (of ``input_ids``, ``attention_mask``, ``token_type_ids``).
+    sample : tuple of torch.Tensor
+        Two of `CHECK_SENTENCES` as one padded batch of those inputs, on `reference`'s device.
+    """
+    import torch
+
+    transformer = reference._model[0].auto_model.eval()
+    tokens = reference._model.tokenizer(list(CHECK_SENTENCES[:2]), padding=True, return_tensors="pt")
+    params = inspect.signature(transformer.forward).parameters
+    names = [n for n in _INPUTS if n in tokens and n in params]
+
+    class TokenEmbeddings(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, *tensors):
+            return self.transformer(**dict(zip(names, tensors)))[0]
+
+    return TokenEmbeddings().eval(), names, tuple(tokens[n].to(reference.device) for n in names)
 
 
 def deduplicate_initializers(graph) -> int:

@@ -62,18 +62,28 @@ def _to_bfloat16(model):
     return model
 
 
-def _choose_precision(model, precision: str, device: str, digest: str):
-    """The model to use, its precision and a note saying why (see `load_model`)."""
+def precision_choice(precision: str, device: str, digest: str) -> tuple[str, str] | None:
+    """The precision the model with `digest` runs in on `device` when `precision` is asked, and a
+    note saying why; None when only the anchor check can tell (``auto`` on a device with native
+    bfloat16, for a model not verified: see `load_model`)."""
     reason = bfloat16_support(device)
     if precision == "float32":
-        return model, "float32", "float32 (the same numbers on every machine)"
+        return "float32", "float32 (the same numbers on every machine)"
     if precision == "bfloat16":
         slow = "" if reason is None else f"; {reason}, so it may run slower than float32"
-        return _to_bfloat16(model), "bfloat16", f"bfloat16 (asked{slow})"
+        return "bfloat16", f"bfloat16 (asked{slow})"
     if reason is not None:
-        return model, "float32", f"float32 (auto: {reason})"
+        return "float32", f"float32 (auto: {reason})"
     if digest in _BFLOAT16_VERIFIED:
-        return _to_bfloat16(model), "bfloat16", "bfloat16 (auto: native support, verified on STS-B)"
+        return "bfloat16", "bfloat16 (auto: native support, verified on STS-B)"
+    return None
+
+
+def _choose_precision(model, precision: str, device: str, digest: str):
+    """The model to use, its precision and a note saying why (see `load_model`)."""
+    choice = precision_choice(precision, device, digest)
+    if choice is not None:
+        return (_to_bfloat16(model) if choice[0] == "bfloat16" else model), *choice
     import copy
 
     bf16_model = _to_bfloat16(copy.deepcopy(model))
@@ -257,15 +267,14 @@ def _check_loaded(model, info: ModelInfo) -> None:
                          f"{dimension!r} dimensions. " + CONFIG_FIX)
 
 
-def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = "float32",
-                     allow_pickle: bool = False, prompts: PromptSettings | None = None) -> SentenceTransformerEmbedder:
-    """The torch engine for `info`'s model (see `calibsim_gui.core.embedding.models.load_model`).
+def check_torch_folder(info: ModelInfo, allow_pickle: bool = False) -> None:
+    """Refuse a folder the torch engine must not load: one that needs remote code, holds no
+    weights, or holds pickle-only weights without `allow_pickle`.
 
     Raises
     ------
     ModelError
-        If the folder needs remote code, holds no weights or pickle-only weights without
-        `allow_pickle`, the device is unusable, or the model fails to load.
+        Naming the folder and the fix.
     """
     if info.needs_remote_code:
         raise ModelError(remote_code_refusal(info))
@@ -278,6 +287,19 @@ def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = 
             "run code when loaded. Convert them to safetensors, or if you trust the folder, "
             "allow it with --allow-pickle on the command line."
         )
+
+
+def load_torch_model(info: ModelInfo, *, device: str = "auto", precision: str = "float32",
+                     allow_pickle: bool = False, prompts: PromptSettings | None = None) -> SentenceTransformerEmbedder:
+    """The torch engine for `info`'s model (see `calibsim_gui.core.embedding.models.load_model`).
+
+    Raises
+    ------
+    ModelError
+        If the folder needs remote code, holds no weights or pickle-only weights without
+        `allow_pickle`, the device is unusable, or the model fails to load.
+    """
+    check_torch_folder(info, allow_pickle)
     resolved_device = resolve_device(device)
     fingerprint = fingerprint_folder(info.path, info.name)
 
