@@ -11,6 +11,9 @@ def add_parser(sub) -> None:
                    help="prepare the fast (ONNX) engine of the built-in model, and of each --folder, now "
                         "(exported and checked once), and the built-in reference and language detection "
                         "in the cache folder, so the first score is as fast as the tenth")
+    p.add_argument("--torch-device", metavar="DEVICE", default=None,
+                   help="with --prepare: prepare the torch engine's graph on DEVICE (cpu, cuda, mps, auto) "
+                        "instead, traced and checked once, so later torch runs need no sentence-transformers")
 
 
 def first_run_caches(embedder) -> None:
@@ -23,15 +26,16 @@ def first_run_caches(embedder) -> None:
     prepare_detector()
 
 
-def prepare(folders) -> int:
+def prepare(folders, torch_device: str | None = None) -> int:
     """Export and check the ONNX graph of the built-in model and of each folder (once: later loads
-    reuse it), and fill the first run's caches; say what it did; 2 if a model's fast engine
+    reuse it), or with `torch_device` trace and check its torch graph on that device
+    (`torch_graph`), and fill the first run's caches; say what it did; 2 if a model's fast engine
     cannot be prepared."""
     import time
 
     from calibsim_gui.core.embedding.folder_checks import check_model_folder
     from calibsim_gui.core.embedding.model_folders import resolve_model
-    from calibsim_gui.core.embedding.models import load_onnx_model
+    from calibsim_gui.core.embedding.models import load_model, load_onnx_model
     from calibsim_gui.core.errors import ModelError
 
     status = 0
@@ -40,21 +44,25 @@ def prepare(folders) -> int:
         try:
             info = resolve_model(spec)
             check_model_folder(info)            # as every load does: its passing is remembered
-            embedder = load_onnx_model(info)
+            embedder = load_onnx_model(info) if torch_device is None else load_model(
+                info, device=torch_device, engine="torch")
+            if torch_device is not None and not hasattr(embedder, "graph"):     # sentence-transformers'
+                raise ModelError(embedder.precision_note)
             if spec is None:
                 first_run_caches(embedder)
         except ModelError as exc:
-            print(f"{spec or 'the built-in model'}: the fast engine is not available ({exc}); "
-                  "scoring will use torch.")
+            print(f"{spec or 'the built-in model'}: the fast engine is not available ({exc}); scoring will use "
+                  f"{'torch' if torch_device is None else 'sentence-transformers'}.")
             status = 2
             continue
-        print(f"{info.name}: fast engine ready in {time.perf_counter() - start:.1f} s ({embedder.graph})")
+        what = "fast engine" if torch_device is None else f"torch engine's graph on {embedder.device}"
+        print(f"{info.name}: {what} ready in {time.perf_counter() - start:.1f} s ({embedder.graph})")
     return status
 
 
 def run(args) -> int:
     if args.prepare:
-        return prepare(args.folder)
+        return prepare(args.folder, args.torch_device)
     from calibsim_gui.core.embedding.devices import available_devices
     from calibsim_gui.core.embedding.model_folders import discover_models
 

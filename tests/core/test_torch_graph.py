@@ -97,6 +97,19 @@ def test_graphs_are_kept_apart_by_device_type_and_precision_and_checked_bytes(ti
     assert recorded_check(cpu, fingerprint.digest, "cpu", "float32") is not None
 
 
+@pytest.mark.slow
+def test_models_prepare_with_a_torch_device_prepares_the_graphs_and_names_a_folder_it_cannot(tiny, capsys):
+    from calibsim_gui import cli
+
+    pooling = Path(tiny.path) / "1_Pooling" / "config.json"
+    pooling.write_text(json.dumps({"word_embedding_dimension": 16, "pooling_mode_lasttoken": True}))
+    assert cli.main(["models", "--prepare", "--torch-device", "cpu", "--folder", str(tiny.path)]) == 2
+    out = capsys.readouterr().out
+    assert "all-MiniLM-L6-v2: torch engine's graph on cpu ready" in out
+    assert "cannot pool with lasttoken" in out and "scoring will use sentence-transformers" in out
+    assert len(list(torch_graph.torch_graph_dir().rglob("cpu-float32.pt"))) == 1
+
+
 _LEAN_RUN = """
 import runpy, sys
 sys.argv = ["calibsim", *sys.argv[1:]]

@@ -158,7 +158,9 @@ class TorchGraphEmbedder(TokenizedEmbedder):
         prompt_length = self.prompt_length(prompt) if prompt and not self.stack.include_prompt else 0
         module = self._loaded()
         try:
-            with torch.inference_mode():
+            # optimized_execution(False): the graph's own ops, as sentence-transformers runs them; TorchScript's
+            # profiling executor would fuse them anew (other bits, compile pauses) for each new batch shape
+            with torch.inference_mode(), torch.jit.optimized_execution(False):
                 tensors = {n: torch.from_numpy(a).to(self.device) for n, a in arrays.items()}
                 tokens = module(*(tensors[n] for n in self.inputs)).float()
                 vectors = pool(tokens, tensors["attention_mask"], self.stack, prompt_length).cpu().numpy()
