@@ -11,7 +11,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
-	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -ra --durations=15
+	QT_QPA_PLATFORM=offscreen $(VENV)/bin/python -m pytest -n auto --maxprocesses=4 -ra --durations=15
 
 install: $(STAMP)
 

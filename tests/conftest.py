@@ -122,3 +122,18 @@ def labelled_pairs(tmp_path):
     path = tmp_path / "labelled.csv"
     pd.DataFrame(rows, columns=["score", "sentence1", "sentence2"]).to_csv(path, index=False)
     return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `make test` (pytest-xdist): a module's tests run in one process, so its module and
+    session fixtures are built once; the benchmark quick runs, each in its own process already,
+    are spread one by one over the test processes."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module == "tests/test_benchmarks.py" else module
+
+    return ModuleScheduling(config, log)
