@@ -284,9 +284,11 @@ def worker_error(exc: BaseException) -> CalibsimError | None:
 
 
 def _chunk_sketches(a, b, metrics, transforms, fixed_metrics) -> dict:
-    """Ray task: `pair_sketches` of one chunk of pairs, as JSON-able dicts."""
-    return {g: {m: s.to_dict() for m, s in per.items()}
-            for g, per in pair_sketches(a, b, metrics, transforms, fixed_metrics).items()}
+    """Ray task: `pair_sketches` of one chunk of pairs (rows `a[i]`, `b[i]`), as JSON-able dicts."""
+    n = len(a)
+    sketches = pair_sketches(np.concatenate([a, b]), np.arange(n), np.arange(n, 2 * n), metrics, transforms,
+                             fixed_metrics)
+    return {g: {m: s.to_dict() for m, s in per.items()} for g, per in sketches.items()}
 
 
 # --------------------------------------------------------------------------- driver
