@@ -293,6 +293,17 @@ def test_core_import_does_not_load_torch():
 # --------------------------------------------------------------------------- devices
 
 
+def test_torch_imported_after_its_libraries_were_loaded_without_the_lock_works():
+    """`import_torch` loads torch's largest native libraries first, then imports torch (#44): a
+    fresh process gets a working torch with those libraries mapped once."""
+    code = ("import sys; from calibsim_gui.core.embedding.devices import TORCH_LIBRARIES, import_torch; "
+            "torch = import_torch(); assert float(torch.ones(3).sum()) == 3.0; "
+            "maps = open('/proc/self/maps').read() if sys.platform.startswith('linux') else ''; "
+            "mapped = {line.rsplit('/', 1)[-1] for line in maps.splitlines() if '/torch/lib/' in line}; "
+            "assert not maps or set(TORCH_LIBRARIES) <= mapped, mapped")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
 def test_auto_device_is_cpu_here():
     assert devices.available_devices()["cpu"] is None
     assert resolve_device("auto") == "cpu"

@@ -302,3 +302,31 @@ def test_an_opened_profile_survives_loading_the_same_model_again(window, qtbot, 
         window.load_model("other")                          # another model: the built-in reference, said why
     assert window.state.profile_label == "built-in"
     assert "does not fit the model now loaded" in window._last_error.text()
+
+
+def test_an_engine_switch_frees_the_replaced_model(window, qtbot, good_results, monkeypatch):
+    """The model loaded before is freed once another replaces it (memory), even when the loading
+    task's frames outlive it (kept by an import's garbage cycle, as torch.fx's `wrap` leaves them,
+    then frozen), and no finished scoring or reference task still holds it (#44)."""
+    import sys
+    import weakref
+
+    from calibsim_gui.core.embedding import models
+    from tests.fakes import FakeEmbedder
+
+    kept_frames = []
+
+    def load_model(spec, device="auto", **kw):
+        kept_frames.append(sys._getframe(1))        # load_and_warm_up's, and through it the runner's
+        return FakeEmbedder()
+
+    monkeypatch.setattr(models, "load_model", load_model)
+    with qtbot.waitSignal(window.model_runner.finished, timeout=120_000):
+        window.load_model(None, "cpu")
+    good_results()                                  # scored with it: the scoring task held it
+    replaced = weakref.ref(window.state.embedder)
+    with qtbot.waitSignal(window.model_runner.finished, timeout=120_000):
+        window.load_model(None, "cpu")
+    assert window.state.embedder is not replaced()
+    qtbot.waitUntil(lambda: replaced() is None, timeout=20_000)
+    assert len(kept_frames) == 2

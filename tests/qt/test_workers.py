@@ -278,3 +278,75 @@ def test_system_failures_arrive_as_the_command_lines_messages_and_bugs_with_thei
         runner.start(bug)
     message, _, details = failed.args[0].partition("\n\n")
     assert message == "Unexpected error: KeyError: 'oops'" and details.startswith("Traceback")
+
+
+def test_a_finished_task_keeps_neither_its_arguments_nor_its_result(qtbot):
+    """A task's frames can outlive it (an import in it left them in a garbage cycle, which a freeze
+    then kept: torch.fx's `wrap` does so); once finished they hold nothing it was given or made,
+    so a replaced model is freed as its last reference goes (#44)."""
+    import sys
+    import weakref
+
+    class Thing:
+        pass
+
+    kept_frames = []
+
+    def task(given, *, progress, should_stop):
+        kept_frames.append(sys._getframe(1))        # the runner's frame, kept as a garbage cycle would
+        return Thing()
+
+    runner = TaskRunner("keeping")
+    given = Thing()
+    given_ref = weakref.ref(given)
+    with qtbot.waitSignal(runner.finished, timeout=120_000) as finished:
+        runner.start(task, given)
+    made_ref = weakref.ref(finished.args[0])
+    del given, finished
+    qtbot.waitUntil(lambda: given_ref() is None and made_ref() is None, timeout=WORKERS_END_MS)
+    assert kept_frames                                  # the frame lives on; what it held does not
+
+
+def test_a_dropped_model_freed_by_reference_counting_costs_no_thaw_and_one_still_alive_does(qtbot):
+    """`free_dropped_objects(dropped=...)`: a model without cycles (ONNX) is freed when its last
+    reference goes, frozen or not, so the next tick does not unfreeze everything for a full
+    collection (0.8-1.8 s with torch loaded, #44); one still alive then (held in cycles, as a
+    torch model) is freed by that thaw."""
+    import gc
+    import weakref
+
+    from calibsim_gui.qt.widgets import workers
+
+    TaskRunner("collecting")
+    collector = workers._gui_thread_collector
+
+    class Model:
+        pass
+
+    plain, cyclic = Model(), Model()
+    cyclic.itself = cyclic
+    plain_ref, cyclic_ref = weakref.ref(plain), weakref.ref(cyclic)
+    gc.freeze()
+    try:
+        freezes = workers._freezes                         # freezes and thaws so far
+        del plain
+        workers.free_dropped_objects(dropped=plain_ref)
+        collector.check()
+        assert plain_ref() is None and workers._freezes == freezes     # no thaw for it
+        assert gc.get_freeze_count() > 0
+        del cyclic
+        workers.free_dropped_objects(dropped=cyclic_ref)
+        collector.check()
+        assert cyclic_ref() is None                        # thawed and collected
+    finally:
+        gc.unfreeze()
+
+
+def test_the_collectors_timer_belongs_to_the_application(qtbot):
+    from PySide6.QtCore import QTimer
+
+    from calibsim_gui.qt.widgets import workers
+
+    TaskRunner("collecting")
+    timer = workers._gui_thread_collector.timer
+    assert isinstance(timer, QTimer) and timer.parent() is QCoreApplication.instance()

@@ -5,11 +5,47 @@ torch is imported inside the functions that need it (the desktop bundle has none
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
 from calibsim_gui.core.errors import ModelError
+
+
+TORCH_LIBRARIES = ("libtorch_global_deps.so", "libtorch_cpu.so")
+"""torch's largest native libraries on Linux, in the order its import loads them."""
+
+
+def import_torch():
+    """`import torch` (ImportError without it), its largest native libraries loaded first by a
+    `dlopen` call that releases the interpreter lock: loaded by the import, their loading and
+    static initialisers held the lock 0.3-0.4 s (the window waited as long when a worker
+    imported torch; afterwards ~0.05 s, #44)."""
+    if "torch" not in sys.modules:
+        _preload_torch_libraries()
+    import torch
+
+    return torch
+
+
+def _preload_torch_libraries() -> None:
+    """`dlopen` `TORCH_LIBRARIES` as torch's import would (the first with RTLD_GLOBAL), through a
+    ctypes foreign call, which runs without the interpreter lock; a library that does not load is
+    left to the import, which says why."""
+    spec = importlib.util.find_spec("torch") if sys.platform.startswith("linux") else None
+    if spec is None or not spec.origin:
+        return
+    import ctypes
+
+    dlopen = getattr(ctypes.CDLL(None), "dlopen", None)
+    if dlopen is None:
+        return
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    for name, scope in zip(TORCH_LIBRARIES, (os.RTLD_GLOBAL, os.RTLD_LOCAL)):
+        library = Path(spec.origin).parent / "lib" / name
+        if not library.is_file() or not dlopen(os.fsencode(library), os.RTLD_NOW | scope):
+            return
 
 
 def available_devices() -> dict[str, str | None]:
@@ -18,7 +54,7 @@ def available_devices() -> dict[str, str | None]:
     Without torch (the desktop bundle) only the CPU is usable, by ONNX Runtime.
     """
     try:
-        import torch
+        torch = import_torch()
     except ImportError:
         why = "this calibsim has no torch: it runs models with ONNX Runtime on the CPU"
         return {"cpu": None, "cuda": why, "mps": why}

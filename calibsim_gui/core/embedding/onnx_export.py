@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibsim_gui.core.embedding.devices import import_torch
 from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_checks import initializer_mismatches, probe_ids, record_path
 from calibsim_gui.core.embedding.model_folders import ModelInfo, fingerprint_folder, model_files
@@ -66,7 +67,7 @@ def export_graph(info: ModelInfo, target, *, allow_pickle: bool = False) -> Path
         When torch is not installed, the export fails, or the graph does not match torch.
     """
     try:
-        import torch
+        torch = import_torch()
     except ImportError:
         raise ModelError(f"{info.path} has no ONNX graph and torch is not installed to export one. Fix: "
                          "install torch once (pip install torch), or export the folder with "

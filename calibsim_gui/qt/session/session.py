@@ -7,6 +7,7 @@ what a project restores and what is scored with what are the session model's rul
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,14 +39,17 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
     interpreter lock for 100-200 ms; doing them here keeps later runs from stalling the window.
+    The model is held in a list emptied on return, never in a local: this frame can outlive the
+    call (kept by a garbage cycle of an import made in it, e.g. torch.fx's `wrap`), and would keep
+    a replaced model alive (#44).
     """
     import scipy.spatial.distance  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    embedder = models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine,
-                                 trust_folder_graph=trust_folder_graph)
-    embedder.encode_batch(["calibsim warms up the model"])
-    return embedder
+    loaded = [models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine,
+                                trust_folder_graph=trust_folder_graph)]
+    loaded[0].encode_batch(["calibsim warms up the model"])
+    return loaded.pop()
 
 
 def read_pairs_or_columns(path, options, budget, preload, *, progress, should_stop):
@@ -200,14 +204,16 @@ class Session(QObject):
 
     def model_loaded(self, embedder) -> None:
         self.score_runner.cancel()          # its results are the previous model's
-        replaced = self.state.embedder is not None
+        replaced = self.state.embedder
         kept = self.session_model.set_model(embedder, embedder.info,
                                             keep_references=self.projects.pending_project is None)
         # torch and transformers leave ~10^6 long-lived objects; a full garbage collection over
         # them paused the window for up to 270 ms during runs: what exists now is frozen, after
-        # the replaced model (held in cycles, perhaps frozen at an earlier load) is freed
-        if replaced:
-            free_dropped_objects()
+        # the replaced model (held in cycles, perhaps frozen at an earlier load) is freed; an
+        # ONNX model has no cycles, so the full pass is paid only if it is still alive next tick
+        if replaced is not None:
+            free_dropped_objects(dropped=weakref.ref(replaced))
+            del replaced
         else:
             freeze_alive()
         if kept is not None:

@@ -16,7 +16,7 @@ import itertools
 import sys
 import time
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
 from calibsim_gui.core.errors import Cancelled
 from calibsim_gui.qt.widgets.messages import failure_message
@@ -37,7 +37,9 @@ class GuiThreadCollector:
     process, and a full collection that scanned them held the GUI thread for 0.4 s of CPU once torch
     was imported (800,000 objects; 1.3 s of wall under load). What was alive then and later becomes
     a garbage cycle (a replaced model: torch modules hold cycles) stays until `thaw` is called: the
-    next tick then runs a full collection over everything and freezes what survives it."""
+    next tick then runs a full collection over everything and freezes what survives it. A dropped
+    object given to `free_dropped_objects` as a weak reference costs that pass only when it is still
+    alive at the next tick (freed by reference counting, it needs none: #44)."""
 
     def __init__(self, interval_s: float = 1.0):
         self.threshold = gc.get_threshold()
@@ -45,12 +47,18 @@ class GuiThreadCollector:
         self.thawed = False
         self.collect_all = False             # a full collection of the objects not frozen is due
         self.held = 0                        # workers' objects to be dropped (`keep_unfrozen`)
-        self.timer = QTimer()
+        self.dropped: list = []              # weak references to dropped objects that may need a thaw
+        self.timer = QTimer(QCoreApplication.instance())     # the application's, as long as the process
         self.timer.timeout.connect(self.check)
         gc.disable()
         self.timer.start(int(interval_s * 1000))
 
     def check(self) -> None:
+        if self.dropped:                     # thaw only for what reference counting did not free
+            survivors = any(ref() is not None for ref in self.dropped)
+            self.dropped = []
+            if survivors:
+                self.thaw()
         if self.thawed:                      # a dropped model's cycles freed, the rest frozen again
             self.thawed = False
             gc.collect()
@@ -103,13 +111,18 @@ def keep_unfrozen() -> int:
     return _freezes
 
 
-def free_dropped_objects(frozen_at: int | None = None) -> None:
+def free_dropped_objects(frozen_at: int | None = None, dropped=None) -> None:
     """A model (or other large cyclic object) was dropped: have it freed, frozen or not
     (`GuiThreadCollector.thaw`); without the GUI-thread collector, Python's own collector does.
 
     `frozen_at`: what `keep_unfrozen` returned before the objects were made; when nothing was
-    frozen since, the next tick's full collection skips the frozen objects."""
+    frozen since, the next tick's full collection skips the frozen objects. `dropped`: a weak
+    reference to the dropped object; the thaw waits for the next tick and happens only if it is
+    still alive then (an ONNX model, without cycles, is freed as its last reference goes)."""
     collector = _gui_thread_collector
+    if dropped is not None and collector is not None:
+        collector.dropped.append(dropped)
+        return
     if frozen_at is not None and collector is not None:
         collector.held = max(0, collector.held - 1)
     if frozen_at is not None and _freezes == frozen_at:
@@ -177,6 +190,8 @@ class TaskRunner(QObject):
             emit(generation, "progress", (done, total, message))
 
         def run():
+            nonlocal task, args, kwargs
+            result = None
             try:
                 result = task(*args, progress=progress, should_stop=lambda: state["stop"], **kwargs)
                 if inspect.isgenerator(result):
@@ -193,6 +208,10 @@ class TaskRunner(QObject):
                 emit(generation, "cancelled", None)
             except Exception as exc:     # a message, or a bug's traceback: never a lost thread
                 emit(generation, "failed", failure_message(exc))
+            finally:
+                # a finished task keeps nothing: this frame can outlive the run (a library's import
+                # in the task kept it in a garbage cycle, then frozen: the model it held stayed, #44)
+                del task, args, kwargs, result
 
         self._stop = state
         self.started_at = time.monotonic()
