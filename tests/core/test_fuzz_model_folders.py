@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from calibsim_gui.core.embedding.encoding import encode_texts
@@ -53,6 +53,7 @@ def _edit(folder, name, pick, value) -> None:
 
 @FUZZ
 @given(changes=edits())
+@example(changes=[("special_tokens_map.json", 0, {})])      # a tokenizer without its [UNK] token
 def test_mutated_model_folders_are_refused_or_encode_finite_vectors(tiny, tmp_path_factory, changes):
     folder = tmp_path_factory.mktemp("fuzzed") / "model"
     shutil.copytree(tiny, folder)

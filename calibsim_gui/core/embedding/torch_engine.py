@@ -175,7 +175,9 @@ class SentenceTransformerEmbedder(PromptedEmbedder):
                     list(texts), batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False,
                     prompt=str(prompt or ""),
                 )
-        except (RuntimeError, ValueError, IndexError, TypeError) as exc:   # configs that misfit the weights
+        # configs that misfit the weights; the tokenizers library raises a bare Exception (a vocabulary
+        # without the [UNK] token its special_tokens_map.json names)
+        except Exception as exc:
             raise ModelError(f"The model in {self.info.path} failed on a batch of {len(texts)} texts: "
                              f"{type(exc).__name__}: {exc}. {CONFIG_FIX}") from exc
         return np.asarray(vectors, dtype=np.float32)

@@ -195,7 +195,10 @@ def prepare_graph(reference: SentenceTransformerEmbedder, target: Path, stack: M
     """
     import torch
 
-    module, names, sample = token_embedding_module(reference)
+    try:
+        module, names, sample = token_embedding_module(reference)
+    except Exception as exc:        # the tokenizers library raises a bare Exception
+        raise ModelError(f"Could not tokenise the check sentences with {reference.info.path}: {exc}") from exc
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with torch.no_grad(), warnings.catch_warnings(), atomic_path(target) as out:
@@ -209,8 +212,9 @@ def prepare_graph(reference: SentenceTransformerEmbedder, target: Path, stack: M
                                   prompts=reference.prompts)
     try:
         diff = check_graph(embedder, reference)
-    except ModelError:
-        diff = np.inf
+    except ModelError as exc:
+        target.unlink(missing_ok=True)
+        raise ModelError(f"its check failed: {exc}") from exc
     limit = MAX_GRAPH_DIFF[reference.precision]
     if not diff <= limit:
         target.unlink(missing_ok=True)
