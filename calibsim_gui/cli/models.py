@@ -63,6 +63,12 @@ def prepare(folders, torch_device: str | None = None) -> int:
 def run(args) -> int:
     if args.prepare:
         return prepare(args.folder, args.torch_device)
+    if args.torch_device is not None:
+        from calibsim_gui.core.errors import InputError
+
+        raise InputError("--torch-device says where --prepare traces the torch engine's graph, and this "
+                         "run prepares nothing.", fix=f"add --prepare (calibsim models --prepare "
+                         f"--torch-device {args.torch_device})")
     from calibsim_gui.core.embedding.devices import available_devices
     from calibsim_gui.core.embedding.model_folders import discover_models
 

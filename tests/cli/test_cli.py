@@ -457,6 +457,12 @@ def test_a_labelled_file_too_narrow_for_a_band_is_refused_with_the_fix(tmp_path,
     assert "cannot measure the human agreement band" in capsys.readouterr().err and not out.exists()
 
 
+def test_models_torch_device_without_prepare_is_refused_with_the_fix(capsys):
+    assert cli.main(["models", "--torch-device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--torch-device" in err and "calibsim models --prepare --torch-device cuda" in err
+
+
 @pytest.mark.slow
 def test_models_prepare_readies_the_fast_engine_once(monkeypatch, capsys):
     """`make install` runs `models --prepare`: afterwards a score loads the graph, never exports it,
