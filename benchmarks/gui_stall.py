@@ -8,12 +8,14 @@ shared libraries, as a first launch reports them) are evicted from the page cach
 is the best cold case this machine allows without root). Warm: later launches.
 
 Stalls: a 5 ms QTimer ticks on the GUI thread (the event-loop latency probe) while the real main
-window (built-in model, CPU) goes through the phases a user meets:
+window (built-in model, CPU; its ONNX graph as `make install` prepares it) goes through the
+phases a user meets:
 
 - ``scoring run``: 5,000 AG News sentence pairs (10,000 distinct texts, empty embedding cache);
 - ``after the run``: the 3 s after the results are shown (table, plots, space diagnosis);
-- ``engine switch``: the model reloaded on torch; ``after the engine switch``: the pairs scored
-  again with it (or the 10 s after, when that was done already);
+- ``engine switch``: the model reloaded on torch (its first torch load: through
+  sentence-transformers while a child process prepares its graph); ``after the engine switch``:
+  the pairs scored again with it (or the 10 s after, when that was done already);
 - ``Compare: second model``: the pairs scored with a second model and compared (no other model
   is at hand: the built-in model's weights with a shifted output, ``tests/derived_models.py``'s
   ``shifted``, a full-size folder with its own fingerprint), until the Compare tab shows it; the
@@ -22,8 +24,9 @@ window (built-in model, CPU) goes through the phases a user meets:
 - ``background build``: a profile from 10,000 other AG News sentences;
 - ``text file dropped``: a 66 MB text file opened, until the window asks "one document per line
   or per file?" (its lines are counted in the reading worker; the question is cancelled);
-- then, in a relaunched app (a fresh process, torch not yet imported, the settings remembering
-  engine torch, so it loads the built-in model on torch at launch): ``project reopened (torch)``:
+- then, once the graph's preparation has ended, in a relaunched app (a fresh process, torch not
+  yet imported, the same cache folder, the settings remembering engine torch, so it loads the
+  built-in model's prepared torch graph at launch): ``project reopened (torch)``:
   the project opened at once, until its results are shown and its views restored;
   ``restored Compare tab shown``: the 3 s after its restored Compare tab is first shown.
 
@@ -259,6 +262,7 @@ class Bench:
 
 def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="calibsim-bench-config-")
+    os.environ["CALIBSIM_ONNX_DIR"] = common.prepared_graphs()         # as `make install` leaves it
     from calibsim_gui.core.io.inputs import load_documents
 
     bench = Bench(sample)
@@ -299,15 +303,22 @@ def stalls(n: int, pairs: int, text_mb: int, sample: bool = False) -> dict:
     dropped = dropped_text(work, text_mb)
     phase("text file dropped", lambda: window.open_inputs([dropped]),
           window.input_runner.finished, runner=window.input_runner, megabytes=text_mb)
+    from calibsim_gui.core.embedding.graph_preparation import wait_for_preparations
+
+    wait_for_preparations()      # the torch graph the engine switch had prepared beside the app
     bench.close()
-    # a relaunched app (a fresh process, torch not imported, the same settings: engine torch)
-    relaunched = common.run_child("gui_stall.py", {"project": str(project), "sample": sample})
+    # a relaunched app (a fresh process, torch not imported, the same settings: engine torch;
+    # the same cache folder: the prepared graph)
+    relaunched = common.run_child("gui_stall.py", {"project": str(project), "sample": sample,
+                                                   "cache": os.environ["CALIBSIM_CACHE_DIR"]})
     return {**bench.phases, **relaunched}
 
 
-def reopen(project: str, sample: bool) -> dict:
-    """In a relaunched app: `project` opened at once (its engine torch, remembered too), until its
-    results and views are restored; then the restored Compare tab first shown."""
+def reopen(project: str, sample: bool, cache: str) -> dict:
+    """In a relaunched app with the first's `cache` folder: `project` opened at once (its engine
+    torch, remembered too), until its results and views are restored; then the restored Compare
+    tab first shown."""
+    os.environ["CALIBSIM_CACHE_DIR"] = cache
     bench = Bench(sample)
     window = bench.window
     projects = window.projects

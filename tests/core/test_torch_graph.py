@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibsim_gui.core.embedding import torch_graph
+from calibsim_gui.core.embedding import graph_preparation, torch_graph
 from calibsim_gui.core.embedding.model_folders import fingerprint_folder, resolve_model
 from calibsim_gui.core.embedding.models import load_model
 from calibsim_gui.core.embedding.torch_engine import SentenceTransformerEmbedder, load_torch_model
@@ -95,6 +95,31 @@ def test_graphs_are_kept_apart_by_device_type_and_precision_and_checked_bytes(ti
     assert recorded_check(cpu, fingerprint.digest, "cpu", "float32") is None
     assert isinstance(load_model(tiny, device="cpu", engine="torch"), TorchGraphEmbedder)
     assert recorded_check(cpu, fingerprint.digest, "cpu", "float32") is not None
+
+
+@pytest.mark.slow
+def test_the_apps_load_runs_sentence_transformers_while_a_child_process_prepares_the_graph(tiny):
+    first = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+    assert isinstance(first, SentenceTransformerEmbedder)
+    assert first.precision_note.endswith("; sentence-transformers while its graph is prepared)")
+    assert load_model(tiny, device="cpu", engine="torch", prepare_graph="background").graph_preparation \
+        is first.graph_preparation                                   # one child per graph
+    assert first.graph_preparation.wait() == 0
+    again = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+    assert isinstance(again, TorchGraphEmbedder) and again.precision_note.endswith("prepared graph)")
+    np.testing.assert_allclose(again.encode_batch(TEXTS), first.encode_batch(TEXTS), atol=1e-5)
+
+
+def test_a_preparation_stopped_when_the_app_quits_leaves_no_graph_and_starts_again(tiny):
+    first = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+    graph = graph_path(first.fingerprint, "cpu", "float32")
+    graph_preparation.stop_preparations()
+    assert first.graph_preparation.returncode is not None
+    assert not graph.exists() and not graph.with_suffix(".json").exists()
+    assert not [p for p in torch_graph.torch_graph_dir().rglob("*") if p.is_file()]    # nothing half-written
+    again = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+    assert again.graph_preparation is not first.graph_preparation
+    graph_preparation.stop_preparations()
 
 
 @pytest.mark.slow

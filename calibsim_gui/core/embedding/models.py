@@ -98,7 +98,7 @@ def choose_engine(engine: str = "auto", device: str = "auto", precision: str = D
 
 def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_PRECISION,
                allow_pickle: bool = False, prompts: PromptSettings | None = None,
-               engine: str = "auto", trust_folder_graph: bool = False):
+               engine: str = "auto", trust_folder_graph: bool = False, prepare_graph: str = "now"):
     """Load a model offline, after refusing folders that would run code or unpickle data.
 
     Parameters
@@ -125,6 +125,10 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     trust_folder_graph : bool
         Run a folder's own ONNX graph that cannot be checked against its weights (no torch, or
         no weights): under its own fingerprint, with "unverified" in its precision note.
+    prepare_graph : {"now", "background"}
+        The torch engine's missing prepared graph: traced in this load, or (the app, whose window
+        must keep answering) in a child process while this load uses sentence-transformers
+        (`torch_graph.load_torch_engine`).
 
     Returns
     -------
@@ -148,11 +152,11 @@ def load_model(info_or_spec, *, device: str = "auto", precision: str = DEFAULT_P
     if chosen == "onnx":
         if engine == "auto" and precision != "int8" and onnx_refusal(info.path) is not None:
             return load_model(info, device=device, precision=precision, allow_pickle=allow_pickle,
-                              prompts=prompts, engine="torch")
+                              prompts=prompts, engine="torch", prepare_graph=prepare_graph)
         return load_onnx_model(info, precision="float32" if precision == "auto" else precision,
                                prompts=prompts, allow_pickle=allow_pickle, trust_folder_graph=trust_folder_graph)
     return load_torch_engine(info, device=device, precision=precision, allow_pickle=allow_pickle,
-                             prompts=prompts)
+                             prompts=prompts, prepare=prepare_graph)
 
 
 def load_onnx_model(info: ModelInfo, *, precision: str = "float32", prompts: PromptSettings | None = None,

@@ -30,6 +30,7 @@ import numpy as np
 from calibsim_gui.core.embedding.cache_folder import default_cache_dir
 from calibsim_gui.core.embedding.devices import resolve_device
 from calibsim_gui.core.embedding.file_digests import file_sha256
+from calibsim_gui.core.embedding.graph_preparation import start_preparation
 from calibsim_gui.core.embedding.model_folders import ModelFingerprint, ModelInfo, fingerprint_folder
 from calibsim_gui.core.embedding.onnx_engine import ModuleStack, onnx_refusal, pool, read_module_stack
 from calibsim_gui.core.embedding.onnx_export import CHECK_SENTENCES, token_embedding_module
@@ -233,10 +234,15 @@ def noted(note: str, more: str) -> str:
 
 
 def load_torch_engine(info: ModelInfo, *, device: str = "auto", precision: str = "float32",
-                      allow_pickle: bool = False, prompts: PromptSettings | None = None):
+                      allow_pickle: bool = False, prompts: PromptSettings | None = None,
+                      prepare: str = "now"):
     """The torch engine for `info`'s model: its prepared graph (`TorchGraphEmbedder`, prepared and
     checked on the first load), else sentence-transformers (`load_torch_model`) with the reason
     in its precision note.
+
+    `prepare`: ``"now"`` prepares a missing graph in this load; ``"background"`` (the app)
+    loads through sentence-transformers and has it prepared by a child process
+    (`graph_preparation`), kept as the embedder's ``graph_preparation``.
 
     Raises
     ------
@@ -264,6 +270,12 @@ def load_torch_engine(info: ModelInfo, *, device: str = "auto", precision: str =
                                   dimension=found["dimension"], stack=stack, prompts=prompts)
     reference = load_torch_model(info, device=resolved, precision=precision, allow_pickle=allow_pickle,
                                  prompts=prompts)
+    if prepare == "background":
+        reference.graph_preparation = start_preparation(info.path, resolved, choice[0], graph)
+        if reference.graph_preparation is not None:
+            reference.precision_note = noted(reference.precision_note,
+                                             "sentence-transformers while its graph is prepared")
+        return reference
     try:
         embedder = prepare_graph(reference, graph, stack)
     except ModelError as exc:

@@ -161,7 +161,7 @@ class CompareFlow(QObject):
                    "memory_budget": self.preferences.memory_budget()}
         frozen_at = keep_unfrozen()           # before the worker can make anything
         self.runner.start(comparison_task, spec, lambda spec: models.load_model(
-            spec, device=device, precision=precision, engine=engine), **options)
+            spec, device=device, precision=precision, engine=engine, prepare_graph="background"), **options)
         self.frozen_at = frozen_at            # (a comparison still running was ended by the start)
         self.tabs.setCurrentWidget(self.view)
 

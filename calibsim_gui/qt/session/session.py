@@ -39,6 +39,8 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
 
     The first encode (torch start-up) and the first imports of scipy's statistics hold the
     interpreter lock for 100-200 ms; doing them here keeps later runs from stalling the window.
+    A torch graph not prepared yet is prepared in a child process (`graph_preparation`): its
+    tracing would hold the lock for as long again.
     The model is held in a list emptied on return, never in a local: this frame can outlive the
     call (kept by a garbage cycle of an import made in it, e.g. torch.fx's `wrap`), and would keep
     a replaced model alive (#44).
@@ -47,7 +49,7 @@ def load_and_warm_up(info_or_spec, device, precision, prompts=None, engine="auto
     import scipy.stats  # noqa: F401
 
     loaded = [models.load_model(info_or_spec, device=device, precision=precision, prompts=prompts, engine=engine,
-                                trust_folder_graph=trust_folder_graph)]
+                                trust_folder_graph=trust_folder_graph, prepare_graph="background")]
     loaded[0].encode_batch(["calibsim warms up the model"])
     return loaded.pop()
 

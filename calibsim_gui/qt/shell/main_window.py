@@ -15,6 +15,7 @@ from PySide6.QtCore import QSettings, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QTabWidget, QWidget
 
+from calibsim_gui.core.embedding.graph_preparation import stop_preparations
 from calibsim_gui.qt.editors.anchor_editor import AnchorEditor
 from calibsim_gui.qt.editors.background_loader import BackgroundLoader
 from calibsim_gui.qt.editors.model_manager import ModelManager
@@ -378,6 +379,7 @@ class MainWindow(QMainWindow):
                 return
         self.task_status.cancel_all()
         wait_for_workers(15_000)
+        stop_preparations()
         if self.autosaver is not None:
             self.autosaver.discard()
         self.settings.setValue("window/geometry", self.saveGeometry())
