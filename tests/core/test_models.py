@@ -304,6 +304,36 @@ def test_torch_imported_after_its_libraries_were_loaded_without_the_lock_works()
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
 
+_TWO_THREADS = """
+import threading
+from calibsim_gui.core.embedding import devices
+loading, second_waits, calls = threading.Event(), threading.Event(), []
+real = devices._preload_torch_libraries
+def preload():
+    calls.append(threading.current_thread().name)
+    loading.set()
+    second_waits.wait()
+    real()
+devices._preload_torch_libraries = preload
+def second():
+    loading.wait()
+    second_waits.set()
+    devices.import_torch()
+threads = [threading.Thread(target=devices.import_torch, name="model"), threading.Thread(target=second)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+assert calls == ["model"], calls
+"""
+
+
+def test_two_threads_importing_torch_at_once_load_its_libraries_once():
+    """The device check and a model load import torch together: the second waits for the first's
+    libraries, never loading them beside it (#44)."""
+    subprocess.run([sys.executable, "-c", _TWO_THREADS], check=True, cwd=Path(__file__).parents[2])
+
+
 def test_auto_device_is_cpu_here():
     assert devices.available_devices()["cpu"] is None
     assert resolve_device("auto") == "cpu"

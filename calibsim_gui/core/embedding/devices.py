@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 from calibsim_gui.core.errors import ModelError
@@ -17,13 +18,22 @@ TORCH_LIBRARIES = ("libtorch_global_deps.so", "libtorch_cpu.so")
 """torch's largest native libraries on Linux, in the order its import loads them."""
 
 
+_preload = threading.Lock()
+_preloaded = False
+
+
 def import_torch():
     """`import torch` (ImportError without it), its largest native libraries loaded first by a
     `dlopen` call that releases the interpreter lock: loaded by the import, their loading and
     static initialisers held the lock 0.3-0.4 s (the window waited as long when a worker
-    imported torch; afterwards ~0.05 s, #44)."""
-    if "torch" not in sys.modules:
-        _preload_torch_libraries()
+    imported torch; afterwards ~0.05 s, #44). One thread loads them; another (the device check
+    beside a model load) waits on a lock that leaves the interpreter lock free, not in a second
+    ``dlopen`` that holds it while the first owns the loader's lock (a 0.22 s stall)."""
+    global _preloaded
+    with _preload:
+        if not _preloaded and "torch" not in sys.modules:
+            _preload_torch_libraries()
+        _preloaded = True
     import torch
 
     return torch
