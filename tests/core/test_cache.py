@@ -2,10 +2,12 @@
 
 import sqlite3
 import threading
+import warnings
 
 import numpy as np
 import pytest
 
+from calibsim_gui.core.embedding import cache as cache_module
 from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key, default_cache_dir, text_digest
 
 MODEL_A = "model-a@0123456789abcdef"
@@ -130,6 +132,31 @@ def test_truncated_file_is_moved_aside_and_rebuilt(tmp_path):
         assert c.count() == 0
         c.store(MODEL_A, ["x"], vectors(1))
         assert c.count() == 1
+
+
+def test_a_large_cache_opens_without_reading_it_all_and_damage_met_later_is_moved_aside(tmp_path, monkeypatch):
+    """A cache above `FULL_CHECK_UP_TO` is not read whole at open (seconds for a large one, on
+    every run); damage a lookup meets is handled as at open: moved aside, an empty cache started."""
+    monkeypatch.setattr(cache_module, "FULL_CHECK_UP_TO", 0)
+    path = tmp_path / "cache.sqlite"
+    texts = [f"text {i}" for i in range(2000)]
+    with EmbeddingCache(path) as c:
+        c.store(MODEL_A, texts, vectors(2000, dim=64))
+    sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096                     # one page of the table's tree, overwritten
+    data[middle:middle + 4096] = np.random.default_rng(1).bytes(4096)
+    path.write_bytes(bytes(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # opened without a word: not read whole
+        c = EmbeddingCache(path)
+    with c:
+        with pytest.warns(RuntimeWarning, match="corrupt"):
+            assert c.lookup(MODEL_A, texts) == {}       # encoded again
+        assert not c.off and c.count() == 0
+        c.store(MODEL_A, ["x"], vectors(1))
+        assert set(c.lookup(MODEL_A, ["x"])) == {"x"}
+    assert [p.name for p in tmp_path.glob("cache.sqlite.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
 
 
 def test_lookup_of_many_texts_is_chunked(cache):
