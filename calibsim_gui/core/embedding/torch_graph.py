@@ -5,8 +5,9 @@ Importing sentence-transformers costs seconds (transformers' model loading, torc
 sympy, scikit-learn: 11 s of a 16.7 s ``calibsim score`` on an H200, #44). The first load of a
 model on a device type in a precision loads it through sentence-transformers as before
 (`torch_engine.load_torch_model`), traces its transformer (token ids -> token embeddings) with
-``torch.jit.trace``, saves the graph into `torch_graph_dir` and checks the graph's sentence vectors
-against sentence-transformers' (`check_graph`); later loads run the graph (`TorchGraphEmbedder`):
+``torch.jit.trace``, freezes it (weights as constants: it loads 2.5x faster, the same vectors),
+saves the graph into `torch_graph_dir` and checks the graph's sentence vectors against
+sentence-transformers' (`check_graph`); later loads run the graph (`TorchGraphEmbedder`):
 tokenised as the ONNX engine tokenises (`tokenized`), pooled and normalised by the ONNX engine's
 `onnx_engine.pool` on the device. TorchScript, not ``torch.export``: loading an exported program
 imports sympy (+1.3 s measured on the CPU), loading a TorchScript file nothing beyond torch.
@@ -55,7 +56,7 @@ same precision on `CHECK_SENTENCES`; more and the graph is deleted, not used."""
 CHECK_PROMPT = "query: "
 WHO = "The torch engine's prepared graph"
 FALLBACK = "calibsim runs the model through sentence-transformers instead."
-_RECORD_TAG = "calibsim torch graph 1"
+_RECORD_TAG = "calibsim torch graph 2"          # 2: frozen; graphs recorded as 1 are prepared again
 
 
 def torch_graph_dir() -> Path:
@@ -204,7 +205,10 @@ def prepare_graph(reference: SentenceTransformerEmbedder, target: Path, stack: M
         target.parent.mkdir(parents=True, exist_ok=True)
         with torch.no_grad(), warnings.catch_warnings(), atomic_path(target) as out:
             warnings.simplefilter("ignore")      # the tracer's notes on Python branches it fixed
-            torch.jit.save(torch.jit.trace(module, sample, check_trace=False), str(out))
+            traced = torch.jit.trace(module, sample, check_trace=False).eval()
+            # frozen (weights as constants, one inlined graph): loads in ~27 ms instead of ~70 ms,
+            # a call that holds the interpreter lock; optimize_numerics=False: the same vectors
+            torch.jit.save(torch.jit.freeze(traced, optimize_numerics=False), str(out))
     except (CalibsimError, OSError, RuntimeError, ValueError, TypeError) as exc:
         raise ModelError(f"Could not trace {reference.info.path} into {target}: {type(exc).__name__}: {exc}") from exc
     embedder = TorchGraphEmbedder(target, reference.info, reference.fingerprint, device=reference.device,
