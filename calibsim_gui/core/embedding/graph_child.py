@@ -10,6 +10,7 @@ from calibsim_gui.core.embedding.model_folders import resolve_model
 from calibsim_gui.core.embedding.torch_graph import load_torch_engine
 from calibsim_gui.core.errors import ModelError
 
+
 def main(argv: list[str]) -> int:
     """Prepare the graph of the model in folder ``argv[0]`` on device ``argv[1]`` in precision
     ``argv[2]``: 0 when it is ready, 2 when the model runs through sentence-transformers (the
