@@ -8,12 +8,7 @@ import numpy as np
 import pytest
 
 from calibsim_gui.core.embedding import cache as cache_module
-from calibsim_gui.core.embedding.cache import (
-    EmbeddingCache,
-    cache_key,
-    default_cache_dir,
-    text_digest,
-)
+from calibsim_gui.core.embedding.cache import EmbeddingCache, cache_key, default_cache_dir, text_digest
 
 MODEL_A = "model-a@0123456789abcdef"
 MODEL_B = "model-b@fedcba9876543210"
