@@ -98,14 +98,23 @@ def test_graphs_are_kept_apart_by_device_type_and_precision_and_checked_bytes(ti
 
 
 @pytest.mark.slow
-def test_the_apps_load_runs_sentence_transformers_while_a_child_process_prepares_the_graph(tiny):
-    first = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+@pytest.mark.parametrize("weights", ["safetensors", "pickle"])
+def test_the_apps_load_runs_sentence_transformers_while_a_child_process_prepares_the_graph(tiny, weights):
+    options = {"device": "cpu", "engine": "torch", "prepare_graph": "background"}
+    if weights == "pickle":                      # the child is allowed the pickles the app was allowed
+        import torch
+        from safetensors.torch import load_file
+
+        stored = Path(tiny.path) / "model.safetensors"
+        torch.save(load_file(stored), Path(tiny.path) / "pytorch_model.bin")
+        stored.unlink()
+        tiny, options["allow_pickle"] = resolve_model(str(tiny.path)), True
+    first = load_model(tiny, **options)
     assert isinstance(first, SentenceTransformerEmbedder)
     assert first.precision_note.endswith("; sentence-transformers while its graph is prepared)")
-    assert load_model(tiny, device="cpu", engine="torch", prepare_graph="background").graph_preparation \
-        is first.graph_preparation                                   # one child per graph
+    assert load_model(tiny, **options).graph_preparation is first.graph_preparation     # one child per graph
     assert first.graph_preparation.wait() == 0
-    again = load_model(tiny, device="cpu", engine="torch", prepare_graph="background")
+    again = load_model(tiny, **options)
     assert isinstance(again, TorchGraphEmbedder) and again.precision_note.endswith("prepared graph)")
     np.testing.assert_allclose(again.encode_batch(TEXTS), first.encode_batch(TEXTS), atol=1e-5)
 

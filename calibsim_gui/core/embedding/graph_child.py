@@ -1,5 +1,5 @@
-"""``python -m calibsim_gui.core.embedding.graph_child FOLDER DEVICE PRECISION``: the child process
-in which `graph_preparation` has the app's torch graphs prepared."""
+"""``python -m calibsim_gui.core.embedding.graph_child FOLDER DEVICE PRECISION [--allow-pickle]``:
+the child process in which `graph_preparation` has the app's torch graphs prepared."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from calibsim_gui.core.errors import ModelError
 
 def main(argv: list[str]) -> int:
     """Prepare the graph of the model in folder ``argv[0]`` on device ``argv[1]`` in precision
-    ``argv[2]``: 0 when it is ready, 2 when the model runs through sentence-transformers (the
-    reason on stderr)."""
+    ``argv[2]`` (``--allow-pickle``: its weights may be pickles): 0 when it is ready, 2 when the
+    model runs through sentence-transformers (the reason on stderr)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))     # stopped: atomic writes remove their temporaries
-    folder, device, precision = argv
+    folder, device, precision, *flags = argv
     try:
-        embedder = load_torch_engine(resolve_model(folder), device=device, precision=precision)
+        embedder = load_torch_engine(resolve_model(folder), device=device, precision=precision,
+                                     allow_pickle="--allow-pickle" in flags)
     except ModelError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -4,10 +4,10 @@ Tracing a model and checking its graph (`torch_graph.prepare_graph`) holds the i
 in single calls of 0.1-0.2 s (the trace, the first runs of the loaded graph): in the app's
 process the window could not answer for as long, more on a busy machine (#44). The app therefore
 loads a model without a prepared graph through sentence-transformers and has the graph prepared
-by a child process (`graph_child`) beside it,
-at a lower priority; the next load uses the graph. Preparations still running when the app quits
-are stopped (`stop_preparations`): the graph and its record are written atomically, so a stopped
-one leaves nothing half-written, and the next load starts it again.
+by a child process (`graph_child`) beside it, at a lower priority; the next load uses the graph.
+Preparations still running when the app quits are stopped (`stop_preparations`): the graph and
+its record are written atomically, so a stopped one leaves nothing half-written, and the next
+load starts it again.
 """
 
 from __future__ import annotations
@@ -26,17 +26,20 @@ NICENESS = 10
 """How much lower than the app's the child's priority is (POSIX)."""
 
 
-def start_preparation(folder: Path, device: str, precision: str, graph: Path) -> subprocess.Popen | None:
+def start_preparation(folder: Path, device: str, precision: str, graph: Path,
+                      allow_pickle: bool = False) -> subprocess.Popen | None:
     """Start preparing the torch graph `graph` of the model in `folder` on `device` in
-    `precision` in a child process, unless one is already preparing it; None in a frozen app
-    (it has no torch) or when the child cannot be started."""
+    `precision` (its weights read from pickles if `allow_pickle`) in a child process, unless one
+    is already preparing it; None in a frozen app (it has no torch) or when the child cannot be
+    started."""
     running = _running.get(graph)
     if running is not None and running.poll() is None:
         return running
     if getattr(sys, "frozen", False):
         return None
     try:
-        child = subprocess.Popen([sys.executable, "-m", CHILD, str(folder), device, precision], cwd=_PACKAGE_HOME,
+        child = subprocess.Popen([sys.executable, "-m", CHILD, str(folder), device, precision,
+                                  *(["--allow-pickle"] if allow_pickle else [])], cwd=_PACKAGE_HOME,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None

@@ -275,7 +275,7 @@ def load_torch_engine(info: ModelInfo, *, device: str = "auto", precision: str =
     reference = load_torch_model(info, device=resolved, precision=precision, allow_pickle=allow_pickle,
                                  prompts=prompts)
     if prepare == "background":
-        reference.graph_preparation = start_preparation(info.path, resolved, choice[0], graph)
+        reference.graph_preparation = start_preparation(info.path, resolved, choice[0], graph, allow_pickle)
         if reference.graph_preparation is not None:
             reference.precision_note = noted(reference.precision_note,
                                              "sentence-transformers while its graph is prepared")
