@@ -111,7 +111,8 @@ def test_reading_an_input_imports_the_plot_library_off_the_gui_thread(tmp_path):
                           "tab": window.tabs.currentWidget().objectName()}))
         os._exit(0)
     """)
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path),
+           "PYTHONFAULTHANDLER": "1"}                   # a crash prints its threads' stacks
     result = subprocess.run([sys.executable, "-c", code, str(pairs)], capture_output=True, text=True, timeout=300,
                             env=env, check=False)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -29,7 +29,8 @@ from calibsim_gui.qt.session.state import AppState
 from calibsim_gui.qt.shell.actions import WindowMenus
 from calibsim_gui.qt.shell.autosave import Autosaver
 from calibsim_gui.qt.shell.panels import Panels
-from calibsim_gui.qt.shell.tab_views import TABS, BuiltOnUse, import_input_views, waiting_views
+from calibsim_gui.qt.shell.tab_views import (TABS, BuiltOnUse, import_input_views, import_qt_modules_of_plots,
+                                             waiting_views)
 from calibsim_gui.qt.shell.task_status import TaskStatus
 from calibsim_gui.qt.shell.window_title import WindowTitle
 from calibsim_gui.qt.views.first_run import FirstRunView
@@ -59,6 +60,7 @@ class MainWindow(QMainWindow):
         self._last_error: QMessageBox | None = None   # the latest error box (not modal)
         self.preferences = Preferences(self)
         self._build_tabs()
+        import_qt_modules_of_plots()              # before any worker imports pyqtgraph
         self.session = Session(self.state, models=self.models, anchors=self.anchors, background=self.background,
                                panels=self.panels, preferences=self.preferences, settings=self.settings,
                                show_error=self.show_error, show_message=self.show_message,

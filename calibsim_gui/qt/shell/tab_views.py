@@ -26,6 +26,20 @@ class BuiltOnUse:
         return self if window is None else window.view(self.name)
 
 
+QT_MODULES_OF_PLOTS = ("PySide6.QtOpenGL", "PySide6.QtOpenGLWidgets", "PySide6.QtSvg", "PySide6.QtTest")
+"""The Qt modules pyqtgraph imports beyond the window's own."""
+
+
+def import_qt_modules_of_plots() -> None:
+    """Import `QT_MODULES_OF_PLOTS` (~5 ms) on the GUI thread, so that `import_input_views` in a
+    worker loads no Qt library there: a Qt library's start-up code may use the application,
+    which belongs to the GUI thread (a worker's pyqtgraph import ended once in a crash, #44)."""
+    import importlib
+
+    for name in QT_MODULES_OF_PLOTS:
+        importlib.import_module(name)
+
+
 def import_input_views() -> None:
     """Import the modules of the views a read input opens (Results, Distributions; with them
     pyqtgraph, about half a second) and of the Compare tab that a comparison of its pairs opens:
