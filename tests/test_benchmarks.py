@@ -39,8 +39,9 @@ SCRIPTS = {
     "knn_recall": {"runs", "size", "synthetic", "rows"},
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
     "gpu": {"device", "start", "score", "encode", "build"},
+    "lock_handover": {"runs", "app_interval_ms"},
 }
-USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale"}
+USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale", "lock_handover"}
 
 
 def run_quick(name: str, results: Path) -> dict:

@@ -46,6 +46,25 @@ def test_unicode_files_read_the_same_text_with_newlines_normalised(tmp_path, raw
     assert read_text_file(path) == "Café – naïve ☕\nsecond line\nthird\n"
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32", "cp1252"])
+@pytest.mark.parametrize("piece", [1, 2, 3, 5, 7])
+def test_a_file_read_a_few_bytes_at_a_time_reads_as_one_read_whole(tmp_path, monkeypatch, encoding, piece):
+    """Large files are decoded a piece at a time (the window keeps answering meanwhile): a \\r\\n, a
+    character or a BOM split across pieces still reads as the file does whole."""
+    text = "Café\r\n\r\nnaïve\r\rend\r\n€ ☕\r" if encoding != "cp1252" else "Café\r\n\r\nnaïve\r\rend\r\n€\r"
+    path = write(tmp_path / "notes.txt", text.encode(encoding))
+    whole = read_text_file(path, encoding=encoding)
+    monkeypatch.setattr(tables, "DECODE_PIECE", piece)
+    assert read_text_file(path, encoding=encoding) == whole == "Café\n\nnaïve\n\nend\n€" + (" ☕" if encoding != "cp1252" else "") + "\n"
+
+
+def test_bad_bytes_past_the_first_piece_are_named_by_their_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "DECODE_PIECE", 4)
+    path = write(tmp_path / "long.txt", b"first line\nsecond line\nthird \xe9 line\n")
+    with pytest.raises(InputError, match=r"long\.txt, line 3: is not valid UTF-8 \(byte 0xe9\)"):
+        read_text_file(path)
+
+
 def test_cp1252_file_is_refused_with_line_and_encoding_hint_then_reads_with_it(tmp_path):
     path = write(tmp_path / "excel export.csv", "a,b\nok,fine\nCaf\xe9,na\xefve\n".encode("cp1252"))
     with pytest.raises(InputError) as caught:

@@ -11,6 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from calibsim_gui.core.analysis.comparison import ModelComparison
 from calibsim_gui.core.embedding import models
+from calibsim_gui.qt.views import comparison_view
 from calibsim_gui.qt.views.comparison_view import ComparisonView
 from tests.fakes import FakeEmbedder
 
@@ -150,6 +151,27 @@ def test_the_autosave_takes_the_comparison_in_its_worker_and_it_round_trips(comp
     assert fresh.stack.currentIndex() == 1 and _headers(fresh) == _headers(view)
     assert fresh.comparison.differences == view.comparison.differences
     pd.testing.assert_frame_equal(fresh.comparison.frame, view.comparison.frame, check_dtype=False)
+
+
+def test_a_comparison_restored_into_the_hidden_tab_is_drawn_when_the_tab_is_shown(compared, qtbot):
+    """Drawing 10,000 pairs' scatters held the GUI thread ~80 ms while a project reopened with the
+    Compare tab hidden: they are drawn when the tab is first shown, every pair both models scored."""
+    saved = json.loads(json.dumps(compared.compare.view.view_state(), allow_nan=False))
+    fresh = ComparisonView(compared.state)
+    qtbot.addWidget(fresh)
+    fresh.restore_view_state(saved)
+    assert fresh.stack.currentIndex() == 1 and len(fresh.table.model().column_names)
+    assert all(len(item.data) == 0 for item in fresh.scatters.values())        # hidden: not drawn yet
+
+    fresh.show()
+    qtbot.waitExposed(fresh)
+    comparison = fresh.comparison
+    for form, item in fresh.scatters.items():
+        x, y = (comparison.frame[comparison.column(form, m)].to_numpy(dtype=float) for m in comparison.models)
+        assert len(item.data) == np.sum(np.isfinite(x) & np.isfinite(y)) == 30
+        assert fresh.plots[form].titleLabel.text == f"{comparison.metric} {form}"
+    widths = [fresh.table.columnWidth(c) for c in range(fresh.table.model().columnCount())]
+    assert all(0 < w <= comparison_view.MAX_TEXT_WIDTH for w in widths)
 
 
 def _constructed(calibrated_diff: float) -> ModelComparison:

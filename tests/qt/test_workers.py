@@ -350,3 +350,19 @@ def test_the_collectors_timer_belongs_to_the_application(qtbot):
     TaskRunner("collecting")
     timer = workers._gui_thread_collector.timer
     assert isinstance(timer, QTimer) and timer.parent() is QCoreApplication.instance()
+
+
+def test_a_window_with_workers_has_the_lock_handed_to_the_gui_thread_within_a_millisecond(qtbot):
+    """Qt takes the interpreter lock for each Python call it makes; beside a worker running Python
+    each call waited up to Python's 5 ms switch interval (a 2-5 ms table reset took 0.4-0.8 s:
+    benchmarks/lock_handover.py). The command line, with no window, keeps Python's interval."""
+    import subprocess
+    import sys
+
+    from calibsim_gui.qt.widgets.workers import SWITCH_INTERVAL_S
+
+    TaskRunner()
+    assert sys.getswitchinterval() == SWITCH_INTERVAL_S <= 0.001
+    command = "import sys; from calibsim_gui.cli import main; print(sys.getswitchinterval())"
+    shown = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, check=True)
+    assert float(shown.stdout) == 0.005

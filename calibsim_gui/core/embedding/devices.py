@@ -44,7 +44,7 @@ def _preload_torch_libraries() -> None:
     ctypes foreign call, which runs without the interpreter lock; a library that does not load is
     left to the import, which says why.
 
-    Each is read first (`_read_ahead`): `dlopen` holds the loader's lock, and a thread importing a
+    Each is read first (`read_ahead`): `dlopen` holds the loader's lock, and a thread importing a
     C extension meanwhile waits for it holding the interpreter lock, so the window waits as long.
     Read from disk inside `dlopen`, libtorch_cpu.so (434 MB) kept that lock 322-554 ms; from
     memory 174-208 ms (its relocations and static initialisers)."""
@@ -62,17 +62,18 @@ def _preload_torch_libraries() -> None:
         if not library.is_file():
             return
         try:
-            _read_ahead(library)
+            read_ahead(library)
         except OSError:
             pass                  # unreadable here: dlopen says why, or the import does
         if not dlopen(os.fsencode(library), os.RTLD_NOW | scope):
             return
 
 
-def _read_ahead(library: Path, piece: int = 8 << 20) -> None:
-    """Read `library` into the page cache, a piece at a time (reads release the interpreter lock)."""
+def read_ahead(path: Path, piece: int = 8 << 20) -> None:
+    """Read `path` into the page cache, a piece at a time (reads release the interpreter lock), so
+    that a native call that reads it under the lock (`dlopen`, `torch.jit.load`) reads memory."""
     buffer = bytearray(piece)
-    with open(library, "rb", buffering=0) as file:
+    with open(path, "rb", buffering=0) as file:
         while file.readinto(buffer):
             pass
 

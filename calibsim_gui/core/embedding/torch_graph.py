@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from calibsim_gui.core.embedding.cache_folder import default_cache_dir
-from calibsim_gui.core.embedding.devices import resolve_device
+from calibsim_gui.core.embedding.devices import read_ahead, resolve_device
 from calibsim_gui.core.embedding.file_digests import file_sha256
 from calibsim_gui.core.embedding.graph_preparation import start_preparation
 from calibsim_gui.core.embedding.model_folders import ModelFingerprint, ModelInfo, fingerprint_folder
@@ -135,6 +135,7 @@ class TorchGraphEmbedder(TokenizedEmbedder):
                 import torch
 
                 try:
+                    read_ahead(self.graph)      # jit.load reads it holding the interpreter lock: the window waits
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", DeprecationWarning)    # TorchScript, in torch 2.13
                         self._module = torch.jit.load(str(self.graph), map_location=self.device).eval()

@@ -129,6 +129,7 @@ class ComparisonView(QWidget):
         self.state = state
         self.comparison: ModelComparison | None = None
         self._rows: dict[str, np.ndarray] = {}          # frame row of every drawn point, per form
+        self._stale = False                             # shown while hidden: drawn when shown (`_draw`)
         self._xy: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
         self.hint = QLabel(EMPTY_HINT, wordWrap=True, alignment=Qt.AlignmentFlag.AlignCenter)
@@ -247,38 +248,58 @@ class ComparisonView(QWidget):
         self.summary.setText("<br>".join(lines))
         self.summary.setToolTip("\n".join(f"{comparison.labels[m]}: {m}" for m in comparison.models))
         self._show_scales()
-        self._draw()
+        self._place_points()
         self.table.setModel(ComparisonTableModel(comparison, self.table))
-        self.table.resizeColumnsToContents()
-        for column in range(self.table.model().columnCount()):         # texts leave room for the scores
-            self.table.setColumnWidth(column, min(self.table.columnWidth(column), MAX_TEXT_WIDTH))
         self.stack.setCurrentIndex(1)
         self._show_agreement()
+        self._show_chosen()
+        self._show_selected()
+        self._stale = True
+        if self.isVisible():
+            self._draw()
+
+    def _place_points(self) -> None:
+        """Each form's two score columns (`_xy`) and the rows both models scored (`_rows`)."""
+        comparison = self.comparison
+        self._rows, self._xy = {}, {}
+        for form in self.plots:
+            columns = [comparison.column(form, m) for m in comparison.models[:2]]
+            if all(c in comparison.frame for c in columns):
+                x, y = (comparison.frame[c].to_numpy(dtype=float) for c in columns)
+                self._rows[form], self._xy[form] = np.flatnonzero(np.isfinite(x) & np.isfinite(y)), (x, y)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self._draw()
 
     def _draw(self) -> None:
+        """The scatters and the table's column widths, when the tab is shown: for 10,000 pairs they
+        took ~80 ms of the GUI thread, which a comparison restored into the hidden tab added to a
+        reopened project's wait (#44)."""
+        self._stale = False
         comparison = self.comparison
+        if comparison is None:
+            return
         first, second = comparison.models[:2]
-        self._rows, self._xy = {}, {}
         for form, plot in self.plots.items():
-            columns = [comparison.column(form, m) for m in (first, second)]
-            if not all(c in comparison.frame for c in columns):
+            if form not in self._xy:
                 self.scatters[form].setData([], [])
                 continue
-            x, y = (comparison.frame[c].to_numpy(dtype=float) for c in columns)
-            ok = np.isfinite(x) & np.isfinite(y)
-            self._rows[form], self._xy[form] = np.flatnonzero(ok), (x, y)
-            self.scatters[form].setData(x=x[ok], y=y[ok], data=self._rows[form])
+            rows, (x, y) = self._rows[form], self._xy[form]
+            self.scatters[form].setData(x=x[rows], y=y[rows], data=rows)
             plot.setTitle(f"{comparison.metric} {form}")
             plot.setLabel("bottom", header_of(comparison, form, first))
             plot.setLabel("left", header_of(comparison, form, second))
             plot.getAxis("bottom").setToolTip(first)
             plot.getAxis("left").setToolTip(second)
-            if ok.any():
-                lo, hi = float(min(x[ok].min(), y[ok].min())), float(max(x[ok].max(), y[ok].max()))
+            if len(rows):
+                lo, hi = float(min(x[rows].min(), y[rows].min())), float(max(x[rows].max(), y[rows].max()))
                 self.diagonals[form].setData([lo, hi], [lo, hi])
         self._apply_palette()
-        self._show_chosen()
-        self._show_selected()
+        self.table.resizeColumnsToContents()
+        for column in range(self.table.model().columnCount()):         # texts leave room for the scores
+            self.table.setColumnWidth(column, min(self.table.columnWidth(column), MAX_TEXT_WIDTH))
 
     def _show_scales(self) -> None:
         """The reference scales side by side, with why they matter, when calibrated > raw."""
