@@ -50,6 +50,21 @@ def test_a_tiny_models_prepared_graph_gives_sentence_transformers_vectors(tiny, 
     np.testing.assert_array_equal(again.token_counts(TEXTS), full.token_counts(TEXTS))
 
 
+def test_a_prepared_graph_loads_on_one_thread_and_gives_the_threads_back(tiny, monkeypatch):
+    """`torch.jit.load` holds the interpreter lock throughout and compares its constants some 5,000
+    times, each a parallel region: beside two busy processes it took 2.5 s on two threads, the
+    window waiting as long, and 44-120 ms on one (#44). The encodes after it use every thread."""
+    import torch
+
+    load_model(tiny, device="cpu", engine="torch")                     # prepares the graph
+    embedder = load_model(tiny, device="cpu", engine="torch")
+    threads, seen = torch.get_num_threads(), []
+    original = torch.jit.load
+    monkeypatch.setattr(torch.jit, "load", lambda *a, **kw: (seen.append(torch.get_num_threads()), original(*a, **kw))[1])
+    embedder.encode_batch(TEXTS[:2])
+    assert seen == [1] and torch.get_num_threads() == threads
+
+
 def test_a_graph_that_fails_its_check_is_deleted_and_sentence_transformers_runs(tiny, monkeypatch):
     monkeypatch.setattr(torch_graph, "check_graph", lambda embedder, reference: 0.5)
     embedder = load_model(tiny, device="cpu", engine="torch")

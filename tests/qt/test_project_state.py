@@ -300,3 +300,34 @@ def test_an_older_project_that_did_not_say_whether_it_cleaned_html_asks(window, 
         window.open_project(str(path))
     assert len(asked) == 1 and "HTML leftovers" in asked[0]
     assert window.state.profile.provenance["background"]["clean_html"] is True
+
+
+def test_a_project_opened_as_the_app_starts_loads_its_model_once(qtbot, tmp_path, pairs_csv, monkeypatch):
+    """A project opened from the file manager: the window's start-up load and the project want the
+    same model. It is loaded once; before, a second load started beside the first (two threads
+    importing torch and loading its graph) and the first's model was thrown away."""
+    from calibsim_gui.core.analysis.project import Project, ProjectInput
+    from calibsim_gui.qt.shell.main_window import MainWindow
+    from calibsim_gui.qt.widgets.workers import wait_for_workers
+    from tests.qt.conftest import WORKERS_END_MS, Gate
+
+    gate, loads = Gate(), []
+
+    def load(spec, device="auto", **kw):
+        loads.append((spec, device))
+        gate()
+        return FakeEmbedder()
+
+    monkeypatch.setattr(models, "load_model", load)
+    path = Project(inputs=[ProjectInput(str(pairs_csv))]).save(tmp_path / "study.calibsim")
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: gate.holding, timeout=REFERENCES_MS)        # the start-up load is on its way
+    window.open_project(str(path))
+    gate.release()
+    qtbot.waitUntil(lambda: window.state.results is not None, timeout=REFERENCES_MS)
+    assert window.project_path == str(path) and len(window.state.results.frame) == 30
+    assert loads == [(None, "auto")]
+    window.close()
+    assert wait_for_workers(WORKERS_END_MS)

@@ -135,10 +135,7 @@ class TorchGraphEmbedder(TokenizedEmbedder):
                 import torch
 
                 try:
-                    read_ahead(self.graph)      # jit.load reads it holding the interpreter lock: the window waits
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", DeprecationWarning)    # TorchScript, in torch 2.13
-                        self._module = torch.jit.load(str(self.graph), map_location=self.device).eval()
+                    self._module = load_graph(torch, self.graph, self.device)
                 except Exception as exc:
                     raise ModelError(f"torch cannot load the prepared graph {self.graph}: {exc}. Fix: delete "
                                      "it; calibsim prepares it again on the next load.") from exc
@@ -171,6 +168,24 @@ class TorchGraphEmbedder(TokenizedEmbedder):
             raise ModelError(f"The prepared graph {self.graph} of {self.info.path} failed on a batch of "
                              f"{len(texts)} texts: {type(exc).__name__}: {exc}. {CONFIG_FIX}") from exc
         return np.asarray(vectors, dtype=np.float32)
+
+
+def load_graph(torch, graph: Path, device: str):
+    """`torch.jit.load` of `graph`, a call that holds the interpreter lock throughout (the window
+    waits as long): the file is read first, and the load runs on one intra-op thread.
+
+    The load compares its constants some 5,000 times (``aten::equal``), each a parallel region:
+    on two threads beside two busy processes the load took 2.5 s, on one 44-120 ms (#44). The
+    thread count is this thread's (OpenMP's is per thread) and is given back after."""
+    read_ahead(graph)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)    # TorchScript, in torch 2.13
+            return torch.jit.load(str(graph), map_location=device).eval()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def check_graph(embedder: TorchGraphEmbedder, reference: SentenceTransformerEmbedder) -> float:

@@ -123,6 +123,7 @@ class Session(QObject):
         self.scoring_name = ""                        # the file being scored, for the Results placeholder
         self.score_failure = ""                       # why the input on screen could not be scored
         self.scored_chunks: list = []                 # the running score's chunks, for the live histogram
+        self._loading = None                          # what the model runner loads (`load_model`)
         self._cache = None
         self._cache_failed = False                    # the cache folder is unusable: go on without
         self._cache_warnings_shown = 0                # how many of the cache's warnings were shown
@@ -198,11 +199,17 @@ class Session(QObject):
         self.load_model(info_or_spec, device)
 
     def load_model(self, info_or_spec, device: str = "auto") -> None:
+        """Load a model in the model runner, unless the same load is on its way: a project opened
+        as the app starts wants the model the start is loading, and both loads ran side by side
+        (two threads importing torch, two graphs loaded, the first's result thrown away, #44)."""
         manager = self.models
         self.state.device = device
-        self.model_runner.start(load_and_warm_up, info_or_spec, device, manager.precision(),
-                                       manager.prompts_for(info_or_spec), manager.engine(),
-                                       manager.trust_folder_graph())
+        request = (info_or_spec, device, manager.precision(), manager.prompts_for(info_or_spec),
+                   manager.engine(), manager.trust_folder_graph())
+        if self.model_runner.running and request == self._loading:
+            return
+        self._loading = request
+        self.model_runner.start(load_and_warm_up, *request)
 
     def model_loaded(self, embedder) -> None:
         self.score_runner.cancel()          # its results are the previous model's
