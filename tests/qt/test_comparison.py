@@ -28,6 +28,7 @@ def compared(window, qtbot, pairs_csv, monkeypatch):
     monkeypatch.setattr(models, "load_model", lambda spec, device="auto", **kw: other)
     with qtbot.waitSignal(window.compare_runner.finished, timeout=120_000):
         window.compare.compare_with("small")
+    qtbot.waitUntil(lambda: not window.compare.view.drawing, timeout=120_000)     # drawn a step per turn
     return window
 
 
@@ -86,6 +87,7 @@ def test_clicking_a_scatter_point_selects_its_row_in_results(compared, qtbot):
     view, state = compared.compare.view, compared.state
     compared.tabs.setCurrentWidget(view)
     qtbot.waitExposed(view, timeout=120_000)
+    qtbot.waitUntil(lambda: not view.drawing, timeout=120_000)
     view.plots["raw"].vb.autoRange(padding=0.1)
     x, y = view._xy["raw"]
     target = int(np.argmax(np.abs(x - np.median(x)) + np.abs(y - np.median(y))))   # an outlying point
@@ -164,7 +166,7 @@ def test_a_comparison_restored_into_the_hidden_tab_is_drawn_when_the_tab_is_show
     assert all(len(item.data) == 0 for item in fresh.scatters.values())        # hidden: not drawn yet
 
     fresh.show()
-    qtbot.waitExposed(fresh)
+    qtbot.waitUntil(lambda: not fresh.drawing, timeout=120_000)
     comparison = fresh.comparison
     for form, item in fresh.scatters.items():
         x, y = (comparison.frame[comparison.column(form, m)].to_numpy(dtype=float) for m in comparison.models)

@@ -130,6 +130,9 @@ class ComparisonView(QWidget):
         self.comparison: ModelComparison | None = None
         self._rows: dict[str, np.ndarray] = {}          # frame row of every drawn point, per form
         self._stale = False                             # shown while hidden: drawn when shown (`_draw`)
+        self._steps: list = []                          # what `_draw` has left to draw
+        self._step_timer = QTimer(self, singleShot=True, interval=0)
+        self._step_timer.timeout.connect(self._draw_step)
         self._xy: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
         self.hint = QLabel(EMPTY_HINT, wordWrap=True, alignment=Qt.AlignmentFlag.AlignCenter)
@@ -274,29 +277,51 @@ class ComparisonView(QWidget):
             self._draw()
 
     def _draw(self) -> None:
-        """The scatters and the table's column widths, when the tab is shown: for 10,000 pairs they
-        took ~80 ms of the GUI thread, which a comparison restored into the hidden tab added to a
-        reopened project's wait (#44)."""
+        """Draw the scatters and fit the table's columns, once the tab is shown, a step per turn
+        of the event loop (`_draw_step`): for 10,000 pairs the whole took ~80 ms of the GUI thread
+        at once (#44)."""
         self._stale = False
-        comparison = self.comparison
-        if comparison is None:
+        if self.comparison is None:
+            return
+        self._steps = [*self.plots, None]                # each form's scatter, then the columns
+        self._step_timer.start()
+
+    @property
+    def drawing(self) -> bool:
+        """Steps of the draw are still to come."""
+        return bool(self._steps)
+
+    def _draw_step(self) -> None:
+        if not self._steps or self.comparison is None:
+            self._steps = []
+            return
+        form = self._steps.pop(0)
+        if form is None:
+            self._fit_columns()
+        else:
+            self._draw_form(form)
+        if self._steps:
+            self._step_timer.start()
+
+    def _draw_form(self, form: str) -> None:
+        comparison, plot = self.comparison, self.plots[form]
+        if form not in self._xy:
+            self.scatters[form].setData([], [])
             return
         first, second = comparison.models[:2]
-        for form, plot in self.plots.items():
-            if form not in self._xy:
-                self.scatters[form].setData([], [])
-                continue
-            rows, (x, y) = self._rows[form], self._xy[form]
-            self.scatters[form].setData(x=x[rows], y=y[rows], data=rows)
-            plot.setTitle(f"{comparison.metric} {form}")
-            plot.setLabel("bottom", header_of(comparison, form, first))
-            plot.setLabel("left", header_of(comparison, form, second))
-            plot.getAxis("bottom").setToolTip(first)
-            plot.getAxis("left").setToolTip(second)
-            if len(rows):
-                lo, hi = float(min(x[rows].min(), y[rows].min())), float(max(x[rows].max(), y[rows].max()))
-                self.diagonals[form].setData([lo, hi], [lo, hi])
-        self._apply_palette()
+        rows, (x, y) = self._rows[form], self._xy[form]
+        self.scatters[form].setData(x=x[rows], y=y[rows], data=rows)
+        plot.setTitle(f"{comparison.metric} {form}")
+        plot.setLabel("bottom", header_of(comparison, form, first))
+        plot.setLabel("left", header_of(comparison, form, second))
+        plot.getAxis("bottom").setToolTip(first)
+        plot.getAxis("left").setToolTip(second)
+        if len(rows):
+            lo, hi = float(min(x[rows].min(), y[rows].min())), float(max(x[rows].max(), y[rows].max()))
+            self.diagonals[form].setData([lo, hi], [lo, hi])
+        style_plot(plot, self.palette())
+
+    def _fit_columns(self) -> None:
         self.table.resizeColumnsToContents()
         for column in range(self.table.model().columnCount()):         # texts leave room for the scores
             self.table.setColumnWidth(column, min(self.table.columnWidth(column), MAX_TEXT_WIDTH))
