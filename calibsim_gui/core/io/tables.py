@@ -92,10 +92,10 @@ def read_text_file(path, encoding: str | None = None) -> str:
 def _decode(data: bytes, encoding: str) -> str:
     """`data` decoded, newlines normalised to ``\\n``, `DECODE_PIECE` bytes at a time.
 
-    Each piece is a short call under the interpreter lock: decoding and normalising a 66 MB file
-    in whole-text calls held it 50-170 ms at a time, and the window, which needs the lock for each
-    of its ticks, waited as long (#44). A decoding error is raised as decoding the whole file
-    raises it, its position counted from the file's start.
+    Each piece is a short call under the interpreter lock: decoding and normalising a 64 MB file
+    in whole-text calls held it up to 181 ms at once (37-41 ms now), and the window, which needs
+    the lock for each of its ticks, waited as long (#44). A decoding error is raised as decoding
+    the whole file raises it, its position counted from the file's start.
     """
     decoder = codecs.getincrementaldecoder(encoding)()
     view, pieces, carried = memoryview(data), [], ""
