@@ -55,7 +55,12 @@ def reset_times(interval_s: float, resets: int) -> dict:
     reset_ms()                                          # first layout and font caches
     alone = reset_ms()
     stop = threading.Event()
-    busy = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    busy = threading.Thread(target=spin)
     busy.start()
     time.sleep(0.05)
     beside = reset_ms()

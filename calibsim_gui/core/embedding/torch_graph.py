@@ -132,10 +132,8 @@ class TorchGraphEmbedder(TokenizedEmbedder):
     def _loaded(self):
         with self._module_lock:
             if self._module is None:
-                import torch
-
                 try:
-                    self._module = load_graph(torch, self.graph, self.device)
+                    self._module = load_graph(self.graph, self.device)
                 except Exception as exc:
                     raise ModelError(f"torch cannot load the prepared graph {self.graph}: {exc}. Fix: delete "
                                      "it; calibsim prepares it again on the next load.") from exc
@@ -170,13 +168,15 @@ class TorchGraphEmbedder(TokenizedEmbedder):
         return np.asarray(vectors, dtype=np.float32)
 
 
-def load_graph(torch, graph: Path, device: str):
+def load_graph(graph: Path, device: str):
     """`torch.jit.load` of `graph`, a call that holds the interpreter lock throughout (the window
     waits as long): the file is read first, and the load runs on one intra-op thread.
 
     The load compares its constants some 5,000 times (``aten::equal``), each a parallel region:
     on two threads beside two busy processes the load took 2.5 s, on one 44-120 ms (#44). The
     thread count is this thread's (OpenMP's is per thread) and is given back after."""
+    import torch
+
     read_ahead(graph)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
