@@ -91,6 +91,26 @@ def test_pair_scores_are_the_same_when_computed_in_blocks(vectors, monkeypatch):
         assert blocked[name].dtype == np.float64 and blocked[name].shape == (7,)
 
 
+
+@pytest.mark.parametrize("same_rows", [True, False])
+def test_pairs_named_by_index_score_as_the_gathered_pairs_bit_for_bit(monkeypatch, same_rows):
+    """A background's sentences recur across its pairs: scoring the pairs by index (each row's
+    length computed once, rows gathered a block at a time) gives every metric's scores exactly."""
+    from calibsim_gui.core.geometry import metrics
+
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((40, 6)).astype(np.float32)
+    b = a if same_rows else rng.standard_normal((30, 6)).astype(np.float32)
+    a[5] = 0                                            # a zero vector among them
+    first, second = rng.integers(0, len(a), 250), rng.integers(0, len(b), 250)
+    monkeypatch.setattr(metrics, "PAIR_BLOCK", 16)      # pairs and row lengths in several blocks
+    by_index = pair_scores(a, b, pairs=(first, second))
+    gathered = pair_scores(a[first], b[second])
+    for name in METRICS:
+        np.testing.assert_array_equal(by_index[name], gathered[name], err_msg=name)
+        assert by_index[name].shape == (250,)
+
+
 # --- issue 19: norm-aware similarities and soft cosine, against independent computations ---
 
 from scipy.spatial.distance import cosine as scipy_cosine_distance  # noqa: E402

@@ -76,6 +76,29 @@ def test_small_background_warns(corpus):
     assert any("fewer" in w or "only 500" in w for w in small.warnings())
 
 
+
+def test_a_build_encodes_every_text_once_before_scoring_its_background_pairs(corpus, monkeypatch):
+    """On a GPU the pairs are the CPU's work: the anchors and reference sentences are encoded
+    before it, not after, so the device does not wait between encodings; nothing twice."""
+    from calibsim_gui.core.calibration import profile_builder
+    from calibsim_gui.core.calibration.profile_builder import encode_references
+
+    embedder, encoded_then = FakeEmbedder(), []
+    scored = profile_builder.pair_sketches
+    monkeypatch.setattr(profile_builder, "pair_sketches",
+                        lambda *args: encoded_then.append(sum(map(len, embedder.batches))) or scored(*args))
+    settings = ProfileSettings(n_pairs=300)
+    built = build_profile(embedder, corpus[:500], settings)
+    references = FakeEmbedder()
+    encode_references(references, settings)
+    others = sum(map(len, references.batches))
+    assert encoded_then == [sum(map(len, embedder.batches))] == [500 + others]
+    texts = [t for batch in embedder.batches for t in batch]
+    assert len(set(texts)) == len(texts)
+    assert texts[:others] == [t for batch in references.batches for t in batch]   # they came first
+    assert built.background_pairs == 300
+
+
 def test_merge_of_two_halves_is_exact_and_order_independent(corpus):
     emb = FakeEmbedder()
     a = build_profile(emb, corpus[:2000], ProfileSettings(n_pairs=1000, seed=1))

@@ -129,6 +129,14 @@ LANGUAGE_RESAMPLES, LANGUAGE_RESAMPLED_PAIRS = 50, 5000
 English's: a run may measure several languages on the fly)."""
 
 
+def encode_references(embedder, settings: ProfileSettings, **encode_options
+                      ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """What a profile of `settings` encodes besides its background: the anchor pairs' first and
+    second texts, and calibsim's reference sentences per language (`reference_embeddings`)."""
+    anchor_a, anchor_b = _anchor_embeddings(embedder, settings.anchors or builtin_anchors(), **encode_options)
+    return anchor_a, anchor_b, reference_embeddings(embedder, ("en", *settings.languages), **encode_options)
+
+
 def reference_embeddings(embedder, languages=("en",), **encode_options) -> dict[str, np.ndarray]:
     """Embeddings of calibsim's reference sentences in each of `languages` ("en" or codes of
     `REFERENCE_LANGUAGES`)."""
@@ -213,9 +221,11 @@ def _scale_provenance(reference: dict[str, np.ndarray]) -> dict:
             "languages": _language_provenance(reference)}
 
 
-def _similarities(a: np.ndarray, b: np.ndarray, metrics) -> dict[str, np.ndarray]:
-    """Pair scores of row-aligned embeddings, "higher = more similar"."""
-    return {name: METRICS[name].as_similarity(values) for name, values in pair_scores(a, b, metrics).items()}
+def _similarities(a: np.ndarray, b: np.ndarray, metrics, pairs=None) -> dict[str, np.ndarray]:
+    """Pair scores of row-aligned embeddings (or of `pairs` of rows: see `pair_scores`),
+    "higher = more similar"."""
+    return {name: METRICS[name].as_similarity(values)
+            for name, values in pair_scores(a, b, metrics, pairs).items()}
 
 
 def pair_sketches(embeddings: np.ndarray, first, second, metrics, transforms: dict[str, GeometryTransform],
@@ -229,11 +239,11 @@ def pair_sketches(embeddings: np.ndarray, first, second, metrics, transforms: di
     """
     first, second = np.asarray(first), np.asarray(second)
     used, inverse = np.unique(np.concatenate([first, second]), return_inverse=True)
-    rows, a, b = embeddings[used], inverse[:len(first)], inverse[len(first):]
-    sketches = {"none": {m: ScoreSketch.of(v) for m, v in _similarities(rows[a], rows[b], metrics).items()}}
+    rows, pairs = embeddings[used], (inverse[:len(first)], inverse[len(first):])
+    sketches = {"none": {m: ScoreSketch.of(v) for m, v in _similarities(rows, rows, metrics, pairs).items()}}
     for fix, transform in transforms.items():
         fixed = transform.transform(rows)
-        scores = _similarities(fixed[a], fixed[b], fixed_metrics)
+        scores = _similarities(fixed, fixed, fixed_metrics, pairs)
         sketches[fix] = {m: ScoreSketch.of(v) for m, v in scores.items()}
     return sketches
 
@@ -261,7 +271,7 @@ def build_profile(embedder, background=None, settings: ProfileSettings | None = 
     documents = background if isinstance(background, DocumentSet) else None
     background_texts = documents.texts if documents is not None else background
     options = dict(cache=cache, batch_size=batch_size, should_stop=should_stop)
-    statistics = None
+    statistics = encoded = None
     if background_texts is not None:
         texts = list(dict.fromkeys(background_texts))
         pairs = min(n_pairs, len(texts) * (len(texts) - 1) // 2)
@@ -278,6 +288,8 @@ def build_profile(embedder, background=None, settings: ProfileSettings | None = 
                              f"2 are needed ({len(texts):,} distinct sentences are there to draw them from).",
                              fix="ask for more --pairs (the default is 20,000; the upper tail is fitted on the "
                                  "top 5 %, at least 20 pairs)")
+        # every text is encoded before the CPU's work on the pairs: no pause between encodings
+        encoded = encode_references(embedder, settings, progress=progress, **options)
         encoding = encode_texts(embedder, texts, progress=progress, **options)
         emb = encoding.embeddings
         transforms = fit_geometries_from_moments(embedding_moments(emb), settings.fixes, settings.geometry_settings)
@@ -289,7 +301,7 @@ def build_profile(embedder, background=None, settings: ProfileSettings | None = 
     profile = assemble_profile(embedder, statistics, settings,
                                files=[{"name": Path(s).name, "path": str(Path(s).resolve()),
                                        "sha256": file_digest(s)} for s in sources],
-                               progress=progress, **options)
+                               encoded=encoded, progress=progress, **options)
     if "background" in profile.provenance:
         profile.provenance["background"]["clean_html"] = bool(settings.clean_html)
         if documents is not None and documents.text_columns:        # which column of each table file
@@ -299,16 +311,16 @@ def build_profile(embedder, background=None, settings: ProfileSettings | None = 
 
 
 def assemble_profile(embedder, background: BackgroundStatistics | None, settings: ProfileSettings, *,
-                     files=(), **encode_options) -> ReferenceProfile:
-    """A profile from background statistics and the anchors (encoded here) with its provenance.
+                     files=(), encoded=None, **encode_options) -> ReferenceProfile:
+    """A profile from background statistics and the anchors with its provenance.
 
     `background` was computed with `settings`; `files` are the background sources as
-    ``{"name", "sha256"}`` (or ``{"path"}``) entries; `encode_options` go to `encode_texts`.
+    ``{"name", "sha256"}`` (or ``{"path"}``) entries; `encoded` is `encode_references` of
+    `settings` if already encoded (None: encoded here, `encode_options` going to `encode_texts`).
     """
     anchors, metrics = settings.anchors or builtin_anchors(), list(settings.metrics)
     fixed_metrics, seed = settings.fixed_metrics, settings.seed
-    anchor_a, anchor_b = _anchor_embeddings(embedder, anchors, **encode_options)
-    reference = reference_embeddings(embedder, ("en", *settings.languages), **encode_options)
+    anchor_a, anchor_b, reference = encoded or encode_references(embedder, settings, **encode_options)
     references = _metric_references(anchor_a, anchor_b, reference, metrics,
                                     backgrounds=background and background.sketches["none"])
     provenance = {

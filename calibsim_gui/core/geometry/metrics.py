@@ -76,10 +76,12 @@ def _once(method):
 
 class Rows:
     """Vectors (rows) and what metrics derive from them, each computed once on first use:
-    the unit vectors, the lengths and the squared lengths."""
+    the unit vectors, the lengths and the squared lengths (`norms`: the lengths if known)."""
 
-    def __init__(self, x: np.ndarray):
+    def __init__(self, x: np.ndarray, norms: np.ndarray | None = None):
         self.x = x
+        if norms is not None:
+            self.__dict__["norms"] = norms
 
     @_once
     def unit(self) -> np.ndarray:
@@ -126,8 +128,9 @@ class PairParts:
     vectors, lengths) and the cosines and angles, each computed once on first use, so that scoring
     a block of pairs with every metric costs one pass over each side (it cost twelve)."""
 
-    def __init__(self, a: np.ndarray, b: np.ndarray):
-        self.a, self.b = Rows(a), Rows(b)
+    def __init__(self, a, b):
+        self.a = a if isinstance(a, Rows) else Rows(a)
+        self.b = b if isinstance(b, Rows) else Rows(b)
 
     @_once
     def cosine(self) -> np.ndarray:
@@ -271,12 +274,16 @@ def get_metrics(names=None) -> list[Metric]:
     return [METRICS[n] for n in names]
 
 
-def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None) -> dict[str, np.ndarray]:
-    """Raw scores of row-aligned embeddings.
+def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None, pairs=None) -> dict[str, np.ndarray]:
+    """Raw scores of row-aligned embeddings, or of the pairs of rows `pairs` names.
 
     Parameters
     ----------
-    a, b : ndarray of shape (n_pairs, dim)
+    a, b : ndarray of shape (n_pairs, dim), or of shape (n_a, dim) and (n_b, dim) with `pairs`
+    pairs : (first, second) index arrays or None
+        Pair i is ``a[first[i]]`` and ``b[second[i]]``: each row's length is computed once, however
+        many pairs share it, and rows are gathered a block at a time. The scores are those of
+        ``pair_scores(a[first], b[second])``, bit for bit.
 
     Returns
     -------
@@ -288,15 +295,34 @@ def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None) -> dict[str, np.ndar
     Computed in float64 blocks of `PAIR_BLOCK` pairs, so memory does not grow with `n_pairs`.
     """
     chosen = get_metrics(metrics)
-    out = {m.name: np.empty(len(a)) for m in chosen}
-    for start in range(0, len(a), PAIR_BLOCK):
+    if pairs is None:
+        n_pairs, sides = len(a), [(a, None, None), (b, None, None)]
+    else:
+        first, second = (np.asarray(index) for index in pairs)
+        norms_a = row_norms(a)
+        n_pairs, sides = len(first), [(a, norms_a, first), (b, norms_a if b is a else row_norms(b), second)]
+    out = {m.name: np.empty(n_pairs) for m in chosen}
+    for start in range(0, n_pairs, PAIR_BLOCK):
         rows = slice(start, start + PAIR_BLOCK)
-        block_a = np.asarray(a[rows], dtype=np.float64)
-        block_b = np.asarray(b[rows], dtype=np.float64)
-        parts = PairParts(block_a, block_b)
+        parts = PairParts(*(_block_rows(x, norms, index, rows) for x, norms, index in sides))
         for m in chosen:
             out[m.name][rows] = m.from_pair_parts(parts)
     return out
+
+
+def _block_rows(x: np.ndarray, norms: np.ndarray | None, index, rows: slice) -> Rows:
+    """Rows `rows` of `x`, or rows ``index[rows]`` of `x` with their known `norms`, in float64."""
+    if index is None:
+        return Rows(np.asarray(x[rows], dtype=np.float64))
+    chosen = index[rows]
+    return Rows(np.asarray(x[chosen], dtype=np.float64), norms[chosen])
+
+
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """The float64 lengths of the rows of `x`, as `Rows.norms` computes them, `PAIR_BLOCK` rows at
+    a time (no float64 copy of all of `x`)."""
+    return np.concatenate([Rows(np.asarray(x[start:start + PAIR_BLOCK], dtype=np.float64)).norms
+                           for start in range(0, len(x), PAIR_BLOCK)] or [np.empty(0)])
 
 
 def matrix_blocks(x: np.ndarray, metric: Metric, *, block_rows: int = 1024
