@@ -3,6 +3,7 @@ linked to the selection and kept in the view state (issue 28, "Compare as a tab"
 
 import json
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from calibsim_gui.core.analysis.comparison import ModelComparison
 from calibsim_gui.core.embedding import models
 from calibsim_gui.qt.views import comparison_view
 from calibsim_gui.qt.views.comparison_view import ComparisonView
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS
 from tests.fakes import FakeEmbedder
 
 OTHER = "fake-small"
@@ -176,12 +178,12 @@ def test_a_comparison_restored_into_the_hidden_tab_is_drawn_when_the_tab_is_show
     assert all(0 < w <= comparison_view.MAX_TEXT_WIDTH for w in widths)
 
 
-def _constructed(calibrated_diff: float) -> ModelComparison:
-    """Two made-up models, raw mean difference 0.060 and calibrated `calibrated_diff`."""
+def _constructed(calibrated_diff: float, n: int = 20) -> ModelComparison:
+    """Two made-up models, raw mean difference 0.060 and calibrated `calibrated_diff`, `n` pairs."""
     rng = np.random.default_rng(3)
     a, b = "all-MiniLM-L6-v2@c4aa", "all-mpnet-base-v2@91ff"
-    frame = pd.DataFrame({"sentence1": [f"a {i}" for i in range(20)], "sentence2": [f"b {i}" for i in range(20)],
-                          **{f"cosine_{form} [{m}]": rng.uniform(0, 1, 20)
+    frame = pd.DataFrame({"sentence1": [f"a {i}" for i in range(n)], "sentence2": [f"b {i}" for i in range(n)],
+                          **{f"cosine_{form} [{m}]": rng.uniform(0, 1, n)
                              for form in ("raw", "calibrated") for m in (a, b)}})
     differences = {"raw": {"unit": "the metric's own units", "mean_abs_diff": 0.060, "by_pair": {}},
                    "calibrated": {"unit": "0-1 human scale", "mean_abs_diff": calibrated_diff, "by_pair": {}}}
@@ -379,3 +381,36 @@ def test_the_second_model_is_freed_once_the_comparison_ends(window, qtbot, pairs
         assert window.compare.view.comparison is not None
     finally:
         gc.unfreeze()
+
+
+def test_a_comparison_of_many_pairs_is_one_image_of_every_pair_that_a_click_still_selects(state, qtbot):
+    """Separate points for 100,000 pairs held the window ~350 ms a plot: past `MANY_POINTS` each
+    plot is one image of every pair, drawn where its scores are; a click selects the pair's row
+    and the rows chosen elsewhere are drawn in their colour."""
+    comparison = _constructed(0.05, n=MANY_POINTS + 500)
+    raw = [comparison.column("raw", m) for m in comparison.models]
+    comparison.frame.loc[0, raw] = [1.6, -0.6]                        # a pair far from every other
+    state.results = SimpleNamespace(frame=comparison.frame)
+    view = ComparisonView(state)
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    view.show_comparison(comparison)
+    qtbot.waitUntil(lambda: not view.drawing, timeout=120_000)
+    for form, cloud in view.clouds.items():
+        x, y = view._xy[form]
+        assert len(view.scatters[form].data) == 0
+        np.testing.assert_array_equal(cloud.coords, np.column_stack([x, y]))
+    view.canvas.grab()
+    assert all(cloud.drawn().all() for cloud in view.clouds.values())
+
+    view.plots["raw"].vb.autoRange(padding=0.1)
+    view.canvas.grab()
+    spot = view.canvas.mapFromScene(view.point_position("raw", 0))
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(spot.x(), spot.y()))
+    assert state.selected_row == 0 and view.hover.text().startswith("row 1:")
+    assert view.selected_points()["raw"] == (1.6, -0.6)
+
+    state.set_chosen_rows([1, 2, 3], "3 texts chosen on the Map")
+    for form, cloud in view.clouds.items():
+        assert np.flatnonzero(cloud.groups).tolist() == [1, 2, 3] and len(view.chosen[form].getData()[0]) == 0

@@ -11,11 +11,11 @@ import pytest
 from calibsim_gui.core.analysis import projection
 from calibsim_gui.core.analysis.clusters import cluster_texts
 from calibsim_gui.core.analysis.projection import TextMap, pca_2d
-from calibsim_gui.qt.views.map import map_items, map_stages
+from calibsim_gui.qt.session.state import AppState
+from calibsim_gui.qt.views.map import map_stages
 from calibsim_gui.qt.views.map.map_colours import CATEGORY_COLOURS, CHOSEN_COLOUR
 from calibsim_gui.qt.views.map.map_view import MANY_POINTS, MapView
-from calibsim_gui.qt.session.state import AppState
-
+from calibsim_gui.qt.widgets import point_cloud
 
 TOPICS = ("apple pear plum", "boat ship sail", "rain snow wind")
 
@@ -88,7 +88,7 @@ def test_clusters_are_named_on_the_map_and_chosen_points_in_a_colour_no_cluster_
 
 def test_a_very_large_map_is_rendered_again_in_a_worker_while_the_old_image_stays(large_view, qtbot, monkeypatch):
     view = large_view
-    monkeypatch.setattr(map_items, "RENDER_IN_WORKER", 1000)      # as if the 6,500 points were millions
+    monkeypatch.setattr(point_cloud, "RENDER_IN_WORKER", 1000)      # as if the 6,500 points were millions
     view.plot_widget.grab()                                      # the first image: at once
     renders, first = view.cloud.renders, view.cloud._image
     with qtbot.waitSignal(view.cloud.renderer.finished, timeout=60_000):

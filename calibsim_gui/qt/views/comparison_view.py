@@ -38,10 +38,12 @@ from calibsim_gui.qt.session.human_scores import chosen_label
 from calibsim_gui.qt.session.state import form_label
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
 from calibsim_gui.qt.widgets.results_model import ResultsTableModel
 
 SCATTER_FORMS = ("raw", "calibrated")
 CHOSEN_COLOR = QColor(245, 133, 24)
+CLOUD_COLOURS = [(*POINT_COLOR.getRgb()[:3], 110), CHOSEN_COLOR.getRgb()]   # many points: translucent, the chosen on top
 MAX_TEXT_WIDTH = 300              # pixels: a column of long texts is cut, the scores beside it are not
 SIZED_ROWS = 100                  # rows whose cells set the columns' widths (Qt asks 1,000, one Python call each)
 EMPTY_HINT = ("No comparison yet. A comparison scores the pairs shown in Results with a second model, "
@@ -163,6 +165,7 @@ class ComparisonView(QWidget):
 
         self.canvas = pg.GraphicsLayoutWidget()
         self.plots, self.diagonals, self.scatters, self.selected, self.chosen = {}, {}, {}, {}, {}
+        self.clouds: dict[str, PointCloud] = {}          # a form's points beyond `MANY_POINTS`: one image
         self.plot_menu: PlotMenu | None = None
         QTimer.singleShot(0, self, self._add_plots)     # in a turn of its own: the tab shows first (#44)
         self.hover = QLabel(HOVER_HINT, textFormat=Qt.TextFormat.PlainText)
@@ -223,7 +226,12 @@ class ComparisonView(QWidget):
                 plot.addItem(item)
             points.sigClicked.connect(self._clicked)
             points.sigHovered.connect(self._hovered)
+            cloud = PointCloud()
+            cloud.clicked.connect(lambda point, form=form: self._select_row(int(self._rows[form][point])))
+            cloud.hovered.connect(lambda point, form=form: self._hover_row(int(self._rows[form][point])))
+            plot.addItem(cloud)
             self.scatters[form], self.chosen[form], self.selected[form] = points, chosen, selected
+            self.clouds[form] = cloud
         self.plot_menu = PlotMenu(self, self.canvas, list(self.plots.values()), image_name="comparison.png")
         self._apply_palette()
 
@@ -236,6 +244,8 @@ class ComparisonView(QWidget):
             for items in (self.scatters, self.chosen, self.selected):
                 for item in items.values():
                     item.setData([], [])
+            for cloud in self.clouds.values():
+                cloud.clear()
             self.table.setModel(None)
             return
         self._add_plots()
@@ -310,7 +320,12 @@ class ComparisonView(QWidget):
             return
         first, second = comparison.models[:2]
         rows, (x, y) = self._rows[form], self._xy[form]
-        self.scatters[form].setData(x=x[rows], y=y[rows], data=rows)
+        if self._crowded(form):          # 100,000 separate points held the window ~350 ms (#44)
+            self.scatters[form].setData([], [])
+            self._draw_cloud(form)
+        else:
+            self.clouds[form].clear()
+            self.scatters[form].setData(x=x[rows], y=y[rows], data=rows)
         plot.setTitle(f"{comparison.metric} {form}")
         plot.setLabel("bottom", header_of(comparison, form, first))
         plot.setLabel("left", header_of(comparison, form, second))
@@ -320,6 +335,17 @@ class ComparisonView(QWidget):
             lo, hi = float(min(x[rows].min(), y[rows].min())), float(max(x[rows].max(), y[rows].max()))
             self.diagonals[form].setData([lo, hi], [lo, hi])
         style_plot(plot, self.palette())
+
+    def _crowded(self, form: str) -> bool:
+        """The form has more points than separate points can draw: they are one image."""
+        return len(self._rows.get(form, ())) > MANY_POINTS
+
+    def _draw_cloud(self, form: str) -> None:
+        """Draw the form's points as one image, the chosen rows on top in their colour."""
+        rows, (x, y) = self._rows[form], self._xy[form]
+        chosen = self.state.chosen_rows
+        groups = np.isin(rows, chosen[0]).astype(np.int64) if chosen is not None else np.zeros(len(rows), np.int64)
+        self.clouds[form].set_points(np.column_stack([x[rows], y[rows]]), groups, CLOUD_COLOURS)
 
     def _fit_columns(self) -> None:
         self.table.resizeColumnsToContents()
@@ -376,13 +402,21 @@ class ComparisonView(QWidget):
     # ------------------------------------------------------------------ the selection
 
     def _clicked(self, _item, points, _event) -> None:
+        if len(points):
+            self._select_row(int(points[0].data()))
+
+    def _select_row(self, row: int) -> None:
         results = self.state.results
-        if len(points) and results is not None and int(points[0].data()) < len(results.frame):
-            self.state.select_row(int(points[0].data()))
+        if results is not None and row < len(results.frame):
+            self.state.select_row(row)
 
     def _hovered(self, _item, points, _event) -> None:
-        if len(points) and self.comparison is not None:
-            self.hover.setText(self.point_text(int(points[0].data())))
+        if len(points):
+            self._hover_row(int(points[0].data()))
+
+    def _hover_row(self, row: int) -> None:
+        if self.comparison is not None:
+            self.hover.setText(self.point_text(row))
 
     def point_text(self, row: int) -> str:
         """The hover line of frame row `row`: its two texts and both models' scores."""
@@ -409,6 +443,11 @@ class ComparisonView(QWidget):
     def _show_chosen(self) -> None:
         chosen = self.state.chosen_rows
         for form, item in self.chosen.items():
+            if self._crowded(form):
+                item.setData([], [])
+                if len(self.clouds[form].coords):        # drawn: redrawn with the chosen on top
+                    self._draw_cloud(form)
+                continue
             x, y = self._xy.get(form, (np.zeros(0), np.zeros(0)))
             rows = np.zeros(0, dtype=np.int64) if chosen is None else chosen[0][chosen[0] < len(x)]
             rows = rows[np.isfinite(x[rows]) & np.isfinite(y[rows])] if len(rows) else rows

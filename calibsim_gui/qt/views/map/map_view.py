@@ -34,19 +34,23 @@ from calibsim_gui.qt.views.map.map_controls import PROJECTIONS, MapControls
 from calibsim_gui.qt.views.map.map_items import (
     ClusterLabels,
     DensityImage,
-    PointCloud,
     SelectionViewBox,
 )
-from calibsim_gui.qt.views.map.map_stages import describe_map, encode_query, map_stages, shorten
+from calibsim_gui.qt.views.map.map_stages import (
+    describe_map,
+    encode_query,
+    map_stages,
+    shorten,
+)
 from calibsim_gui.qt.views.map.nearest_panel import NearestPanel
 from calibsim_gui.qt.views.map.shown_marks import ShownMarks
 from calibsim_gui.qt.widgets.messages import plural
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
 from calibsim_gui.qt.widgets.workers import TaskRunner
 from calibsim_gui.session.selection import pairs_among
 
 NEIGHBOURS = 10
-MANY_POINTS = 5000          # beyond this, points are drawn small and translucent as one image (`PointCloud`)
 
 
 class MapView(QWidget):
