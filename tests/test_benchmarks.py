@@ -40,8 +40,10 @@ SCRIPTS = {
     "memory_budget": {"runs", "pairs_file_mb", "targets_met"},
     "gpu": {"device", "start", "score", "encode", "build"},
     "lock_handover": {"runs", "app_interval_ms"},
+    "compare_scale": {"runs", "draw_target_ms", "step_target_ms", "target_met"},
 }
-USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale", "lock_handover"}
+USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale", "lock_handover",
+                                  "compare_scale"}
 
 
 def run_quick(name: str, results: Path) -> dict:
