@@ -164,3 +164,34 @@ def test_scatter_has_a_small_menu_instead_of_pyqtgraphs(views):
     _, _, view = views
     assert not view.plot.vb.menuEnabled()
     assert [a.text() for a in view.plot_menu.build().actions()] == ["Reset view", "Export image…"]
+
+
+def test_many_labelled_pairs_are_one_image_where_their_scores_are_and_a_click_selects(views, qtbot, monkeypatch):
+    """100,000 separate points held the window ~0.3 s: past `MANY_POINTS` (here 10, as if it were
+    100,000) the pairs are one image, drawn where their scores are; a click selects a pair's row."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QPoint
+
+    from calibsim_gui.qt.views import agreement_view
+
+    monkeypatch.setattr(agreement_view, "MANY_POINTS", 10)
+    state, table_view, view = views
+    state.set_labels("rating", (0, 10))
+    result, rows = view.result, view._rows
+    assert len(rows) == 20 and len(view.points.data) == 0
+    np.testing.assert_array_equal(view.cloud.coords, np.column_stack([result.human[rows], result.calibrated[rows]]))
+    view.resize(700, 600)
+    view.show()
+    qtbot.waitExposed(view, timeout=120_000)
+    view.canvas.grab()
+    assert view.cloud.drawn().all()
+
+    odd = rows[rows % 2 == 1]                          # different texts: rated 1, calibrated apart
+    gaps = np.abs(result.calibrated[odd][:, None] - result.calibrated[odd][None, :]) + np.eye(len(odd))
+    target = int(odd[np.argmax(gaps.min(axis=1))])     # the one farthest from the others
+    spot = view.canvas.mapFromScene(view.plot.vb.mapViewToScene(
+        pg.Point(result.human[target], result.calibrated[target])))
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(spot.x(), spot.y()))
+    assert state.selected_row == target
+    assert [table_view.model.frame_row(i.row()) for i in table_view.table.selectionModel().selectedRows()] == [target]
+    assert view.hover.text().startswith(f"row {target + 1}:")

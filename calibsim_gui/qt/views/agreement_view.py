@@ -24,6 +24,7 @@ from calibsim_gui.core.analysis.distributions import SPEARMAN_NOTE, Agreement
 from calibsim_gui.qt.session.human_scores import calibrated_column, current_agreement
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
 from calibsim_gui.session.model import COMPARED_FORMS
 
 NO_LABELS_HINT = ("No human scores to compare with. Load a pairs file with a numeric column of "
@@ -37,6 +38,7 @@ def agreement_summary(result: Agreement) -> str:
 
 
 HOVER_HINT = "Hover over a point to see its pair; click it to select the row"
+CLOUD_COLOURS = [(*POINT_COLOR.getRgb()[:3], 110)]      # more than `MANY_POINTS` pairs: small, translucent
 
 
 class AgreementView(QWidget):
@@ -68,10 +70,13 @@ class AgreementView(QWidget):
         self.selected = pg.ScatterPlotItem(size=16, pen=pg.mkPen(SELECTED_COLOR, width=2.5),
                                            brush=None)
         self.selected.setZValue(10)
-        for item in (self.diagonal, self.points, self.selected):
+        self.cloud = PointCloud()                      # more than `MANY_POINTS` pairs: one image
+        for item in (self.diagonal, self.points, self.cloud, self.selected):
             self.plot.addItem(item)
         self.points.sigHovered.connect(self._hovered)
         self.points.sigClicked.connect(self._clicked)
+        self.cloud.hovered.connect(lambda point: self._hover_row(int(self._rows[point])))
+        self.cloud.clicked.connect(lambda point: self.state.select_row(int(self._rows[point])))
         self.plot_menu = PlotMenu(self, self.canvas, [self.plot], image_name="agreement.png",
                                   reset=lambda plot: plot.setRange(xRange=(-0.05, 1.05),
                                                                    yRange=(-0.05, 1.05), padding=0))
@@ -117,6 +122,7 @@ class AgreementView(QWidget):
         self.hover.setText(HOVER_HINT)            # a pair read from the previous results is gone
         if result is None:
             self.points.setData([], [])
+            self.cloud.clear()
             self._rows = np.zeros(0, dtype=np.int64)
             self.stack.setCurrentWidget(self.hint)
             self._show_selected()
@@ -124,7 +130,13 @@ class AgreementView(QWidget):
         self._show_form_choice()
         ok = np.isfinite(result.human) & np.isfinite(result.calibrated)
         self._rows = np.flatnonzero(ok)
-        self.points.setData(x=result.human[ok], y=result.calibrated[ok], data=self._rows)
+        if len(self._rows) > MANY_POINTS:              # 100,000 separate points held the window ~0.3 s
+            self.points.setData([], [])
+            self.cloud.set_points(np.column_stack([result.human[ok], result.calibrated[ok]]),
+                                  np.zeros(len(self._rows), dtype=np.int64), CLOUD_COLOURS)
+        else:
+            self.cloud.clear()
+            self.points.setData(x=result.human[ok], y=result.calibrated[ok], data=self._rows)
         self.plot.setLabel("left", f"{calibrated_column(self.state)} (0–1)")
         self.plot.setRange(xRange=(-0.05, 1.05), yRange=(-0.05, 1.05), padding=0)
         self.summary.setText(agreement_summary(result))
@@ -155,8 +167,12 @@ class AgreementView(QWidget):
                 f"disagreement {result.disagreement[row]:.3f}")
 
     def _hovered(self, _item, points, _event) -> None:
-        if len(points) and self.result is not None:
-            self.hover.setText(self.point_text(int(points[0].data())))
+        if len(points):
+            self._hover_row(int(points[0].data()))
+
+    def _hover_row(self, row: int) -> None:
+        if self.result is not None:
+            self.hover.setText(self.point_text(row))
 
     def _clicked(self, _item, points, _event) -> None:
         if len(points):
