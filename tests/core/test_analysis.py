@@ -478,3 +478,23 @@ def test_saturation_note_names_the_metric_and_the_columns_it_means(tmp_path, pro
     assert note.startswith("cosine: 100.0% of pairs score above the background's 99th percentile of cosine")
     assert "cosine_bg_percentile cannot separate them; rank them with cosine_calibrated or cosine_bg_surprise" in note
     assert not any("<metric>" in n for n in scored.notes)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "Int64", "Float64", "double[pyarrow]",
+                                   "int64[pyarrow]", "object", "string", "bool"])
+def test_human_scores_read_from_numbers_equal_those_read_from_their_text(dtype):
+    """A column of numbers is read as it is, not through its text: the values are the same,
+    empty cells and cells that are not numbers are NaN."""
+    from calibsim_gui.core.analysis.distributions import label_values
+
+    numbers = [0.0, 4.25, 1e-7, 5.0, 3.0, None] if dtype not in ("bool",) else [True, False]
+    if "int" in dtype.lower():
+        numbers = [0, 4, 5, 3, None] if dtype[0] in "I" or "pyarrow" in dtype else [0, 4, 5, 3]
+    column = pd.Series(numbers, dtype=dtype)
+    through_text = pd.to_numeric(column.astype(str).str.strip().replace("", np.nan),
+                                 errors="coerce").to_numpy(dtype=float)
+    got = label_values(column)
+    np.testing.assert_array_equal(got, through_text)
+    assert got.dtype == np.float64
+    if dtype in ("float64", "Float64", "double[pyarrow]", "Int64"):
+        assert np.isnan(got[-1]) and got[1] == numbers[1]

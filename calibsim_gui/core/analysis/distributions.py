@@ -179,11 +179,16 @@ def label_candidates(frame, provenance: dict | None = None) -> list[str]:
 
 
 def label_values(column) -> np.ndarray:
-    """A label column as floats (empty cells: NaN)."""
+    """A label column as floats (empty cells and cells that are not a number: NaN)."""
     import pandas as pd
 
-    return pd.to_numeric(pd.Series(column).astype(str).str.strip().replace("", np.nan),
-                         errors="coerce").to_numpy(dtype=float)
+    series = pd.Series(column)
+    # whole numbers or float64 already: not read again from their text (35 ms for 100,000 pairs,
+    # paid by every view that shows the agreement); float32 still is (its text is what was meant)
+    if pd.api.types.is_integer_dtype(series.dtype) or (
+            pd.api.types.is_float_dtype(series.dtype) and series.dtype.itemsize == 8):
+        return series.to_numpy(dtype=float, na_value=np.nan)
+    return pd.to_numeric(series.astype(str).str.strip().replace("", np.nan), errors="coerce").to_numpy(dtype=float)
 
 
 def guess_scale(values) -> tuple[float, float]:

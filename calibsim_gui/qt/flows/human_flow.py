@@ -7,11 +7,11 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
-from calibsim_gui.core.analysis.distributions import guess_scale, label_values
+from calibsim_gui.core.analysis.distributions import guess_scale
 from calibsim_gui.core.analysis.human_fit import fit_human_calibration
 from calibsim_gui.core.calibration.human import HUMAN_SUFFIX, HumanFit
 from calibsim_gui.core.errors import CalibsimError
-from calibsim_gui.qt.session.human_scores import chosen_label
+from calibsim_gui.qt.session.human_scores import chosen_label, labels_of
 from calibsim_gui.qt.widgets.messages import plural
 from calibsim_gui.qt.widgets.workers import TaskRunner
 
@@ -55,7 +55,7 @@ class HumanFlow(QObject):
         choices = [f"{low:g}–{high:g}" for low, high in SCALE_PRESETS]
         label = chosen_label(self.state)
         if label is not None:
-            guessed = "{:g}–{:g}".format(*guess_scale(label_values(self.state.results.frame[label])))
+            guessed = "{:g}–{:g}".format(*guess_scale(labels_of(self.state.results, label)))
             choices = [guessed] + [c for c in choices if c != guessed]
         return choices
 

@@ -21,19 +21,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from calibsim_gui.core.analysis.distributions import (
-    DISAGREEMENT_COLUMN,
-    guess_scale,
-    label_values,
-)
+from calibsim_gui.core.analysis.distributions import DISAGREEMENT_COLUMN, guess_scale
 from calibsim_gui.core.analysis.matrices import DocumentMatrix
 from calibsim_gui.core.analysis.pairs import (
     ScoredPairs,
     score_column,
     split_score_column,
 )
-from calibsim_gui.qt.session.human_scores import candidates_of, chosen_label, current_agreement
-from calibsim_gui.qt.views.results.column_filters import ColumnFilter, ColumnFilterDialog, FilterChips
+from calibsim_gui.qt.session.human_scores import (
+    candidates_of,
+    chosen_label,
+    current_agreement,
+    labels_of,
+)
+from calibsim_gui.qt.views.results.column_filters import (
+    ColumnFilter,
+    ColumnFilterDialog,
+    FilterChips,
+)
 from calibsim_gui.qt.views.results.frozen_texts import FrozenTexts
 from calibsim_gui.qt.views.results.results_summary import results_summary
 from calibsim_gui.qt.widgets.messages import EMPTY_HINT, for_the_app
@@ -401,7 +406,7 @@ class ResultsView(QWidget):
 
     def _label_column_chosen(self) -> None:
         column = self.label_combo.currentData() or ""
-        scale = (guess_scale(label_values(self.state.results.frame[column]))
+        scale = (guess_scale(labels_of(self.state.results, column))
                  if column and isinstance(self.state.results, ScoredPairs) else None)
         self.state.set_labels(column, scale)
 
