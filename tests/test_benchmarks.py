@@ -41,9 +41,10 @@ SCRIPTS = {
     "gpu": {"device", "start", "score", "encode", "build"},
     "lock_handover": {"runs", "app_interval_ms"},
     "compare_scale": {"runs", "draw_target_ms", "step_target_ms", "target_met"},
+    "window_scale": {"runs", "stall_target_ms", "p99_target_ms", "target_met"},
 }
 USES_REAL_MODEL = set(SCRIPTS) - {"calibration_throughput", "map_projection", "map_scale", "lock_handover",
-                                  "compare_scale"}
+                                  "compare_scale", "window_scale"}
 
 
 def run_quick(name: str, results: Path) -> dict:
