@@ -299,8 +299,8 @@ def pair_scores(a: np.ndarray, b: np.ndarray, metrics=None, pairs=None) -> dict[
         n_pairs, sides = len(a), [(a, None, None), (b, None, None)]
     else:
         first, second = (np.asarray(index) for index in pairs)
-        norms_a = row_norms(a)
-        n_pairs, sides = len(first), [(a, norms_a, first), (b, norms_a if b is a else row_norms(b), second)]
+        norms_a = _row_norms(a)
+        n_pairs, sides = len(first), [(a, norms_a, first), (b, norms_a if b is a else _row_norms(b), second)]
     out = {m.name: np.empty(n_pairs) for m in chosen}
     for start in range(0, n_pairs, PAIR_BLOCK):
         rows = slice(start, start + PAIR_BLOCK)
@@ -318,7 +318,7 @@ def _block_rows(x: np.ndarray, norms: np.ndarray | None, index, rows: slice) -> 
     return Rows(np.asarray(x[chosen], dtype=np.float64), norms[chosen])
 
 
-def row_norms(x: np.ndarray) -> np.ndarray:
+def _row_norms(x: np.ndarray) -> np.ndarray:
     """The float64 lengths of the rows of `x`, as `Rows.norms` computes them, `PAIR_BLOCK` rows at
     a time (no float64 copy of all of `x`)."""
     return np.concatenate([Rows(np.asarray(x[start:start + PAIR_BLOCK], dtype=np.float64)).norms

@@ -24,7 +24,7 @@ from calibsim_gui.core.analysis.distributions import SPEARMAN_NOTE, Agreement
 from calibsim_gui.qt.session.human_scores import calibrated_column, current_agreement
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
-from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud, translucent
 from calibsim_gui.session.model import COMPARED_FORMS
 
 NO_LABELS_HINT = ("No human scores to compare with. Load a pairs file with a numeric column of "
@@ -38,7 +38,7 @@ def agreement_summary(result: Agreement) -> str:
 
 
 HOVER_HINT = "Hover over a point to see its pair; click it to select the row"
-CLOUD_COLOURS = [(*POINT_COLOR.getRgb()[:3], 110)]      # more than `MANY_POINTS` pairs: small, translucent
+CLOUD_COLOURS = [translucent(POINT_COLOR.getRgb())]     # more than `MANY_POINTS` pairs
 
 
 class AgreementView(QWidget):

@@ -38,12 +38,12 @@ from calibsim_gui.qt.session.human_scores import chosen_label
 from calibsim_gui.qt.session.state import form_label
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
 from calibsim_gui.qt.widgets.plots import POINT_COLOR, SELECTED_COLOR, style_plot
-from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud, translucent
 from calibsim_gui.qt.widgets.results_model import ResultsTableModel
 
 SCATTER_FORMS = ("raw", "calibrated")
 CHOSEN_COLOR = QColor(245, 133, 24)
-CLOUD_COLOURS = [(*POINT_COLOR.getRgb()[:3], 110), CHOSEN_COLOR.getRgb()]   # many points: translucent, the chosen on top
+CLOUD_COLOURS = [translucent(POINT_COLOR.getRgb()), CHOSEN_COLOR.getRgb()]   # many points; the chosen on top
 MAX_TEXT_WIDTH = 300              # pixels: a column of long texts is cut, the scores beside it are not
 SIZED_ROWS = 100                  # rows whose cells set the columns' widths (Qt asks 1,000, one Python call each)
 EMPTY_HINT = ("No comparison yet. A comparison scores the pairs shown in Results with a second model, "

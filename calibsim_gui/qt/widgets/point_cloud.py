@@ -19,6 +19,13 @@ MAX_STRETCH = 2.0                 # zoomed in more than this: rendered again at 
 MAX_COUNT = 64                    # overlaps counted up to this many (alpha is then nearly opaque)
 RENDER_IN_WORKER = 200_000        # more points than this: a new image is rendered in a worker
 MANY_POINTS = 5000                # more points than this: a scatter is drawn as a `PointCloud`
+CROWDED_ALPHA = 110               # the most opaque a crowded scatter's point colour is (overlaps add up)
+
+
+def translucent(rgba) -> tuple:
+    """A colour (RGBA) as a crowded scatter draws it: no more opaque than `CROWDED_ALPHA`."""
+    r, g, b, a = rgba
+    return r, g, b, min(CROWDED_ALPHA, a)
 
 
 class PointCloud(pg.GraphicsObject):

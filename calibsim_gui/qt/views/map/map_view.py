@@ -46,7 +46,7 @@ from calibsim_gui.qt.views.map.nearest_panel import NearestPanel
 from calibsim_gui.qt.views.map.shown_marks import ShownMarks
 from calibsim_gui.qt.widgets.messages import plural
 from calibsim_gui.qt.widgets.plot_menu import PlotMenu
-from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud
+from calibsim_gui.qt.widgets.point_cloud import MANY_POINTS, PointCloud, translucent
 from calibsim_gui.qt.widgets.workers import TaskRunner
 from calibsim_gui.session.selection import pairs_among
 
@@ -363,9 +363,8 @@ class MapView(QWidget):
             groups, colours = np.zeros(len(self.text_map), dtype=np.int64), CATEGORY_COLOURS[:1]
             self.legend.setText("")
         if many:
-            rgba = [QColor(colour).getRgb() for colour in colours]
             self.cloud.set_points(self.text_map.projection.coords, groups,
-                                  [(r, g, b, min(110, a)) for r, g, b, a in rgba])
+                                  [translucent(QColor(colour).getRgb()) for colour in colours])
             colours = []                                 # no scatter layers
         else:
             self.cloud.clear()
